@@ -1,0 +1,1 @@
+"""ddpbench's Hydra configs; installed as the package ``ddpbench.conf`` (see pyproject.toml)."""

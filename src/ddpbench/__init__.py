@@ -1,0 +1,8 @@
+"""ddpbench: what a training-observability tool costs a PyTorch DDP training job.
+
+Data flows workload -> trial -> collect -> analysis -> report; clusters are backends
+that place a trial's node agents. This module stays import-light: the workload
+imports from the package at start-up.
+"""
+
+__version__ = "0.1.0"

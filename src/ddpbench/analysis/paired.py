@@ -1,0 +1,600 @@
+"""Paired overhead analysis: pure functions from the collected trial table to result objects.
+
+Trials are paired by ``(sweep_dir, condition_id, repeat)``: the baseline mode's trial (default
+``native``) against each other mode's trial with the same key. Per pair (x = the compared mode,
+b = the baseline):
+
+- ``wall_overhead_pct`` = 100 · (x.wall_s / b.wall_s − 1)
+- ``throughput_overhead_pct`` = 100 · (b.steps_per_s / x.steps_per_s − 1) (the reference's definition)
+- ``step_overhead_ms`` = x.step_time_ms.mean − b.step_time_ms.mean;
+  ``step_overhead_pct`` = 100 · (x.step_time_ms.mean / b.step_time_ms.mean − 1)
+- ``startup_diff_s``, ``train_diff_s``, ``teardown_diff_s`` = x − b, seconds.
+
+A pair is excluded (and counted) when a side is missing, not ``ok``, or lacks a figure.
+Across the pairs of one (condition, mode) each metric gets a :class:`~ddpbench.analysis.stats.PairedSummary`
+(Student's paired t interval, paired t test, MDE at 80 % power). The verdict against the budget
+uses the intervals of wall and throughput overhead (rules in :func:`verdict_for`).
+
+Roles: a mode named ``inject`` (or ``inject*``) is a calibration comparison, checked against
+``config.inject``; a mode ending in ``_aa`` is an A/A comparison whose throughput-overhead
+interval half-width is the noise floor quoted for the other comparisons.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import pandas as pd
+
+from ddpbench.analysis.stats import (
+    INTERVAL_METHOD,
+    MDE_METHOD,
+    TEST_METHOD,
+    PairedSummary,
+    coefficient_of_variation,
+    mean,
+    paired_summary,
+)
+
+__all__ = [
+    "ANALYSIS_SCHEMA",
+    "ANALYSIS_SCHEMA_VERSION",
+    "Analysis",
+    "Calibration",
+    "CalibrationItem",
+    "Comparison",
+    "ExcludedPair",
+    "FailedTrial",
+    "OrderEffect",
+    "PairRecord",
+    "Stability",
+    "Verdict",
+    "analysis_to_dict",
+    "analyze",
+    "pair_table",
+    "role_of",
+    "verdict_for",
+]
+
+ANALYSIS_SCHEMA = "ddpbench.analysis"
+ANALYSIS_SCHEMA_VERSION = 1
+
+PAIR_KEY = ("sweep_dir", "condition_id", "repeat")
+METRICS: dict[str, str] = {
+    "wall_overhead_pct": "%",
+    "throughput_overhead_pct": "%",
+    "step_overhead_ms": "ms",
+    "step_overhead_pct": "%",
+    "startup_diff_s": "s",
+    "train_diff_s": "s",
+    "teardown_diff_s": "s",
+}
+VERDICT_METRICS = ("wall_overhead_pct", "throughput_overhead_pct")
+SIDE_FIGURES = ("wall_s", "steps_per_s", "step_time_ms_mean", "startup_s", "teardown_s")
+CALIBRATION_TOLERANCE_PCT = 10.0
+ROLE_ORDER = {"tool": 0, "calibration": 1, "aa": 2}
+
+WITHIN, OVER, INCONCLUSIVE = "within", "over", "inconclusive"
+
+
+@dataclass(frozen=True)
+class PairRecord:
+    """One pair's figures: both sides and the per-pair overheads (units in :data:`METRICS`)."""
+
+    sweep_dir: str
+    condition_id: str
+    repeat: int
+    mode: str
+    base_wall_s: float
+    mode_wall_s: float
+    base_steps_per_s: float
+    mode_steps_per_s: float
+    base_step_ms: float
+    mode_step_ms: float
+    mode_position: int
+    base_position: int
+    hosts_differ: bool
+    wall_overhead_pct: float
+    throughput_overhead_pct: float
+    step_overhead_ms: float
+    step_overhead_pct: float
+    startup_diff_s: float
+    train_diff_s: float
+    teardown_diff_s: float
+
+
+@dataclass(frozen=True)
+class ExcludedPair:
+    """A pair left out of the statistics, and why."""
+
+    sweep_dir: str
+    condition_id: str
+    repeat: int
+    mode: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class FailedTrial:
+    """A trial whose status is not ``ok``."""
+
+    source_path: str
+    sweep_dir: str
+    condition_id: str
+    mode: str
+    repeat: int
+    status: str
+    exit_code: int | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """``within``, ``over`` or ``inconclusive`` against ``budget_pct`` (percent), with the reason."""
+
+    status: str
+    budget_pct: float
+    reason: str
+    per_metric: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class OrderEffect:
+    """Mean of ``metric`` over pairs where the compared mode ran first vs second, and their difference."""
+
+    metric: str
+    n_mode_first: int
+    mean_mode_first: float
+    n_mode_second: int
+    mean_mode_second: float
+
+    @property
+    def difference(self) -> float:
+        """``mean_mode_first − mean_mode_second`` (units of the metric)."""
+        return self.mean_mode_first - self.mean_mode_second
+
+
+@dataclass(frozen=True)
+class Stability:
+    """Run-to-run and within-run variability of one mode over the included pairs' trials, percent.
+
+    ``step_time_cv_within_pct``: mean over trials of step_time_ms.stdev / step_time_ms.mean;
+    ``step_time_cv_across_pct``: CV across trials of step_time_ms.mean;
+    ``throughput_cv_pct``: CV across trials of steps_per_s.
+    """
+
+    mode: str
+    n_trials: int
+    step_time_cv_within_pct: float
+    step_time_cv_across_pct: float
+    throughput_cv_pct: float
+
+
+@dataclass(frozen=True)
+class CalibrationItem:
+    """Injected vs recovered value of one cost; ``within_tolerance`` None when nothing was injected."""
+
+    name: str
+    unit: str
+    injected: float
+    recovered: float
+    error_pct: float
+    within_tolerance: bool | None
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Recovery of the injected costs (``config.inject``) by the paired differences."""
+
+    items: tuple[CalibrationItem, ...]
+    tolerance_pct: float = CALIBRATION_TOLERANCE_PCT
+
+    @property
+    def all_within(self) -> bool | None:
+        """True when every injected cost was recovered within tolerance; None when nothing was injected."""
+        checked = [i.within_tolerance for i in self.items if i.within_tolerance is not None]
+        return all(checked) if checked else None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One mode against the baseline in one condition, over all its pairs (possibly several sweeps).
+
+    ``metrics`` maps each name in :data:`METRICS` to the summary of its per-pair values;
+    ``sides`` maps ``base_wall_s, mode_wall_s, base_steps_per_s, mode_steps_per_s, base_step_ms,
+    mode_step_ms, base_startup_s, mode_startup_s`` to a one-sample summary (mean and t interval).
+    ``noise_floor_pct`` is the A/A throughput-overhead half-width used for caveats (None if no A/A).
+    """
+
+    condition_id: str
+    condition: dict[str, Any]
+    mode: str
+    baseline: str
+    role: str
+    stop_kind: str | None
+    sweep_dirs: tuple[str, ...]
+    n_pairs: int
+    metrics: dict[str, PairedSummary]
+    sides: dict[str, PairedSummary]
+    verdict: Verdict
+    order_effects: tuple[OrderEffect, ...]
+    stability: tuple[Stability, ...]
+    excluded: tuple[ExcludedPair, ...]
+    host_mismatch: tuple[str, ...]
+    calibration: Calibration | None
+    noise_floor_pct: float | None
+    noise_floor_source: str | None
+    pairs: tuple[PairRecord, ...]
+
+    @property
+    def n_excluded(self) -> int:
+        """Number of excluded pairs."""
+        return len(self.excluded)
+
+    @property
+    def label(self) -> str:
+        """``<mode> vs <baseline> [<condition_id>]``."""
+        return f"{self.mode} vs {self.baseline} [{self.condition_id}]"
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """Everything the report needs: comparisons, failures, and the settings used."""
+
+    baseline: str
+    budget_pct: float
+    confidence: float
+    comparisons: tuple[Comparison, ...]
+    failed_trials: tuple[FailedTrial, ...]
+    n_trials: int
+    n_ok: int
+    noise_floors: dict[str, float]
+    methods: dict[str, str]
+
+
+def role_of(mode: str, baseline: str = "native") -> str:
+    """``calibration`` for ``inject*`` modes, ``aa`` for ``*_aa`` modes, else ``tool``."""
+    if mode.startswith("inject"):
+        return "calibration"
+    if mode.endswith("_aa") or mode == f"{baseline}_aa":
+        return "aa"
+    return "tool"
+
+
+def _num(value: Any) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return math.nan
+    return out
+
+
+def _int(value: Any) -> int | None:
+    v = _num(value)
+    return int(v) if math.isfinite(v) else None
+
+
+def _str(value: Any) -> str | None:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return str(value)
+
+
+def _hosts(value: Any) -> frozenset[str]:
+    text = _str(value)
+    return frozenset(h for h in text.split(",") if h) if text else frozenset()
+
+
+def _pick(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Among duplicate trials of one mode and key prefer an ok one, then the latest ended."""
+    return max(rows, key=lambda r: (r.get("status") == "ok", _str(r.get("ended_at")) or ""))
+
+
+def _side_problem(row: dict[str, Any] | None, label: str) -> str | None:
+    if row is None:
+        return f"no {label} trial"
+    if row.get("status") != "ok":
+        err = _str(row.get("error"))
+        return f"{label} trial {row.get('status')}" + (f": {err}" if err else "")
+    missing = [k for k in SIDE_FIGURES if not math.isfinite(_num(row.get(k)))]
+    if missing:
+        return f"{label} trial lacks {', '.join(missing)}"
+    return None
+
+
+def _pct(x: float, b: float) -> float:
+    return 100.0 * (x / b - 1.0) if b else math.nan
+
+
+def _record(b: dict[str, Any], x: dict[str, Any], mode: str) -> PairRecord:
+    bw, xw = _num(b["wall_s"]), _num(x["wall_s"])
+    bs, xs = _num(b["steps_per_s"]), _num(x["steps_per_s"])
+    bm, xm = _num(b["step_time_ms_mean"]), _num(x["step_time_ms_mean"])
+    return PairRecord(
+        sweep_dir=str(b["sweep_dir"]),
+        condition_id=str(b["condition_id"]),
+        repeat=int(b["repeat"]),
+        mode=mode,
+        base_wall_s=bw,
+        mode_wall_s=xw,
+        base_steps_per_s=bs,
+        mode_steps_per_s=xs,
+        base_step_ms=bm,
+        mode_step_ms=xm,
+        mode_position=int(_num(x.get("pair_position"))),
+        base_position=int(_num(b.get("pair_position"))),
+        hosts_differ=_hosts(b.get("env_hostnames")) != _hosts(x.get("env_hostnames")),
+        wall_overhead_pct=_pct(xw, bw),
+        throughput_overhead_pct=100.0 * (bs / xs - 1.0) if xs else math.nan,
+        step_overhead_ms=xm - bm,
+        step_overhead_pct=_pct(xm, bm),
+        startup_diff_s=_num(x["startup_s"]) - _num(b["startup_s"]),
+        train_diff_s=_num(x.get("train_s")) - _num(b.get("train_s")),
+        teardown_diff_s=_num(x["teardown_s"]) - _num(b["teardown_s"]),
+    )
+
+
+def _grouped(frame: pd.DataFrame) -> dict[tuple[str, str], dict[int, dict[str, list[dict[str, Any]]]]]:
+    """(sweep_dir, condition_id) → repeat → mode → rows."""
+    out: dict[tuple[str, str], dict[int, dict[str, list[dict[str, Any]]]]] = {}
+    for row in frame.to_dict("records"):
+        key = (str(row["sweep_dir"]), str(row["condition_id"]))
+        out.setdefault(key, {}).setdefault(int(row["repeat"]), {}).setdefault(str(row["mode"]), []).append(row)
+    return out
+
+
+def pair_table(
+    frame: pd.DataFrame, baseline: str = "native"
+) -> tuple[list[PairRecord], list[ExcludedPair], dict[tuple[str, str, int, str], tuple[dict, dict]]]:
+    """Pair every non-baseline mode's trials with the baseline's.
+
+    A mode is paired only within the (sweep_dir, condition_id) groups where it was run. Returns
+    ``(pairs, excluded, sides)``; ``sides`` maps (sweep_dir, condition_id, repeat, mode) to the
+    (baseline row, mode row) of each included pair.
+    """
+    pairs: list[PairRecord] = []
+    excluded: list[ExcludedPair] = []
+    sides: dict[tuple[str, str, int, str], tuple[dict, dict]] = {}
+    for (sweep, cond), by_repeat in sorted(_grouped(frame).items()):
+        modes = sorted({m for rows in by_repeat.values() for m in rows} - {baseline})
+        for mode in modes:
+            for repeat in sorted(by_repeat):
+                rows = by_repeat[repeat]
+                b = _pick(rows[baseline]) if baseline in rows else None
+                x = _pick(rows[mode]) if mode in rows else None
+                problem = _side_problem(b, baseline) or _side_problem(x, mode)
+                if problem:
+                    excluded.append(ExcludedPair(sweep, cond, repeat, mode, problem))
+                    continue
+                assert b is not None and x is not None
+                pairs.append(_record(b, x, mode))
+                sides[(sweep, cond, repeat, mode)] = (b, x)
+    return pairs, excluded, sides
+
+
+def verdict_for(metrics: dict[str, PairedSummary], budget_pct: float) -> Verdict:
+    """Verdict on the wall- and throughput-overhead intervals against ``budget_pct``.
+
+    Per metric: ``over`` when the interval lies wholly above the budget, ``within`` when wholly
+    below, else (straddling, or no interval because n < 2) ``inconclusive``. Overall: ``over`` if
+    any metric is over, ``within`` if all are within, else ``inconclusive``.
+    """
+    per: dict[str, str] = {}
+    for name in VERDICT_METRICS:
+        s = metrics.get(name)
+        if s is None or not (math.isfinite(s.ci_low) and math.isfinite(s.ci_high)):
+            per[name] = INCONCLUSIVE
+        elif s.ci_low > budget_pct:
+            per[name] = OVER
+        elif s.ci_high < budget_pct:
+            per[name] = WITHIN
+        else:
+            per[name] = INCONCLUSIVE
+    if OVER in per.values():
+        status = OVER
+    elif all(v == WITHIN for v in per.values()):
+        status = WITHIN
+    else:
+        status = INCONCLUSIVE
+    parts = []
+    for name, v in per.items():
+        s = metrics.get(name)
+        if s is not None and math.isfinite(s.ci_low):
+            parts.append(f"{name} CI [{s.ci_low:+.2f}, {s.ci_high:+.2f}] % is {v}")
+        else:
+            parts.append(f"{name} has no interval (n={s.n if s else 0})")
+    return Verdict(status, budget_pct, f"budget {budget_pct:g} %: " + "; ".join(parts), per)
+
+
+def _order_effects(pairs: list[PairRecord]) -> tuple[OrderEffect, ...]:
+    out = []
+    for metric in ("throughput_overhead_pct", "wall_overhead_pct"):
+        first = [getattr(p, metric) for p in pairs if p.mode_position < p.base_position]
+        second = [getattr(p, metric) for p in pairs if p.mode_position > p.base_position]
+        out.append(OrderEffect(metric, len(first), mean(first), len(second), mean(second)))
+    return tuple(out)
+
+
+def _stability(mode: str, rows: list[dict[str, Any]]) -> Stability:
+    within = [
+        _num(r.get("step_time_ms_stdev")) / _num(r.get("step_time_ms_mean"))
+        for r in rows
+        if _num(r.get("step_time_ms_mean")) > 0
+    ]
+    return Stability(
+        mode=mode,
+        n_trials=len(rows),
+        step_time_cv_within_pct=100.0 * mean(within),
+        step_time_cv_across_pct=100.0 * coefficient_of_variation([_num(r.get("step_time_ms_mean")) for r in rows]),
+        throughput_cv_pct=100.0 * coefficient_of_variation([_num(r.get("steps_per_s")) for r in rows]),
+    )
+
+
+def _calibration(
+    pairs: list[PairRecord], sides: list[tuple[dict, dict]], tolerance_pct: float
+) -> Calibration | None:
+    spec = (
+        ("step_ms", "per-step overhead", "ms", "step_overhead_ms"),
+        ("startup_s", "startup difference", "s", "startup_diff_s"),
+        ("teardown_s", "teardown difference", "s", "teardown_diff_s"),
+    )
+    items = []
+    for key, name, unit, metric in spec:
+        col = f"inject_{key}"
+        injected = mean([_num(x.get(col)) - (_num(b.get(col)) if math.isfinite(_num(b.get(col))) else 0.0)
+                         for b, x in sides])
+        if not math.isfinite(injected):
+            continue
+        recovered = mean([getattr(p, metric) for p in pairs])
+        if injected == 0:
+            items.append(CalibrationItem(name, unit, 0.0, recovered, math.nan, None))
+            continue
+        err = 100.0 * (recovered - injected) / injected
+        items.append(CalibrationItem(name, unit, injected, recovered, err, abs(err) <= tolerance_pct))
+    return Calibration(tuple(items), tolerance_pct) if items else None
+
+
+def _first_str(rows: Iterable[dict[str, Any]], key: str) -> str | None:
+    for r in rows:
+        v = _str(r.get(key))
+        if v:
+            return v
+    return None
+
+
+def _condition(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for r in rows:
+        for k, v in r.items():
+            if k.startswith("cond_") and _str(v) is not None:
+                out.setdefault(k[5:], v)
+    return out
+
+
+def analyze(
+    frame: pd.DataFrame,
+    baseline: str = "native",
+    budget_pct: float = 2.0,
+    confidence: float = 0.95,
+    calibration_tolerance_pct: float = CALIBRATION_TOLERANCE_PCT,
+) -> Analysis:
+    """Compare every mode with ``baseline`` per condition; see the module docstring."""
+    records = frame.to_dict("records") if len(frame) else []
+    failed = tuple(
+        FailedTrial(
+            source_path=str(r.get("source_path", "")),
+            sweep_dir=str(r.get("sweep_dir")),
+            condition_id=str(r.get("condition_id")),
+            mode=str(r.get("mode")),
+            repeat=int(r.get("repeat")),
+            status=str(r.get("status")),
+            exit_code=_int(r.get("exit_code")),
+            error=_str(r.get("error")),
+        )
+        for r in records
+        if r.get("status") != "ok"
+    )
+    pairs, excluded, sides = pair_table(frame, baseline) if records else ([], [], {})
+    keys = sorted({(p.condition_id, p.mode) for p in pairs} | {(e.condition_id, e.mode) for e in excluded})
+    drafts = []
+    for cond, mode in keys:
+        cp = [p for p in pairs if p.condition_id == cond and p.mode == mode]
+        cx = tuple(e for e in excluded if e.condition_id == cond and e.mode == mode)
+        cs = [sides[(p.sweep_dir, p.condition_id, p.repeat, p.mode)] for p in cp]
+        metrics = {m: paired_summary([getattr(p, m) for p in cp], confidence) for m in METRICS}
+        side_summ = {
+            "base_wall_s": [p.base_wall_s for p in cp],
+            "mode_wall_s": [p.mode_wall_s for p in cp],
+            "base_steps_per_s": [p.base_steps_per_s for p in cp],
+            "mode_steps_per_s": [p.mode_steps_per_s for p in cp],
+            "base_step_ms": [p.base_step_ms for p in cp],
+            "mode_step_ms": [p.mode_step_ms for p in cp],
+            "base_startup_s": [_num(b["startup_s"]) for b, _ in cs],
+            "mode_startup_s": [_num(x["startup_s"]) for _, x in cs],
+        }
+        role = role_of(mode, baseline)
+        all_rows = [r for r in records if str(r.get("condition_id")) == cond and r.get("mode") in (mode, baseline)]
+        drafts.append(
+            Comparison(
+                condition_id=cond,
+                condition=_condition(all_rows),
+                mode=mode,
+                baseline=baseline,
+                role=role,
+                stop_kind=_first_str(all_rows, "stop_kind"),
+                sweep_dirs=tuple(sorted({p.sweep_dir for p in cp} | {e.sweep_dir for e in cx})),
+                n_pairs=len(cp),
+                metrics=metrics,
+                sides={k: paired_summary(v, confidence) for k, v in side_summ.items()},
+                verdict=verdict_for(metrics, budget_pct),
+                order_effects=_order_effects(cp),
+                stability=(
+                    _stability(baseline, [b for b, _ in cs]),
+                    _stability(mode, [x for _, x in cs]),
+                ),
+                excluded=cx,
+                host_mismatch=tuple(f"{p.sweep_dir} repeat {p.repeat}" for p in cp if p.hosts_differ),
+                calibration=_calibration(cp, cs, calibration_tolerance_pct) if role == "calibration" else None,
+                noise_floor_pct=None,
+                noise_floor_source=None,
+                pairs=tuple(cp),
+            )
+        )
+    floors = {
+        c.condition_id: c.metrics["throughput_overhead_pct"].half_width
+        for c in drafts
+        if c.role == "aa" and math.isfinite(c.metrics["throughput_overhead_pct"].half_width)
+    }
+    comparisons = []
+    for c in drafts:
+        if c.condition_id in floors:
+            floor, source = floors[c.condition_id], f"A/A in {c.condition_id}"
+        elif floors:
+            worst = max(floors, key=lambda k: floors[k])
+            floor, source = floors[worst], f"A/A in {worst} (largest of {len(floors)}; other condition)"
+        else:
+            floor, source = None, None
+        comparisons.append(dataclasses.replace(c, noise_floor_pct=floor, noise_floor_source=source))
+    comparisons.sort(key=lambda c: (c.condition_id, ROLE_ORDER.get(c.role, 9), c.mode))
+    return Analysis(
+        baseline=baseline,
+        budget_pct=budget_pct,
+        confidence=confidence,
+        comparisons=tuple(comparisons),
+        failed_trials=failed,
+        n_trials=len(records),
+        n_ok=sum(1 for r in records if r.get("status") == "ok"),
+        noise_floors=floors,
+        methods={
+            "interval": f"{confidence:.0%} {INTERVAL_METHOD}",
+            "test": TEST_METHOD,
+            "mde": MDE_METHOD,
+            "pairing": "by (sweep_dir, condition_id, repeat)",
+        },
+    )
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        for prop in ("half_width", "difference", "all_within", "n_excluded", "label"):
+            if isinstance(getattr(type(value), prop, None), property):
+                out[prop] = _jsonable(getattr(value, prop))
+        return out
+    if hasattr(value, "item"):
+        return _jsonable(value.item())
+    return value
+
+
+def analysis_to_dict(analysis: Analysis) -> dict[str, Any]:
+    """The analysis as JSON-ready data, schema ``ddpbench.analysis`` v1 (NaN → null)."""
+    return {"schema": ANALYSIS_SCHEMA, "schema_version": ANALYSIS_SCHEMA_VERSION, **_jsonable(analysis)}

@@ -1,0 +1,101 @@
+"""The Hydra application: ``python -m ddpbench [-m] key=value ...``. One Hydra job = one trial.
+
+A single run (no ``-m``) is one trial that prints its headline figures. A multirun is a sweep
+ordered by the paired sweeper (``hydra_plugins.ddpbench_sweeper``); when it ends, the report
+callback writes ``report.md``. The process exits non-zero when any trial did not succeed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+
+from hydra.core.plugins import Plugins
+from ddpbench import state
+from ddpbench.config import register_configs
+from ddpbench.errors import DdpbenchError
+
+
+def unique_name() -> str:
+    """A sweep or run folder name that two drivers started in the same second do not share."""
+    return time.strftime("%Y-%m-%d_%H-%M-%S") + f"_{os.getpid()}"
+
+
+if not OmegaConf.has_resolver("ddpbench_unique"):
+    OmegaConf.register_new_resolver("ddpbench_unique", unique_name, use_cache=True)
+register_configs()
+# Editable installs hide hydra_plugins/ddpbench_sweeper from Hydra's plugin scan; register it by hand,
+# after the scan (which re-executes core plugin modules, so their classes must be taken after it).
+Plugins.instance()
+from hydra_plugins.ddpbench_sweeper.paired_sweeper import PairedSweeper  # noqa: E402
+
+Plugins.instance().register(PairedSweeper)
+
+
+def fail(message: str, code: int = 2) -> None:
+    """Print ``ddpbench: error: message`` on stderr and exit with ``code``."""
+    print(f"ddpbench: error: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(code)
+
+
+def job_info() -> "Any":
+    """The running Hydra job's place in its sweep."""
+    from ddpbench.trial.runner import JobInfo
+
+    hc = HydraConfig.get()
+    multirun = hc.mode == RunMode.MULTIRUN
+    job_dir = Path(hc.runtime.output_dir)
+    return JobInfo(
+        job_dir=job_dir,
+        sweep_dir=Path(hc.sweep.dir) if multirun else job_dir,
+        job_num=int(hc.job.num) if multirun else 0,
+        overrides=list(hc.overrides.task),
+        choices={str(k): str(v) for k, v in hc.runtime.choices.items() if not str(k).startswith("hydra")},
+        multirun=multirun,
+    )
+
+
+def summary_of(trial: Dict[str, Any]) -> Dict[str, Any]:
+    """The small dict a job returns to the sweeper (progress lines, exit status)."""
+    keys = ("mode", "repeat", "status", "wall_s", "steps_per_s", "steps", "error", "job_dir", "resumed")
+    return {key: trial.get(key) for key in keys}
+
+
+@hydra.main(version_base="1.3", config_path="pkg://ddpbench.conf", config_name="config")
+def hydra_main(cfg: DictConfig) -> Optional[Dict[str, Any]]:
+    """Run the one trial this Hydra job stands for."""
+    from ddpbench.trial.runner import headline, run_trial
+
+    job = job_info()
+    try:
+        trial = run_trial(cfg, job)
+    except DdpbenchError as error:
+        fail(str(error))
+        return None
+    if trial.get("status") == "node_done":
+        return trial
+    if not job.multirun:
+        print(headline(trial), flush=True)
+        if trial.get("status") != "ok":
+            print(f"error: {trial.get('error')}", file=sys.stderr, flush=True)
+            state.record_failure()
+        print(f"trial: {job.job_dir / 'trial.json'}", flush=True)
+    return summary_of(trial)
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    """Console entry point (``ddpbench``, ``python -m ddpbench``)."""
+    if argv is not None:
+        sys.argv = [sys.argv[0], *argv]
+    state.reset()
+    hydra_main()
+    if state.failures():
+        raise SystemExit(1)

@@ -1,0 +1,50 @@
+"""Cluster backends: where a trial's node agents run and how they find each other.
+
+Each backend turns the config into a :class:`NodePlan` for the driver that calls it:
+``local`` runs every node agent of a trial on this host; ``slurm`` runs inside a SLURM task
+(one per node); ``static`` runs one ddpbench driver per node in lockstep.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, List
+
+from omegaconf import DictConfig
+
+if TYPE_CHECKING:
+    from ddpbench.trial.runner import JobInfo
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    """What this driver launches for one trial."""
+
+    # node ranks whose agents this driver starts
+    node_ranks: List[int]
+    # rendezvous host (node 0)
+    master_addr: str
+    # torch rendezvous port
+    master_port: int
+    # a tool's aggregator port (TraceML)
+    aggregator_port: int
+    # whether this driver writes trial.json (node 0's driver)
+    owner: bool
+    # relaunch once with fresh ports when a port was taken between choosing and binding
+    retry_on_port_clash: bool
+
+
+def plan_nodes(cfg: DictConfig, job: "JobInfo") -> NodePlan:
+    """The plan of ``cfg.cluster.kind`` for this driver."""
+    kind = str(cfg.cluster.kind)
+    if kind == "local":
+        from ddpbench.cluster.local import plan_local
+
+        return plan_local(cfg)
+    if kind == "slurm":
+        from ddpbench.cluster.slurm import plan_slurm
+
+        return plan_slurm(cfg, job)
+    from ddpbench.cluster.static import plan_static
+
+    return plan_static(cfg, job)

@@ -1,0 +1,21 @@
+"""Local backend: every node agent of a trial on this host, ports chosen free at launch."""
+
+from __future__ import annotations
+
+from omegaconf import DictConfig
+
+from ddpbench.cluster import NodePlan
+from ddpbench.trial.ports import free_ports
+
+
+def plan_local(cfg: DictConfig) -> NodePlan:
+    """All ``cluster.nnodes`` agents here, rendezvous on loopback."""
+    master_port, aggregator_port = free_ports(2)
+    return NodePlan(
+        node_ranks=list(range(int(cfg.cluster.nnodes))),
+        master_addr=str(cfg.cluster.master_addr),
+        master_port=master_port,
+        aggregator_port=aggregator_port,
+        owner=True,
+        retry_on_port_clash=True,
+    )

@@ -1,0 +1,58 @@
+"""``ddpbench-collect PATH... [--out DIR]``: collect trial.json files into results.csv (+ .parquet).
+
+Exit codes: 0 when at least one trial was collected; 2 for bad input (a path that does not
+exist, no usable trial.json found, an output directory that cannot be written). Skipped files
+are listed on stderr with their reasons.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from ddpbench.collect.collector import collect_trials, write_results
+
+PROG = "ddpbench-collect"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description="Collect ddpbench trial.json files into one table.")
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="sweep dirs or trial.json files")
+    parser.add_argument("--out", type=Path, default=None, help="output dir (default: the first PATH)")
+    return parser
+
+
+def _error(message: str) -> int:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code."""
+    args = _parser().parse_args(argv)
+    missing = [p for p in args.paths if not os.path.exists(p)]
+    if missing:
+        return _error(f"no such path: {missing[0]}")
+    result = collect_trials(args.paths)
+    for path, reason in result.skipped:
+        print(f"{PROG}: skipped {path}: {reason}", file=sys.stderr)
+    if result.frame.empty:
+        return _error(f"no usable trial.json found under {', '.join(args.paths)}")
+    first = Path(args.paths[0])
+    out = args.out if args.out is not None else (first if first.is_dir() else first.parent)
+    try:
+        written = write_results(result.frame, out)
+    except OSError as exc:
+        return _error(f"cannot write to {out}: {exc.strerror or exc}")
+    print(
+        f"{len(result.frame)} trials collected, {len(result.skipped)} skipped -> "
+        + ", ".join(str(p) for p in written)
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

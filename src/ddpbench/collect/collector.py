@@ -1,0 +1,277 @@
+"""Read every ``trial.json`` below one or more paths into one tidy table, one row per trial.
+
+Files are found by a recursive :func:`os.scandir` walk that skips hidden directories
+(``.hydra``, ``.git``, ...). A file is accepted when it parses as a JSON object whose ``schema`` is
+``ddpbench.trial`` and whose ``schema_version`` is one this reader knows (1), and which has the
+fields pairing needs. Anything else is skipped and listed with its reason, never fatal.
+
+Columns (see also ``docs/results-columns.md``):
+
+- ``source_path``: the file the row came from (str).
+- Top-level scalars keep their names: ``schema, schema_version, ddpbench_version, sweep_dir,
+  job_dir, job_num, mode, repeat, pair_position, condition_id, config_hash, status, exit_code,
+  error, started_at, ended_at, wall_s, startup_s, train_s, teardown_s, world_size, nnodes,
+  nproc_per_node, steps, warmup_steps, samples, steps_per_s, samples_per_s, final_loss,
+  peak_memory_bytes``.
+- ``step_time_ms_<stat>`` for ``stat`` in ``mean, median, p10, p90, p99, min, max, stdev`` (ms).
+- ``cond_<key>``: every key of ``condition`` (values as written, usually str).
+- ``env_<key>``: every key of ``environment``; lists (``hostnames``, ``gpu_names``) are joined
+  with ``,``.
+- ``traceml_<key>``: ``traceml`` fields; its nested objects flattened with ``_``
+  (``traceml_step_time_ms_forward_ms``, ``traceml_step_time_median_ms_step_time_ms``, ...).
+- ``logs_stdout, logs_stderr, logs_tail``.
+- ``inject_step_ms, inject_startup_s, inject_teardown_s``: ``config.inject`` (ms, s, s);
+  missing when the config has no ``inject`` block.
+- ``stop_kind``: ``condition.stop`` if present, else ``config.stop`` (a string, or its
+  ``kind``/``name``/``type``); e.g. ``steps`` or ``duration``.
+- ``n_ranks, n_nodes``: lengths of ``ranks`` and ``nodes``; ``rank_steps_per_s_min`` and
+  ``rank_steps_per_s_max`` over ranks.
+- ``overrides_json``, ``config_json``: the ``overrides`` list and the resolved ``config`` as
+  compact JSON text (the report derives the command and mode differences from them).
+
+Figures that the trial could not measure (``status`` not ``ok``) are empty (NaN).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import pandas as pd
+
+__all__ = ["CollectResult", "KNOWN_VERSIONS", "SCHEMA", "collect_trials", "find_trial_files", "flatten_trial"]
+
+SCHEMA = "ddpbench.trial"
+KNOWN_VERSIONS = frozenset({1})
+TRIAL_FILENAME = "trial.json"
+
+REQUIRED_FIELDS: dict[str, tuple[type, ...]] = {
+    "sweep_dir": (str,),
+    "mode": (str,),
+    "repeat": (int,),
+    "pair_position": (int,),
+    "condition": (dict,),
+    "condition_id": (str,),
+    "status": (str,),
+}
+OK_NUMERIC_FIELDS = ("wall_s", "startup_s", "train_s", "teardown_s", "steps_per_s")
+
+_SCALAR_FIELDS = (
+    "schema", "schema_version", "ddpbench_version", "sweep_dir", "job_dir", "job_num", "mode",
+    "repeat", "pair_position", "condition_id", "config_hash", "status", "exit_code", "error",
+    "started_at", "ended_at", "wall_s", "startup_s", "train_s", "teardown_s", "world_size",
+    "nnodes", "nproc_per_node", "steps", "warmup_steps", "samples", "steps_per_s",
+    "samples_per_s", "final_loss", "peak_memory_bytes",
+)
+STEP_STATS = ("mean", "median", "p10", "p90", "p99", "min", "max", "stdev")
+INJECT_KEYS = ("step_ms", "startup_s", "teardown_s")
+
+
+@dataclass(frozen=True)
+class CollectResult:
+    """The collected table and the files left out.
+
+    ``frame`` has one row per accepted trial (columns in the module docstring);
+    ``skipped`` lists ``(path, reason)`` for every file or argument that was not used.
+    """
+
+    frame: pd.DataFrame
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    files_seen: int = 0
+
+
+def _walk(root: str) -> Iterator[str]:
+    stack = [root]
+    while stack:
+        current = stack.pop()
+        try:
+            with os.scandir(current) as entries:
+                for entry in entries:
+                    if entry.name.startswith("."):
+                        continue
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(entry.path)
+                        elif entry.name == TRIAL_FILENAME:
+                            yield entry.path
+                    except OSError:
+                        continue
+        except OSError:
+            continue
+
+
+def find_trial_files(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[str], list[tuple[str, str]]]:
+    """Every ``trial.json`` below ``paths`` (a file path is taken as is), sorted, deduplicated.
+
+    Returns ``(files, problems)``, ``problems`` being ``(path, reason)`` for arguments that do
+    not exist.
+    """
+    found: dict[str, None] = {}
+    problems: list[tuple[str, str]] = []
+    for raw in paths:
+        path = os.fspath(raw)
+        if os.path.isfile(path):
+            found.setdefault(os.path.abspath(path), None)
+        elif os.path.isdir(path):
+            for f in _walk(path):
+                found.setdefault(os.path.abspath(f), None)
+        else:
+            problems.append((path, "path does not exist"))
+    return sorted(found), problems
+
+
+def _put_flat(row: dict[str, Any], prefix: str, value: Any) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _put_flat(row, f"{prefix}_{k}", v)
+    elif isinstance(value, list):
+        row[prefix] = ",".join("" if v is None else str(v) for v in value)
+    else:
+        row[prefix] = value
+
+
+def _stop_kind(condition: dict[str, Any], config: Any) -> Any:
+    if "stop" in condition:
+        return condition["stop"]
+    stop = config.get("stop") if isinstance(config, dict) else None
+    if isinstance(stop, str):
+        return stop
+    if isinstance(stop, dict):
+        for key in ("kind", "name", "type"):
+            if isinstance(stop.get(key), str):
+                return stop[key]
+    return None
+
+
+def flatten_trial(trial: dict[str, Any], source_path: str = "") -> dict[str, Any]:
+    """One trial dict (already validated) as one flat row; column names in the module docstring."""
+    row: dict[str, Any] = {"source_path": source_path}
+    for name in _SCALAR_FIELDS:
+        row[name] = trial.get(name)
+    stt = trial.get("step_time_ms") or {}
+    for stat in STEP_STATS:
+        row[f"step_time_ms_{stat}"] = stt.get(stat) if isinstance(stt, dict) else None
+    condition = trial["condition"]
+    for k, v in condition.items():
+        row[f"cond_{k}"] = v
+    env = trial.get("environment")
+    if isinstance(env, dict):
+        for k, v in env.items():
+            _put_flat(row, f"env_{k}", v)
+    tml = trial.get("traceml")
+    if isinstance(tml, dict):
+        for k, v in tml.items():
+            _put_flat(row, f"traceml_{k}", v)
+    logs = trial.get("logs")
+    if isinstance(logs, dict):
+        for k in ("stdout", "stderr", "tail"):
+            row[f"logs_{k}"] = logs.get(k)
+    config = trial.get("config")
+    inject = config.get("inject") if isinstance(config, dict) else None
+    if isinstance(inject, dict):
+        for k in INJECT_KEYS:
+            row[f"inject_{k}"] = inject.get(k)
+    row["stop_kind"] = _stop_kind(condition, config)
+    ranks = trial.get("ranks") if isinstance(trial.get("ranks"), list) else []
+    nodes = trial.get("nodes") if isinstance(trial.get("nodes"), list) else []
+    row["n_ranks"] = len(ranks)
+    row["n_nodes"] = len(nodes)
+    rates = [r.get("steps_per_s") for r in ranks if isinstance(r, dict)]
+    rates = [r for r in rates if isinstance(r, (int, float))]
+    row["rank_steps_per_s_min"] = min(rates) if rates else None
+    row["rank_steps_per_s_max"] = max(rates) if rates else None
+    row["overrides_json"] = json.dumps(trial.get("overrides"), separators=(",", ":"))
+    row["config_json"] = json.dumps(config, separators=(",", ":"), sort_keys=True, default=str)
+    return row
+
+
+def validate_trial(trial: Any) -> str | None:
+    """Why ``trial`` cannot be used, or None when it can."""
+    if not isinstance(trial, dict):
+        return f"not a JSON object ({type(trial).__name__})"
+    schema = trial.get("schema")
+    if schema != SCHEMA:
+        return f"unknown schema {schema!r} (expected {SCHEMA!r})"
+    version = trial.get("schema_version")
+    if version not in KNOWN_VERSIONS or isinstance(version, bool):
+        known = ", ".join(str(v) for v in sorted(KNOWN_VERSIONS))
+        return f"unknown schema_version {version!r} of {SCHEMA} (this reader knows {known})"
+    missing = [k for k in REQUIRED_FIELDS if k not in trial]
+    if missing:
+        return "partial record: missing " + ", ".join(missing)
+    for key, types in REQUIRED_FIELDS.items():
+        value = trial[key]
+        if not isinstance(value, types) or isinstance(value, bool):
+            return f"field {key!r} has type {type(value).__name__}"
+    if trial["status"] == "ok":
+        bad = [
+            k for k in OK_NUMERIC_FIELDS
+            if not isinstance(trial.get(k), (int, float)) or isinstance(trial.get(k), bool)
+        ]
+        if bad:
+            return "status ok but not a number: " + ", ".join(bad)
+    return None
+
+
+def _read(path: str) -> tuple[dict[str, Any] | None, str | None]:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        return None, f"unreadable: {exc.strerror or exc}"
+    if not data.strip():
+        return None, "empty file"
+    try:
+        trial = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return None, f"malformed JSON: {exc}"
+    reason = validate_trial(trial)
+    if reason is not None:
+        return None, reason
+    return trial, None
+
+
+def collect_trials(paths: Iterable[str | os.PathLike[str]]) -> CollectResult:
+    """Collect every usable ``trial.json`` below ``paths`` into one DataFrame.
+
+    Rows are ordered by (sweep_dir, job_num, source_path). Unusable files and nonexistent
+    arguments are listed in ``skipped`` with their reasons.
+    """
+    files, skipped = find_trial_files(paths)
+    rows = []
+    for path in files:
+        trial, reason = _read(path)
+        if trial is None:
+            skipped.append((path, reason or "unusable"))
+            continue
+        rows.append(flatten_trial(trial, path))
+    frame = pd.DataFrame.from_records(rows) if rows else pd.DataFrame(columns=["source_path", *_SCALAR_FIELDS])
+    if rows:
+        frame = frame.sort_values(["sweep_dir", "job_num", "source_path"], kind="stable", na_position="last")
+        frame = frame.reset_index(drop=True)
+    return CollectResult(frame=frame, skipped=skipped, files_seen=len(files))
+
+
+def write_results(frame: pd.DataFrame, out_dir: str | os.PathLike[str]) -> list[Path]:
+    """Write ``results.csv`` (and ``results.parquet`` when pyarrow imports) atomically into ``out_dir``."""
+    from ddpbench.io import write_text_atomic
+
+    out = Path(out_dir)
+    written = [write_text_atomic(out / "results.csv", frame.to_csv(index=False))]
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        return written
+    target = out / "results.parquet"
+    tmp = out / f".{target.name}.{os.getpid()}.tmp"
+    try:
+        frame.to_parquet(tmp, index=False)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    written.append(target)
+    return written

@@ -1,0 +1,265 @@
+"""Structured configs: the schema every composed ddpbench config is checked against.
+
+The YAML in ``conf/`` supplies the values; these dataclasses supply types, defaults and the
+meaning of each key. :func:`validate` checks ranges and rules that types cannot express and
+raises :class:`~ddpbench.errors.ConfigError` with one line naming the key and the rule.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+from ddpbench.errors import ConfigError
+
+
+@dataclass
+class ModelConfig:
+    """Size of the DDP MLP workload."""
+
+    # batch size per rank, samples
+    batch_size: int = 64
+    # input features
+    input_dim: int = 512
+    # width of each hidden layer
+    hidden_dim: int = 512
+    # number of Linear+GELU hidden layers
+    hidden_layers: int = 2
+    # output classes
+    num_classes: int = 10
+    # synthetic dataset size, samples (at least one global batch)
+    num_samples: int = 65536
+    # AdamW learning rate
+    lr: float = 1e-3
+
+
+@dataclass
+class StopConfig:
+    """When a trial's timed loop ends."""
+
+    # "steps" (fixed work: wall time sees per-step cost) or "duration" (lockstep clock stop)
+    kind: str = "steps"
+    # timed steps per rank, for kind=steps
+    steps: Optional[int] = 200
+    # seconds of timed training, for kind=duration
+    duration_sec: Optional[float] = None
+    # untimed steps before the timed loop
+    warmup_steps: int = 10
+    # duration stop: ranks agree on stopping every this many steps (all-reduce MAX)
+    check_every: int = 10
+    # duration stop: true = lockstep (the fix); false = the reference's per-rank clock (hangs)
+    sync: bool = True
+
+
+@dataclass
+class ModeConfig:
+    """How one arm of the comparison is launched. A mode is data: adding a tool is one YAML file."""
+
+    # label used in reports; defaults to the option name
+    name: str = MISSING
+    # one line on what this mode measures
+    description: str = ""
+    # Python module that must be importable for this mode (null = none)
+    requires: Optional[str] = None
+    # pip package that provides `requires`, named in the error message
+    requires_package: Optional[str] = None
+    # argv template for one node agent; {placeholders} are filled at launch (see trial/command.py)
+    command: List[str] = field(default_factory=list)
+    # tool options; the command's "{tool_args}" token expands to them
+    tool_args: List[str] = field(default_factory=list)
+    # extra environment for the node agent; values may use the same placeholders
+    env: Dict[str, str] = field(default_factory=dict)
+    # extra workload arguments appended for this mode only (e.g. injected costs)
+    workload_args: List[str] = field(default_factory=list)
+    # file this tool writes its own summary to, relative to the job dir (null = none)
+    summary_file: Optional[str] = None
+
+
+@dataclass
+class ClusterConfig:
+    """Where and how a trial's node agents run."""
+
+    # label used in reports
+    name: str = MISSING
+    # what places node agents: local (this host), slurm (submitit), static (one driver per node)
+    kind: str = "local"
+    # nodes (torchrun agents) per trial
+    nnodes: int = 1
+    # ranks per node
+    nproc_per_node: int = 2
+    # auto | cpu | cuda
+    device: str = "cpu"
+    # torch.distributed backend: auto | gloo | nccl
+    backend: str = "gloo"
+    # fp32 | bf16 | fp16
+    precision: str = "fp32"
+    # torch threads per rank (OMP_NUM_THREADS); 0 = leave unset
+    threads_per_rank: int = 1
+    # rendezvous address; local backend uses loopback
+    master_addr: str = "127.0.0.1"
+    # this driver's node rank (static backend: each node runs its own driver)
+    node_rank: int = 0
+    # static backend: shared base port; trial k uses base_port + 3*k (0 = derive from the sweep name)
+    base_port: int = 0
+    # static backend: seconds a node waits at a trial for its peers before failing it
+    rendezvous_timeout_s: float = 60.0
+    # slurm backend settings (ignored elsewhere)
+    slurm: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class FaultConfig:
+    """Fault knobs for reliability tests; off by default and applied the same in every mode."""
+
+    # timed step at which the targeted rank(s) crash (null = off)
+    crash_at_step: Optional[int] = None
+    # timed step at which the targeted rank(s) hang (null = off)
+    hang_at_step: Optional[int] = None
+    # seconds the targeted rank's stop clock runs ahead (0 = off)
+    clock_skew_sec: float = 0.0
+    # global rank the fault applies to (null = every rank)
+    rank: Optional[int] = None
+
+
+@dataclass
+class InjectConfig:
+    """Known costs the `inject` mode adds, for calibration; other modes ignore them."""
+
+    # busy-wait added to every timed step on every rank, ms
+    step_ms: float = 2.0
+    # sleep before the process group is created, s
+    startup_s: float = 1.0
+    # sleep after the timed loop, before exit, s
+    teardown_s: float = 0.5
+
+
+@dataclass
+class TrialConfig:
+    """Limits and outputs of one trial."""
+
+    # watchdog limit in seconds; null = expected duration * timeout_factor + timeout_margin_s
+    timeout_s: Optional[float] = None
+    # expected seconds per timed step, used for the automatic timeout of a steps stop
+    expected_step_s: float = 0.5
+    # automatic timeout: expected training time times this
+    timeout_factor: float = 3.0
+    # automatic timeout: plus this many seconds (start-up, TraceML's finalisation)
+    timeout_margin_s: float = 120.0
+    # process-group timeout inside the workload, s: a hung collective becomes an error
+    collective_timeout_s: float = 60.0
+    # workload progress line every N steps (0 = silent)
+    log_every: int = 0
+    # keep the per-step times in the rank records
+    save_step_times: bool = True
+    # skip a trial whose trial.json is ok for the same resolved config
+    resume: bool = True
+
+
+@dataclass
+class DdpbenchConfig:
+    """The whole composed config of one trial."""
+
+    model: ModelConfig = field(default_factory=ModelConfig)
+    stop: StopConfig = field(default_factory=StopConfig)
+    mode: ModeConfig = field(default_factory=ModeConfig)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    fault: FaultConfig = field(default_factory=FaultConfig)
+    inject: InjectConfig = field(default_factory=InjectConfig)
+    trial: TrialConfig = field(default_factory=TrialConfig)
+    # repeat label; a sweep gives A-B, the sweeper expands it. Not typed int on purpose.
+    repeat: Any = 1
+    # position of this trial within its pair (set by the sweeper)
+    pair_position: int = 0
+    # sweep folder name under outputs/multirun; reuse it to resume a sweep
+    sweep_name: str = MISSING
+    # random seed of the workload's data and weights
+    seed: int = 42
+    # baseline mode for the report
+    baseline: str = "native"
+    # overhead budget for the report's verdicts, %
+    budget_pct: float = 2.0
+
+
+def register_configs() -> None:
+    """Register the schema so ``config.yaml``'s defaults list can name it."""
+    ConfigStore.instance().store(name="ddpbench_schema", node=DdpbenchConfig)
+
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+def _require(condition: bool, key: str, rule: str, value: Any) -> None:
+    if not condition:
+        raise ConfigError(f"{key}={value!r}: {rule}")
+
+
+def parse_repeat(value: Any) -> int:
+    """Return the integer repeat label of one trial, or raise ConfigError."""
+    text = str(value).strip()
+    if not re.fullmatch(r"-?\d+", text):
+        raise ConfigError(
+            f"repeat={value!r}: must be an integer label, or a range A-B / range(A,B+1) / A,B,... in a -m sweep"
+        )
+    number = int(text)
+    _require(number >= 1, "repeat", "must be >= 1", value)
+    return number
+
+
+def validate(cfg: DictConfig) -> None:
+    """Check every rule types cannot express; raise ConfigError naming the first broken key."""
+    m, s, c, f, t, inj = cfg.model, cfg.stop, cfg.cluster, cfg.fault, cfg.trial, cfg.inject
+    for key in ("batch_size", "input_dim", "hidden_dim", "hidden_layers", "num_classes", "num_samples"):
+        _require(m[key] >= 1, f"model.{key}", "must be >= 1", m[key])
+    _require(m.lr > 0, "model.lr", "must be > 0", m.lr)
+    _require(s.kind in ("steps", "duration"), "stop.kind", "must be 'steps' or 'duration'", s.kind)
+    if s.kind == "steps":
+        _require(s.steps is not None and s.steps >= 1, "stop.steps", "must be >= 1 with stop=steps", s.steps)
+    else:
+        _require(
+            s.duration_sec is not None and s.duration_sec > 0,
+            "stop.duration_sec",
+            "must be > 0 with stop=duration",
+            s.duration_sec,
+        )
+    _require(s.warmup_steps >= 0, "stop.warmup_steps", "must be >= 0", s.warmup_steps)
+    _require(s.check_every >= 1, "stop.check_every", "must be >= 1", s.check_every)
+    _require(c.kind in ("local", "slurm", "static"), "cluster.kind", "must be local, slurm or static", c.kind)
+    _require(c.nnodes >= 1, "cluster.nnodes", "must be >= 1", c.nnodes)
+    _require(c.nproc_per_node >= 1, "cluster.nproc_per_node", "must be >= 1", c.nproc_per_node)
+    _require(c.device in ("auto", "cpu", "cuda"), "cluster.device", "must be auto, cpu or cuda", c.device)
+    _require(c.backend in ("auto", "gloo", "nccl"), "cluster.backend", "must be auto, gloo or nccl", c.backend)
+    _require(c.precision in ("fp32", "bf16", "fp16"), "cluster.precision", "must be fp32, bf16 or fp16", c.precision)
+    _require(c.threads_per_rank >= 0, "cluster.threads_per_rank", "must be >= 0", c.threads_per_rank)
+    _require(0 <= c.node_rank < c.nnodes, "cluster.node_rank", f"must be in [0, {c.nnodes - 1}]", c.node_rank)
+    _require(c.base_port == 0 or 1024 <= c.base_port <= 65000, "cluster.base_port", "must be 0 or in [1024, 65000]", c.base_port)
+    world = c.nnodes * c.nproc_per_node
+    _require(
+        m.num_samples >= m.batch_size * world,
+        "model.num_samples",
+        f"must be >= one global batch (batch_size * world size = {m.batch_size * world})",
+        m.num_samples,
+    )
+    for key in ("crash_at_step", "hang_at_step"):
+        _require(f[key] is None or f[key] >= 0, f"fault.{key}", "must be null or >= 0", f[key])
+    _require(f.rank is None or 0 <= f.rank < world, "fault.rank", f"must be null or in [0, {world - 1}]", f.rank)
+    _require(f.clock_skew_sec >= 0, "fault.clock_skew_sec", "must be >= 0", f.clock_skew_sec)
+    for key in ("step_ms", "startup_s", "teardown_s"):
+        _require(inj[key] >= 0, f"inject.{key}", "must be >= 0", inj[key])
+    _require(t.timeout_s is None or t.timeout_s > 0, "trial.timeout_s", "must be null or > 0", t.timeout_s)
+    _require(t.collective_timeout_s > 0, "trial.collective_timeout_s", "must be > 0", t.collective_timeout_s)
+    _require(t.log_every >= 0, "trial.log_every", "must be >= 0", t.log_every)
+    _require(bool(cfg.mode.command), "mode.command", "must be a non-empty list", list(cfg.mode.command))
+    _require(bool(_NAME_RE.match(str(cfg.sweep_name))), "sweep_name", "must use letters, digits, '.', '_', '-'", cfg.sweep_name)
+    _require(cfg.budget_pct > 0, "budget_pct", "must be > 0", cfg.budget_pct)
+    parse_repeat(cfg.repeat)
+
+
+def to_plain(cfg: DictConfig) -> Dict[str, Any]:
+    """The resolved config as plain Python containers (for trial.json)."""
+    container = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(container, dict)
+    return container  # type: ignore[return-value]

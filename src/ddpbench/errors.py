@@ -1,0 +1,13 @@
+"""Errors that reach the user as one line and a non-zero exit, never as a traceback."""
+
+
+class DdpbenchError(Exception):
+    """Base of every error ddpbench reports as one line."""
+
+
+class ConfigError(DdpbenchError):
+    """A composed config breaks a rule: the message names the key, the value and the rule."""
+
+
+class ToolMissingError(DdpbenchError):
+    """A mode needs a Python package that is not importable."""

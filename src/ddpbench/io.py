@@ -1,0 +1,44 @@
+"""Atomic file writes for every result file ddpbench produces."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` to ``path`` so readers see the old file or the whole new one, never a part.
+
+    The text goes to a temporary file in the same directory, is flushed and fsynced,
+    then renamed over ``path``.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, target)
+    except BaseException:
+        try:
+            os.unlink(tmp_name)
+        except FileNotFoundError:
+            pass
+        raise
+    return target
+
+
+def write_json_atomic(path: str | os.PathLike[str], payload: Any) -> Path:
+    """Write ``payload`` as indented JSON to ``path`` atomically (see :func:`write_text_atomic`)."""
+    return write_text_atomic(path, json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """Read one JSON document."""
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)

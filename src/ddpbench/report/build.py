@@ -1,0 +1,156 @@
+"""Build a report from sweep dirs: collect, analyse, plot, and write every file atomically.
+
+Outputs in ``out_dir``: ``report.md``, ``plots/*.png``, ``results.csv`` (+ ``results.parquet``
+when pyarrow imports) and ``analysis.json`` (schema ``ddpbench.analysis`` v1, see
+:func:`ddpbench.analysis.paired.analysis_to_dict`; adds ``sweep_dirs``, ``skipped`` and
+``generated_at``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from ddpbench.analysis.paired import INCONCLUSIVE, OVER, Analysis, analysis_to_dict, analyze
+from ddpbench.collect.collector import collect_trials, write_results
+from ddpbench.io import write_json_atomic, write_text_atomic
+from ddpbench.report.markdown import render_report
+
+__all__ = ["ReportInputError", "ReportOutcome", "write_report"]
+
+EXIT_OK, EXIT_OVER, EXIT_BAD_INPUT, EXIT_INCONCLUSIVE = 0, 1, 2, 3
+
+
+class ReportInputError(ValueError):
+    """The sweep dirs or the output dir cannot be used (the CLI exits 2 with this message)."""
+
+
+@dataclass(frozen=True)
+class ReportOutcome:
+    """What :func:`write_report` wrote and found.
+
+    ``verdicts`` maps each tool comparison's label (``<mode> vs <baseline> [<condition_id>]``)
+    to ``within``/``over``/``inconclusive``; A/A and calibration comparisons are not gated.
+    """
+
+    report_path: Path
+    analysis_path: Path
+    results_paths: tuple[Path, ...]
+    plot_paths: tuple[Path, ...]
+    verdicts: dict[str, str]
+    n_trials: int
+    n_ok: int
+    n_skipped: int
+    n_pairs: int
+    n_excluded: int
+    analysis: Analysis
+
+    @property
+    def any_over(self) -> bool:
+        """True when some tool comparison is over budget."""
+        return OVER in self.verdicts.values()
+
+    @property
+    def any_inconclusive(self) -> bool:
+        """True when some tool comparison is inconclusive."""
+        return INCONCLUSIVE in self.verdicts.values()
+
+    def exit_code(self, fail_over_budget: bool = False) -> int:
+        """0; with ``fail_over_budget``: 1 when any comparison is over budget, else 3 when any is inconclusive."""
+        if not fail_over_budget:
+            return EXIT_OK
+        if self.any_over:
+            return EXIT_OVER
+        if self.any_inconclusive:
+            return EXIT_INCONCLUSIVE
+        return EXIT_OK
+
+
+def _check_inputs(sweep_dirs: Sequence[Path]) -> None:
+    if not sweep_dirs:
+        raise ReportInputError("no sweep dir given")
+    for d in sweep_dirs:
+        if not d.exists():
+            raise ReportInputError(f"no such sweep dir: {d}")
+        if d.is_dir() and not any(d.iterdir()):
+            raise ReportInputError(f"empty sweep dir: {d}")
+
+
+def _check_out_dir(out_dir: Path) -> None:
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ReportInputError(f"cannot create output dir {out_dir}: {exc.strerror or exc}") from None
+    if not out_dir.is_dir() or not os.access(out_dir, os.W_OK | os.X_OK):
+        raise ReportInputError(f"output dir is not writable: {out_dir}")
+
+
+def write_report(
+    sweep_dirs: list[Path],
+    out_dir: Path | None = None,
+    baseline: str = "native",
+    budget_pct: float = 2.0,
+) -> ReportOutcome:
+    """Collect every trial.json under ``sweep_dirs``, analyse the pairs and write the report.
+
+    ``out_dir`` defaults to the first sweep dir. Raises :class:`ReportInputError` for a
+    nonexistent or empty sweep dir, no usable trial.json, or an unwritable ``out_dir``.
+    """
+    from ddpbench import __version__ as version
+    from ddpbench.report.plots import plot_condition
+
+    dirs = [Path(d) for d in sweep_dirs]
+    _check_inputs(dirs)
+    collected = collect_trials(dirs)
+    frame = collected.frame
+    if frame.empty:
+        where = ", ".join(str(d) for d in dirs)
+        if collected.files_seen == 0:
+            raise ReportInputError(f"no trial.json found under {where}")
+        first = collected.skipped[0]
+        raise ReportInputError(
+            f"no usable trial.json under {where} ({len(collected.skipped)} skipped, e.g. {first[0]}: {first[1]})"
+        )
+    out = Path(out_dir) if out_dir is not None else (dirs[0] if dirs[0].is_dir() else dirs[0].parent)
+    _check_out_dir(out)
+
+    analysis = analyze(frame, baseline=baseline, budget_pct=budget_pct)
+    plots_dir = out / "plots"
+    plot_paths: list[Path] = []
+    plot_refs: dict[str, dict[str, str]] = {}
+    for cond, trials in frame.groupby("condition_id", sort=True):
+        comps = [c for c in analysis.comparisons if c.condition_id == cond]
+        written = plot_condition(trials, comps, plots_dir, baseline)
+        plot_paths += written.values()
+        plot_refs[str(cond)] = {name: os.path.relpath(p, out) for name, p in written.items()}
+
+    results = write_results(frame, out)
+    generated = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    payload = analysis_to_dict(analysis)
+    payload.update(
+        sweep_dirs=[str(d) for d in dirs],
+        skipped=[{"path": p, "reason": r} for p, r in collected.skipped],
+        generated_at=generated,
+        ddpbench_version=version,
+    )
+    analysis_path = write_json_atomic(out / "analysis.json", payload)
+    text = render_report(
+        analysis, frame, plot_refs, [str(d) for d in dirs], collected.skipped, generated, version
+    )
+    report_path = write_text_atomic(out / "report.md", text)
+    return ReportOutcome(
+        report_path=report_path,
+        analysis_path=analysis_path,
+        results_paths=tuple(results),
+        plot_paths=tuple(plot_paths),
+        verdicts={c.label: c.verdict.status for c in analysis.comparisons if c.role == "tool"},
+        n_trials=analysis.n_trials,
+        n_ok=analysis.n_ok,
+        n_skipped=len(collected.skipped),
+        n_pairs=sum(c.n_pairs for c in analysis.comparisons),
+        n_excluded=sum(c.n_excluded for c in analysis.comparisons),
+        analysis=analysis,
+    )

@@ -1,0 +1,162 @@
+"""Seaborn PNG plots for the report (Agg backend; each file written atomically).
+
+One set per condition:
+
+- ``slope_<mode>``: paired slope plot, one line per repeat from the baseline to the mode, for
+  wall time (s) and throughput (steps/s);
+- ``step_time``: per-trial step-time distribution (p10–p90 bar, median dot, p99 tick), per mode;
+- ``wall_decomposition``: startup / train / teardown seconds stacked, per trial;
+- ``throughput``: steps/s per repeat, one line per mode.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from ddpbench.analysis.paired import Comparison  # noqa: E402
+
+__all__ = ["plot_condition", "save_figure", "slug"]
+
+_STYLE = {"style": "whitegrid", "context": "notebook"}
+
+
+def slug(text: str) -> str:
+    """A file-name-safe form of ``text``."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "all"
+
+
+def save_figure(fig: Figure, path: Path) -> Path:
+    """Save ``fig`` as PNG to a temporary name beside ``path``, then rename it over ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
+        os.replace(tmp, path)
+    finally:
+        plt.close(fig)
+        if tmp.exists():
+            tmp.unlink()
+    return path
+
+
+def _mode_order(modes: list[str], baseline: str) -> list[str]:
+    return sorted(set(modes), key=lambda m: (m != baseline, m))
+
+
+def slope_plot(comparison: Comparison) -> Figure:
+    """Baseline → mode per repeat, wall seconds and steps/s side by side."""
+    rows = []
+    for p in comparison.pairs:
+        tag = f"r{p.repeat}" if len(comparison.sweep_dirs) == 1 else f"{Path(p.sweep_dir).name} r{p.repeat}"
+        rows.append({"pair": tag, "side": comparison.baseline, "wall_s": p.base_wall_s, "steps_per_s": p.base_steps_per_s})
+        rows.append({"pair": tag, "side": comparison.mode, "wall_s": p.mode_wall_s, "steps_per_s": p.mode_steps_per_s})
+    data = pd.DataFrame(rows)
+    with sns.axes_style(_STYLE["style"]), sns.plotting_context(_STYLE["context"]):
+        fig, axes = plt.subplots(1, 2, figsize=(9, 4))
+        for ax, col, label in ((axes[0], "wall_s", "wall time (s)"), (axes[1], "steps_per_s", "throughput (steps/s)")):
+            sns.lineplot(data=data, x="side", y=col, hue="pair", marker="o", ax=ax, sort=False, legend=ax is axes[1])
+            ax.set_xlabel("")
+            ax.set_ylabel(label)
+        if axes[1].get_legend() is not None:
+            sns.move_legend(axes[1], "upper left", bbox_to_anchor=(1.02, 1), title="repeat")
+        fig.suptitle(f"{comparison.mode} vs {comparison.baseline}, paired per repeat\n{comparison.condition_id}", fontsize=10)
+        fig.subplots_adjust(wspace=0.4)
+    return fig
+
+
+def step_time_plot(trials: pd.DataFrame, baseline: str) -> Figure:
+    """Per-trial step-time spread (ms): p10–p90 bar, median dot, p99 tick, grouped by mode."""
+    ok = trials[trials["status"] == "ok"].dropna(subset=["step_time_ms_median"])
+    modes = _mode_order(ok["mode"].tolist(), baseline)
+    palette = dict(zip(modes, sns.color_palette("deep", len(modes))))
+    with sns.axes_style(_STYLE["style"]), sns.plotting_context(_STYLE["context"]):
+        fig, ax = plt.subplots(figsize=(8, 4))
+        repeats = sorted(ok["repeat"].unique())
+        width = 0.8 / max(1, len(modes))
+        for i, mode in enumerate(modes):
+            sub = ok[ok["mode"] == mode]
+            xs = [repeats.index(r) + (i - (len(modes) - 1) / 2) * width for r in sub["repeat"]]
+            color = palette[mode]
+            ax.vlines(xs, sub["step_time_ms_p10"], sub["step_time_ms_p90"], color=color, linewidth=5, alpha=0.45)
+            ax.scatter(xs, sub["step_time_ms_median"], color=color, zorder=3, label=f"{mode} median (bar p10–p90)")
+            ax.scatter(xs, sub["step_time_ms_p99"], color=color, marker="_", s=120, zorder=3)
+        ax.set_xticks(range(len(repeats)), [f"r{r}" for r in repeats])
+        ax.set_xlabel("repeat")
+        ax.set_ylabel("step time (ms)")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
+        ax.set_title("Step-time distribution per trial (tick: p99)", fontsize=10)
+    return fig
+
+
+def wall_decomposition_plot(trials: pd.DataFrame, baseline: str) -> Figure:
+    """Startup / train / teardown seconds of each ok trial, stacked horizontally."""
+    ok = trials[trials["status"] == "ok"].copy()
+    order = {m: i for i, m in enumerate(_mode_order(ok["mode"].tolist(), baseline))}
+    ok = ok.sort_values(["repeat", "mode"], key=lambda s: s.map(order) if s.name == "mode" else s)
+    labels = [f"r{r} {m}" for r, m in zip(ok["repeat"], ok["mode"])]
+    colors = sns.color_palette("deep", 3)
+    with sns.axes_style(_STYLE["style"]), sns.plotting_context(_STYLE["context"]):
+        fig, ax = plt.subplots(figsize=(8, max(2.5, 0.35 * len(ok) + 1)))
+        left = pd.Series(0.0, index=ok.index)
+        for color, part in zip(colors, ("startup_s", "train_s", "teardown_s")):
+            values = ok[part].astype(float).fillna(0.0)
+            ax.barh(labels, values, left=left, color=color, label=part.removesuffix("_s"))
+            left = left + values
+        for y, (start, end) in enumerate(zip(ok["startup_s"].astype(float), ok["teardown_s"].astype(float))):
+            ax.text(left.iloc[y], y, f"  start {start:.1f} s, teardown {end:.1f} s", va="center", fontsize=7)
+        ax.set_xlim(0, float(left.max()) * 1.35 if len(left) else 1.0)
+        ax.invert_yaxis()
+        ax.set_xlabel("seconds")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1))
+        ax.set_title("Wall time decomposition per trial", fontsize=10)
+    return fig
+
+
+def throughput_plot(trials: pd.DataFrame, baseline: str) -> Figure:
+    """steps/s per repeat, one line per mode."""
+    ok = trials[trials["status"] == "ok"]
+    with sns.axes_style(_STYLE["style"]), sns.plotting_context(_STYLE["context"]):
+        fig, ax = plt.subplots(figsize=(7, 4))
+        sns.lineplot(
+            data=ok, x="repeat", y="steps_per_s", hue="mode", style="mode", markers=True,
+            hue_order=_mode_order(ok["mode"].tolist(), baseline), ax=ax, errorbar=None,
+        )
+        ax.set_xticks(sorted(ok["repeat"].unique()))
+        ax.set_ylabel("throughput (steps/s)")
+        ax.set_title("Throughput per repeat", fontsize=10)
+    return fig
+
+
+def plot_condition(
+    trials: pd.DataFrame, comparisons: list[Comparison], out_dir: Path, baseline: str
+) -> dict[str, Path]:
+    """Write every plot for one condition into ``out_dir``; returns ``{name: path}``.
+
+    ``trials`` are that condition's rows of the collected table; names are ``slope_<mode>``,
+    ``step_time``, ``wall_decomposition``, ``throughput``.
+    """
+    cond = comparisons[0].condition_id if comparisons else str(trials["condition_id"].iloc[0])
+    stem = slug(cond)
+    written: dict[str, Path] = {}
+    for c in comparisons:
+        if c.pairs:
+            written[f"slope_{c.mode}"] = save_figure(slope_plot(c), out_dir / f"{stem}-slope-{slug(c.mode)}.png")
+    ok = trials[trials["status"] == "ok"]
+    if not ok.empty:
+        written["step_time"] = save_figure(step_time_plot(trials, baseline), out_dir / f"{stem}-step-time.png")
+        written["wall_decomposition"] = save_figure(
+            wall_decomposition_plot(trials, baseline), out_dir / f"{stem}-wall-decomposition.png"
+        )
+        written["throughput"] = save_figure(throughput_plot(trials, baseline), out_dir / f"{stem}-throughput.png")
+    return written

@@ -1,0 +1,1 @@
+"""ddpbench.trial."""

@@ -1,0 +1,168 @@
+"""Turn a mode's command template and the config into the argv and environment of one node agent.
+
+A mode's ``command`` is a list of tokens. ``{name}`` placeholders are filled from
+:class:`LaunchContext`; a token that is exactly ``{workload_args}`` or ``{tool_args}`` expands
+to a list. Unknown placeholders are a :class:`~ddpbench.errors.ConfigError`.
+"""
+
+from __future__ import annotations
+
+import os
+import string
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Dict, List, Mapping, Sequence
+
+from omegaconf import DictConfig
+
+from ddpbench.errors import ConfigError
+
+#: the workload script, run by path (``traceml run`` needs a path)
+WORKLOAD_SCRIPT = Path(__file__).resolve().parent.parent / "workload" / "ddp_mlp.py"
+
+LIST_TOKENS = ("{workload_args}", "{tool_args}")
+
+
+@dataclass(frozen=True)
+class LaunchContext:
+    """Values a mode template may use, fixed when a node agent is launched."""
+
+    python: str
+    script: str
+    nnodes: int
+    nproc_per_node: int
+    node_rank: int
+    master_addr: str
+    master_port: int
+    aggregator_port: int
+    aggregator_bind_host: str
+    run_name: str
+    job_dir: str
+    metrics_dir: str
+
+    def placeholders(self) -> Dict[str, str]:
+        """Placeholder name -> text."""
+        return {key: str(value) for key, value in asdict(self).items()}
+
+
+def make_context(
+    cfg: DictConfig,
+    *,
+    node_rank: int,
+    master_addr: str,
+    master_port: int,
+    aggregator_port: int,
+    run_name: str,
+    job_dir: Path,
+) -> LaunchContext:
+    """Fill a :class:`LaunchContext` from the config and the values chosen at launch."""
+    return LaunchContext(
+        python=sys.executable,
+        script=str(WORKLOAD_SCRIPT),
+        nnodes=int(cfg.cluster.nnodes),
+        nproc_per_node=int(cfg.cluster.nproc_per_node),
+        node_rank=node_rank,
+        master_addr=master_addr,
+        master_port=master_port,
+        aggregator_port=aggregator_port,
+        aggregator_bind_host="127.0.0.1" if int(cfg.cluster.nnodes) == 1 else "0.0.0.0",
+        run_name=run_name,
+        job_dir=str(job_dir),
+        metrics_dir=str(job_dir / "metrics"),
+    )
+
+
+def workload_args(cfg: DictConfig, metrics_dir: str) -> List[str]:
+    """The workload's command-line arguments for this config (every mode gets the same ones)."""
+    model, stop, cluster, fault, trial = cfg.model, cfg.stop, cfg.cluster, cfg.fault, cfg.trial
+    args = [
+        f"--batch-size={model.batch_size}",
+        f"--input-dim={model.input_dim}",
+        f"--hidden-dim={model.hidden_dim}",
+        f"--hidden-layers={model.hidden_layers}",
+        f"--num-classes={model.num_classes}",
+        f"--num-samples={model.num_samples}",
+        f"--lr={model.lr}",
+        f"--seed={cfg.seed}",
+        f"--warmup-steps={stop.warmup_steps}",
+        f"--device={cluster.device}",
+        f"--backend={cluster.backend}",
+        f"--precision={cluster.precision}",
+        f"--log-every={trial.log_every}",
+        f"--collective-timeout-sec={trial.collective_timeout_s}",
+        f"--metrics-dir={metrics_dir}",
+    ]
+    if stop.kind == "steps":
+        args.append(f"--steps={stop.steps}")
+    else:
+        args += [f"--duration-sec={stop.duration_sec}", f"--stop-check-every={stop.check_every}"]
+        if not stop.sync:
+            args.append("--no-sync-stop")
+    if trial.save_step_times:
+        args.append("--save-step-times")
+    if fault.crash_at_step is not None:
+        args.append(f"--fault-crash-at-step={fault.crash_at_step}")
+    if fault.hang_at_step is not None:
+        args.append(f"--fault-hang-at-step={fault.hang_at_step}")
+    if fault.clock_skew_sec:
+        args.append(f"--fault-clock-skew-sec={fault.clock_skew_sec}")
+    if fault.rank is not None:
+        args.append(f"--fault-rank={fault.rank}")
+    args += [str(arg) for arg in cfg.mode.workload_args]
+    return args
+
+
+def _fill(token: str, values: Mapping[str, str]) -> str:
+    try:
+        names = [name for _, name, _, _ in string.Formatter().parse(token) if name is not None]
+    except ValueError as error:
+        raise ConfigError(f"mode token {token!r}: {error}") from None
+    unknown = [name for name in names if name not in values]
+    if unknown:
+        allowed = ", ".join(sorted(values) + [t.strip("{}") for t in LIST_TOKENS])
+        raise ConfigError(f"mode token {token!r}: unknown placeholder {{{unknown[0]}}} (allowed: {allowed})")
+    return token.format(**values)
+
+
+def render_command(template: Sequence[str], context: LaunchContext, lists: Mapping[str, Sequence[str]]) -> List[str]:
+    """Fill ``template`` with ``context``; ``lists`` maps each list token to its expansion."""
+    values = context.placeholders()
+    argv: List[str] = []
+    for token in template:
+        token = str(token)
+        if token in lists:
+            argv.extend(lists[token])
+        else:
+            argv.append(_fill(token, values))
+    return argv
+
+
+def node_command(cfg: DictConfig, context: LaunchContext) -> List[str]:
+    """The argv of one node agent for ``cfg.mode``."""
+    lists = {
+        "{workload_args}": workload_args(cfg, context.metrics_dir),
+        "{tool_args}": [_fill(str(arg), context.placeholders()) for arg in cfg.mode.tool_args],
+    }
+    return render_command(cfg.mode.command, context, lists)
+
+
+def node_environment(cfg: DictConfig, context: LaunchContext, base: Mapping[str, str] | None = None) -> Dict[str, str]:
+    """Environment of one node agent: ``base`` (default os.environ) plus thread limits and the mode's env."""
+    env = dict(os.environ if base is None else base)
+    threads = int(cfg.cluster.threads_per_rank)
+    if threads > 0:
+        env["OMP_NUM_THREADS"] = str(threads)
+        env["MKL_NUM_THREADS"] = str(threads)
+    env["PYTHONUNBUFFERED"] = "1"
+    values = context.placeholders()
+    for key, value in cfg.mode.env.items():
+        env[str(key)] = _fill(str(value), values)
+    return env
+
+
+def summary_path(cfg: DictConfig, context: LaunchContext) -> Path | None:
+    """Where the mode's tool writes its own summary, or None."""
+    if not cfg.mode.summary_file:
+        return None
+    return Path(context.job_dir) / _fill(str(cfg.mode.summary_file), context.placeholders())

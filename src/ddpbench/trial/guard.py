@@ -1,0 +1,150 @@
+"""The guard: runs one node agent's command and guarantees that nothing it started outlives it.
+
+Started by the driver as ``python -m ddpbench.trial.guard --record FILE --parent PID -- CMD...``
+in a new session. It
+
+- asks the kernel to send it SIGTERM when the driver dies, even by SIGKILL (``PR_SET_PDEATHSIG``);
+- becomes a child subreaper (``PR_SET_CHILD_SUBREAPER``), so processes its command orphans (TraceML
+  starts its aggregator and torchrun in sessions of their own) are re-parented to it, not to init;
+- on SIGTERM/SIGINT/SIGHUP, or after the command exits, SIGKILLs every remaining descendant;
+- writes FILE (JSON): ``spawn_epoch``, ``exit_epoch``, ``wall_s`` (monotonic, spawn to exit of the
+  command: what shell ``time`` reports), ``exit_code``, ``signal``, ``leftovers_killed``.
+
+It imports nothing heavy: its start-up cost is a bare interpreter's, paid equally by every mode.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import List, Optional
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _prctl(option: int, value: int) -> None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(option, value, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def descendants(root_pid: int) -> List[int]:
+    """Every live process below ``root_pid``, from /proc (children before grandchildren)."""
+    children: dict[int, List[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if fields[0] == b"Z":
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry))
+    found: List[int] = []
+    frontier = [root_pid]
+    while frontier:
+        pid = frontier.pop()
+        for child in children.get(pid, []):
+            found.append(child)
+            frontier.append(child)
+    return found
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def kill_descendants(root_pid: int, deadline_s: float = 5.0) -> int:
+    """SIGKILL every descendant of ``root_pid`` until none is left or ``deadline_s`` passes."""
+    killed = 0
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        pids = descendants(root_pid)
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except ProcessLookupError:
+                pass
+        _reap()
+        time.sleep(0.02)
+    _reap()
+    return killed
+
+
+def _write_record(path: str, record: dict) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(record, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Run the command after ``--``; see the module docstring."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "--" not in args:
+        print("ddpbench.trial.guard: error: usage: --record FILE --parent PID -- CMD...", file=sys.stderr)
+        return 2
+    split = args.index("--")
+    options, command = args[:split], args[split + 1 :]
+    record_path = options[options.index("--record") + 1]
+    parent = int(options[options.index("--parent") + 1])
+
+    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    if os.getppid() != parent:
+        return 143
+
+    me = os.getpid()
+    caught: list[int] = []
+
+    def on_signal(signum: int, _frame: object) -> None:
+        caught.append(signum)
+        kill_descendants(me)
+        _write_record(
+            record_path,
+            {"spawn_epoch": spawn_epoch, "exit_epoch": time.time(), "wall_s": time.monotonic() - start,
+             "exit_code": None, "signal": signum, "leftovers_killed": None},
+        )
+        os._exit(128 + signum)
+
+    spawn_epoch = time.time()
+    start = time.monotonic()
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, on_signal)
+    child = subprocess.Popen(command, stdin=subprocess.DEVNULL)
+    code = child.wait()
+    wall_s = time.monotonic() - start
+    exit_epoch = time.time()
+    leftovers = kill_descendants(me)
+    _write_record(
+        record_path,
+        {"spawn_epoch": spawn_epoch, "exit_epoch": exit_epoch, "wall_s": wall_s, "exit_code": code,
+         "signal": None, "leftovers_killed": leftovers},
+    )
+    return code if code >= 0 else 128 - code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""TCP ports for a trial's rendezvous and a tool's aggregator."""
+
+from __future__ import annotations
+
+import hashlib
+import socket
+from typing import List
+
+#: derived ports fall in [DERIVED_LOW, DERIVED_LOW + DERIVED_SPAN)
+DERIVED_LOW = 20000
+DERIVED_SPAN = 12000
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> List[int]:
+    """``count`` distinct ports free on ``host`` right now, chosen by the kernel.
+
+    The sockets are held open together while choosing, so the ports differ from each other;
+    the kernel hands out ephemeral ports in rotation, so two sweeps on one host do not get
+    the same ones.
+    """
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind((host, 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def port_is_free(port: int, host: str = "0.0.0.0") -> bool:
+    """Whether ``port`` can be bound on ``host`` now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def derived_ports(key: str, count: int, base_port: int = 0) -> List[int]:
+    """``count`` consecutive ports every node computes alike from ``key`` (or from ``base_port``).
+
+    Used where nodes cannot exchange a chosen port (SLURM, one driver per node): the key holds
+    the sweep and the trial, so nodes meet on the same trial and concurrent jobs differ.
+    """
+    if base_port:
+        return [base_port + i for i in range(count)]
+    digest = int(hashlib.sha256(key.encode()).hexdigest(), 16)
+    start = DERIVED_LOW + (digest % (DERIVED_SPAN // count)) * count
+    return [start + i for i in range(count)]

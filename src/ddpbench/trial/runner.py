@@ -1,0 +1,312 @@
+"""Run one trial: launch the node agents this driver owns, time them, collect rank records, write trial.json.
+
+This is the body of one Hydra job. It never raises for a trial that went wrong: a crash, hang or
+timeout becomes a ``failed``/``timeout`` record, so a sweep goes on. It raises
+:class:`~ddpbench.errors.DdpbenchError` only for bad input, before anything is launched.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.util
+import shutil
+import socket
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from omegaconf import DictConfig
+
+from ddpbench.cluster import NodePlan, plan_nodes
+from ddpbench.config import parse_repeat, to_plain, validate
+from ddpbench.errors import ToolMissingError
+from ddpbench.io import read_json, write_json_atomic
+from ddpbench.trial import command as commands
+from ddpbench.trial import environment, record
+from ddpbench.trial.process import AgentResult, spawn_agent, tail, wait_agents
+
+TRIAL_FILE = "trial.json"
+#: extra seconds past the trial timeout that non-owner node records are awaited
+NODE_RECORD_WAIT_S = 30.0
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """Where a trial sits in its sweep (from Hydra's runtime config)."""
+
+    job_dir: Path
+    sweep_dir: Path
+    job_num: int
+    overrides: List[str]
+    choices: Dict[str, str]
+    multirun: bool
+
+
+def trial_timeout_s(cfg: DictConfig) -> float:
+    """The watchdog limit: ``trial.timeout_s`` or expected duration * factor + margin."""
+    if cfg.trial.timeout_s is not None:
+        return float(cfg.trial.timeout_s)
+    if cfg.stop.kind == "steps":
+        expected = (cfg.stop.steps + cfg.stop.warmup_steps) * cfg.trial.expected_step_s
+    else:
+        expected = cfg.stop.duration_sec + cfg.stop.warmup_steps * cfg.trial.expected_step_s
+    injected = cfg.inject.startup_s + cfg.inject.teardown_s if cfg.mode.workload_args else 0.0
+    return expected * cfg.trial.timeout_factor + cfg.trial.timeout_margin_s + injected
+
+
+def check_tool(cfg: DictConfig) -> None:
+    """Raise ToolMissingError when the mode's Python package is not importable."""
+    module = cfg.mode.requires
+    if module and importlib.util.find_spec(str(module)) is None:
+        package = cfg.mode.requires_package or module
+        raise ToolMissingError(
+            f"mode={cfg.mode.name} needs the Python package '{package}' (module {module}), which is not "
+            f"installed: pip install {package}"
+        )
+
+
+def condition_of(job: JobInfo) -> Dict[str, str]:
+    """Every chosen or swept key except mode and repeat: what a pair shares."""
+    condition = {key: job.choices.get(key, "") for key in ("cluster", "model", "stop")}
+    for override in job.overrides:
+        key, _, value = override.partition("=")
+        key = key.lstrip("+~")
+        if key in ("mode", "repeat", "pair_position", "sweep_name") or key in condition:
+            continue
+        condition[key] = value
+    return condition
+
+
+def _previous_ok(job_dir: Path, config_hash: str) -> Optional[Dict[str, Any]]:
+    path = job_dir / TRIAL_FILE
+    try:
+        previous = read_json(path)
+    except (OSError, ValueError):
+        return None
+    if (
+        isinstance(previous, dict)
+        and previous.get("schema") == record.SCHEMA
+        and previous.get("status") == "ok"
+        and previous.get("config_hash") == config_hash
+    ):
+        return previous
+    return None
+
+
+def _set_aside_previous_attempt(job_dir: Path) -> None:
+    """Move an earlier attempt's results into ``previous/<n>/`` so nothing is overwritten."""
+    names = [TRIAL_FILE, "logs", "metrics", "traceml", "nodes"]
+    present = [name for name in names if (job_dir / name).exists()]
+    if not present:
+        return
+    attempt = 1
+    while (job_dir / "previous" / str(attempt)).exists():
+        attempt += 1
+    target = job_dir / "previous" / str(attempt)
+    target.mkdir(parents=True)
+    for name in present:
+        shutil.move(str(job_dir / name), str(target / name))
+
+
+def _read_rank_records(metrics_dir: Path) -> List[Dict[str, Any]]:
+    records = []
+    for path in sorted(metrics_dir.glob("rank-*.json")):
+        try:
+            data = read_json(path)
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and data.get("schema") == "ddpbench.rank":
+            records.append(data)
+    return records
+
+
+def _node_entry(result: AgentResult, hostname: str) -> Dict[str, Any]:
+    return {
+        "node_rank": result.node_rank,
+        "hostname": hostname,
+        "wall_s": result.wall_s,
+        "exit_code": result.exit_code,
+        "spawn_epoch": result.spawn_epoch,
+        "exit_epoch": result.exit_epoch,
+        "killed_by": result.killed_by,
+        "stdout": result.stdout_path,
+        "stderr": result.stderr_path,
+    }
+
+
+def _await_peer_nodes(nodes_dir: Path, expected: Sequence[int], deadline: float) -> Dict[int, Dict[str, Any]]:
+    found: Dict[int, Dict[str, Any]] = {}
+    while True:
+        for node_rank in expected:
+            if node_rank in found:
+                continue
+            try:
+                found[node_rank] = read_json(nodes_dir / f"node{node_rank}.json")
+            except (OSError, ValueError):
+                pass
+        if len(found) == len(expected) or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.2)
+
+
+def _first_error_line(text: str) -> str:
+    for line in reversed(text.splitlines()):
+        stripped = line.strip()
+        if stripped and ("Error" in stripped or "error" in stripped or "Exception" in stripped):
+            return stripped[:300]
+    return ""
+
+
+def _launch(cfg: DictConfig, job: JobInfo, plan: NodePlan, run_name: str, deadline: float):
+    metrics_dir = job.job_dir / "metrics"
+    metrics_dir.mkdir(parents=True, exist_ok=True)
+    handles = []
+    context = None
+    try:
+        for node_rank in plan.node_ranks:
+            context = commands.make_context(
+                cfg, node_rank=node_rank, master_addr=plan.master_addr, master_port=plan.master_port,
+                aggregator_port=plan.aggregator_port, run_name=run_name, job_dir=job.job_dir,
+            )
+            argv = commands.node_command(cfg, context)
+            env = commands.node_environment(cfg, context)
+            handles.append(spawn_agent(node_rank, argv, env, job.job_dir, job.job_dir / "logs"))
+    except BaseException:
+        from ddpbench.trial.process import stop_agent
+
+        for handle in handles:
+            stop_agent(handle)
+        raise
+    outcome = wait_agents(handles, deadline)
+    return outcome, context
+
+
+def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
+    """Run the trial ``cfg`` describes in ``job.job_dir``; return its trial record (also on disk)."""
+    validate(cfg)
+    check_tool(cfg)
+    plain = to_plain(cfg)
+    wanted_hash = record.config_hash(plain)
+    job.job_dir.mkdir(parents=True, exist_ok=True)
+    plan = plan_nodes(cfg, job)
+    if plan.owner and cfg.trial.resume:
+        previous = _previous_ok(job.job_dir, wanted_hash)
+        if previous is not None:
+            previous["resumed"] = True
+            return previous
+    if plan.owner:
+        _set_aside_previous_attempt(job.job_dir)
+
+    timeout_s = trial_timeout_s(cfg)
+    started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    start_monotonic = time.monotonic()
+    run_name = f"{cfg.sweep_name}-{job.job_num}-{uuid.uuid4().hex[:8]}"
+    outcome, context = _launch(cfg, job, plan, run_name, start_monotonic + timeout_s)
+    if outcome.reason != "timeout" and plan.retry_on_port_clash and _port_clash(outcome.results):
+        plan = plan_nodes(cfg, job)
+        shutil.rmtree(job.job_dir / "metrics", ignore_errors=True)
+        run_name = f"{cfg.sweep_name}-{job.job_num}-{uuid.uuid4().hex[:8]}"
+        outcome, context = _launch(cfg, job, plan, run_name, time.monotonic() + timeout_s)
+
+    hostname = socket.gethostname()
+    nodes = {r.node_rank: _node_entry(r, hostname) for r in outcome.results}
+    if not plan.owner:
+        for entry in nodes.values():
+            write_json_atomic(job.job_dir / "nodes" / f"node{entry['node_rank']}.json", entry)
+        return {"status": "node_done", "node_rank": plan.node_ranks, "mode": str(cfg.mode.name)}
+
+    peers = [r for r in range(int(cfg.cluster.nnodes)) if r not in nodes]
+    if peers:
+        nodes.update(_await_peer_nodes(job.job_dir / "nodes", peers, time.monotonic() + NODE_RECORD_WAIT_S))
+
+    ranks = _read_rank_records(job.job_dir / "metrics")
+    world_size = int(cfg.cluster.nnodes) * int(cfg.cluster.nproc_per_node)
+    missing_nodes = [r for r in range(int(cfg.cluster.nnodes)) if r not in nodes]
+    codes = [n.get("exit_code") for n in nodes.values()]
+    error: Optional[str] = None
+    if outcome.reason == "timeout":
+        status, error = "timeout", f"trial ran past its timeout of {timeout_s:.0f} s and was killed"
+    elif missing_nodes:
+        status, error = "failed", f"node(s) {missing_nodes} left no node record"
+    elif any(code != 0 for code in codes):
+        status = "failed"
+        bad = next(n for n in nodes.values() if n.get("exit_code") != 0)
+        detail = _first_error_line(tail(bad.get("stderr", ""), 60))
+        error = f"node {bad['node_rank']} exited with {bad.get('exit_code')}" + (f": {detail}" if detail else "")
+    else:
+        error = record.rank_consistency_error(ranks, world_size)
+        status = "failed" if error else "ok"
+
+    exit_code = next((c for c in codes if c not in (0, None)), 0 if all(c == 0 for c in codes) else None)
+    slowest = max(nodes.values(), key=lambda n: float(n["wall_s"]))
+    spawn_epoch = float(slowest["spawn_epoch"])
+    wall_s = max(float(n["exit_epoch"]) for n in nodes.values()) - min(float(n["spawn_epoch"]) for n in nodes.values())
+    if len(nodes) == 1:
+        wall_s = float(slowest["wall_s"])
+
+    summary_file = commands.summary_path(cfg, context) if context is not None else None
+    summary = None
+    if summary_file is not None and summary_file.exists():
+        try:
+            summary = read_json(summary_file)
+        except (OSError, ValueError):
+            summary = None
+    stderr_paths = [n.get("stderr") for n in sorted(nodes.values(), key=lambda n: n["node_rank"])]
+    logs: Dict[str, Any] = {
+        "stdout": [n.get("stdout") for n in sorted(nodes.values(), key=lambda n: n["node_rank"])],
+        "stderr": stderr_paths,
+        "tail": None if status == "ok" else "\n".join(tail(p, 20) for p in stderr_paths if p),
+    }
+    meta = {
+        "ddpbench_version": environment.describe([], []).get("ddpbench"),
+        "sweep_dir": str(job.sweep_dir.resolve()),
+        "job_dir": str(job.job_dir.resolve()),
+        "job_num": job.job_num,
+        "mode": str(cfg.mode.name),
+        "repeat": parse_repeat(cfg.repeat),
+        "pair_position": int(cfg.pair_position),
+        "condition": condition_of(job),
+        "condition_id": ",".join(f"{k}={v}" for k, v in condition_of(job).items()),
+        "overrides": list(job.overrides),
+        "started_at": started_at,
+        "ended_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "timeout_s": timeout_s,
+    }
+    trial = record.build_trial_record(
+        meta=meta,
+        config=plain,
+        status=status,
+        exit_code=None if status == "timeout" else exit_code,
+        error=error,
+        wall_s=wall_s,
+        spawn_epoch=spawn_epoch,
+        ranks=ranks,
+        nodes=[nodes[k] for k in sorted(nodes)],
+        traceml=record.traceml_section(summary, str(summary_file) if summary_file else None),
+        environment=environment.describe(ranks, [str(n.get("hostname")) for n in nodes.values()]),
+        logs=logs,
+    )
+    write_json_atomic(job.job_dir / TRIAL_FILE, trial)
+    return trial
+
+
+def _port_clash(results: Sequence[AgentResult]) -> bool:
+    if all(r.exit_code == 0 for r in results):
+        return False
+    return any("address already in use" in tail(r.stderr_path, 80).lower() for r in results)
+
+
+def headline(trial: Mapping[str, Any]) -> str:
+    """One line with a trial's headline figures."""
+    def fmt(value: Any, spec: str) -> str:
+        return "-" if value is None else format(value, spec)
+
+    step = (trial.get("step_time_ms") or {}).get("median")
+    return (
+        f"{trial.get('mode')} repeat={trial.get('repeat')} status={trial.get('status')} "
+        f"wall={fmt(trial.get('wall_s'), '.2f')}s steps={trial.get('steps')} "
+        f"steps/s={fmt(trial.get('steps_per_s'), '.1f')} step_median={fmt(step, '.2f')}ms "
+        f"startup={fmt(trial.get('startup_s'), '.2f')}s teardown={fmt(trial.get('teardown_s'), '.2f')}s"
+    )

@@ -1,0 +1,243 @@
+"""Rank record schema: the ``rank-<global rank>.json`` file each workload rank writes.
+
+The workload (:mod:`ddpbench.workload.ddp_mlp`) writes one record per rank into
+``--metrics-dir`` after the rank has finished its timed loop; the trial code reads
+them back. This module is the code of record for the format; ``docs/formats.md``
+describes the same fields for humans. It must stay import-light (no torch): the
+workload imports it at start-up.
+
+Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice):
+
+- 1 (ddpbench 0.1.0): first version.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Final, Mapping
+
+SCHEMA: Final[str] = "ddpbench.rank"
+"""Value of the record's ``schema`` field."""
+
+SCHEMA_VERSION: Final[int] = 1
+"""Value of the record's ``schema_version`` field."""
+
+STEP_STAT_KEYS: Final[tuple[str, ...]] = (
+    "mean",
+    "median",
+    "p10",
+    "p90",
+    "p99",
+    "min",
+    "max",
+    "stdev",
+)
+"""Keys of ``step_time_ms``: statistics of the timed steps in milliseconds."""
+
+TIMESTAMP_KEYS: Final[tuple[str, ...]] = (
+    "process_start",
+    "pg_ready",
+    "first_step_start",
+    "last_step_end",
+    "exit",
+)
+"""Keys of ``timestamps``: Unix epoch seconds (float), in increasing order."""
+
+STOP_REASONS: Final[tuple[str, ...]] = ("steps", "duration", "duration_unsynced")
+"""Allowed ``stop_reason`` values."""
+
+DEVICES: Final[tuple[str, ...]] = ("cpu", "cuda")
+BACKENDS: Final[tuple[str, ...]] = ("gloo", "nccl")
+PRECISIONS: Final[tuple[str, ...]] = ("fp32", "bf16", "fp16")
+TRACEML_MODES: Final[tuple[str, ...]] = ("auto", "manual")
+PEAK_MEMORY_KINDS: Final[tuple[str, ...]] = ("cuda_max_allocated", "max_rss")
+
+INJECT_KEYS: Final[tuple[str, ...]] = ("step_ms", "startup_s", "teardown_s")
+"""Keys of ``inject``: the calibration costs applied (ms per timed step, s, s)."""
+
+# Field name -> (accepted Python types, may be null). ``bool`` is excluded from
+# ``int``/``float`` fields explicitly in :func:`_type_problem`.
+_INT = (int,)
+_NUM = (int, float)
+_STR = (str,)
+FIELDS: Final[dict[str, tuple[tuple[type, ...], bool]]] = {
+    "schema": (_STR, False),
+    "schema_version": (_INT, False),
+    "rank": (_INT, False),
+    "local_rank": (_INT, False),
+    "world_size": (_INT, False),
+    "node_rank": (_INT, False),
+    "hostname": (_STR, False),
+    "pid": (_INT, False),
+    "device": (_STR, False),
+    "backend": (_STR, False),
+    "precision": (_STR, False),
+    "torch_version": (_STR, True),
+    "cuda_version": (_STR, True),
+    "nccl_version": (_STR, True),
+    "gpu_name": (_STR, True),
+    "args": ((dict,), False),
+    "timestamps": ((dict,), False),
+    "warmup_steps": (_INT, False),
+    "timed_steps": (_INT, False),
+    "samples": (_INT, False),
+    "train_s": (_NUM, False),
+    "steps_per_s": (_NUM, False),
+    "samples_per_s": (_NUM, False),
+    "step_time_ms": ((dict,), False),
+    "final_loss": (_NUM, False),
+    "peak_memory_bytes": (_INT, False),
+    "peak_memory_kind": (_STR, False),
+    "stop_reason": (_STR, False),
+    "traceml": ((dict,), False),
+    "inject": ((dict,), False),
+}
+"""Required fields: name -> (accepted JSON-decoded types, nullable)."""
+
+OPTIONAL_FIELDS: Final[dict[str, tuple[tuple[type, ...], bool]]] = {
+    "step_times_ms": ((list,), False),
+}
+"""Fields that may be absent: ``step_times_ms`` (every timed step in ms, ``--save-step-times``)."""
+
+
+def _type_problem(name: str, value: Any, types: tuple[type, ...], nullable: bool) -> str | None:
+    """Return a one-line problem when ``value`` is not of ``types`` (bools never count as numbers)."""
+    if value is None:
+        return None if nullable else f"{name}: must not be null"
+    if isinstance(value, bool) and bool not in types:
+        return f"{name}: expected {'/'.join(t.__name__ for t in types)}, got bool"
+    if not isinstance(value, types):
+        return f"{name}: expected {'/'.join(t.__name__ for t in types)}, got {type(value).__name__}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{name}: must be finite, got {value!r}"
+    return None
+
+
+def _is_number(value: Any) -> bool:
+    """True for a finite int/float that is not a bool."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check_types(obj: Mapping[str, Any]) -> list[str]:
+    """Presence and type of every required and optional top-level field."""
+    problems: list[str] = []
+    for name, (types, nullable) in FIELDS.items():
+        if name not in obj:
+            problems.append(f"{name}: missing")
+            continue
+        problem = _type_problem(name, obj[name], types, nullable)
+        if problem:
+            problems.append(problem)
+    for name, (types, nullable) in OPTIONAL_FIELDS.items():
+        if name in obj:
+            problem = _type_problem(name, obj[name], types, nullable)
+            if problem:
+                problems.append(problem)
+    return problems
+
+
+def _check_number_map(name: str, value: Any, keys: tuple[str, ...]) -> list[str]:
+    """``value`` must be a dict holding a finite number under each of ``keys``."""
+    if not isinstance(value, dict):
+        return []  # already reported by _check_types
+    return [f"{name}.{key}: missing or not a finite number" for key in keys if not _is_number(value.get(key))]
+
+
+def _check_identity(obj: Mapping[str, Any]) -> list[str]:
+    """Schema name/version, placement and enumerated string fields."""
+    problems: list[str] = []
+    if obj.get("schema") != SCHEMA:
+        problems.append(f"schema: expected {SCHEMA!r}, got {obj.get('schema')!r}")
+    if obj.get("schema_version") != SCHEMA_VERSION:
+        problems.append(f"schema_version: expected {SCHEMA_VERSION}, got {obj.get('schema_version')!r}")
+    rank, world = obj.get("rank"), obj.get("world_size")
+    if _is_number(rank) and _is_number(world) and not (world >= 1 and 0 <= rank < world):
+        problems.append(f"rank: {rank} not in [0, world_size={world})")
+    for name, allowed in (
+        ("device", DEVICES),
+        ("backend", BACKENDS),
+        ("precision", PRECISIONS),
+        ("stop_reason", STOP_REASONS),
+        ("peak_memory_kind", PEAK_MEMORY_KINDS),
+    ):
+        if isinstance(obj.get(name), str) and obj[name] not in allowed:
+            problems.append(f"{name}: {obj[name]!r} not one of {allowed}")
+    return problems
+
+
+def _check_timestamps(value: Any) -> list[str]:
+    """All five epoch timestamps present and non-decreasing."""
+    problems = _check_number_map("timestamps", value, TIMESTAMP_KEYS)
+    if problems or not isinstance(value, dict):
+        return problems
+    for earlier, later in zip(TIMESTAMP_KEYS, TIMESTAMP_KEYS[1:]):
+        if value[later] < value[earlier]:
+            problems.append(f"timestamps: {later} ({value[later]}) before {earlier} ({value[earlier]})")
+    return problems
+
+
+def _check_counts(obj: Mapping[str, Any]) -> list[str]:
+    """Step and sample counts are consistent with each other."""
+    problems: list[str] = []
+    timed, warmup, samples = obj.get("timed_steps"), obj.get("warmup_steps"), obj.get("samples")
+    if _is_number(timed) and timed < 1:
+        problems.append(f"timed_steps: must be >= 1, got {timed}")
+    if _is_number(warmup) and warmup < 0:
+        problems.append(f"warmup_steps: must be >= 0, got {warmup}")
+    args = obj.get("args")
+    batch = args.get("batch_size") if isinstance(args, dict) else None
+    if _is_number(timed) and _is_number(samples) and _is_number(batch) and samples != timed * batch:
+        problems.append(f"samples: {samples} != timed_steps * batch_size ({timed} * {batch})")
+    steps = obj.get("step_times_ms")
+    if isinstance(steps, list):
+        if _is_number(timed) and len(steps) != timed:
+            problems.append(f"step_times_ms: {len(steps)} entries, timed_steps is {timed}")
+        if not all(_is_number(x) and x >= 0 for x in steps):
+            problems.append("step_times_ms: every entry must be a finite number >= 0")
+    return problems
+
+
+def _check_nested(obj: Mapping[str, Any]) -> list[str]:
+    """``step_time_ms``, ``inject`` and ``traceml`` sub-objects."""
+    problems = _check_number_map("step_time_ms", obj.get("step_time_ms"), STEP_STAT_KEYS)
+    problems += _check_number_map("inject", obj.get("inject"), INJECT_KEYS)
+    traceml = obj.get("traceml")
+    if isinstance(traceml, dict):
+        if not isinstance(traceml.get("active"), bool):
+            problems.append("traceml.active: missing or not a bool")
+        mode = traceml.get("mode")
+        if mode is not None and mode not in TRACEML_MODES:
+            problems.append(f"traceml.mode: {mode!r} not one of {TRACEML_MODES} or null")
+        if traceml.get("active") is True and mode is None:
+            problems.append("traceml.mode: null while traceml.active is true")
+    return problems
+
+
+def validate_rank_record(obj: Any) -> list[str]:
+    """Check a decoded rank record against this schema.
+
+    Pure function: no I/O. Returns one human-readable line per problem; an empty
+    list means the record is valid. Unknown extra top-level fields are allowed
+    (readers ignore them), missing or mistyped documented fields are not.
+    """
+    if not isinstance(obj, dict):
+        return [f"record: expected a JSON object, got {type(obj).__name__}"]
+    problems = _check_types(obj)
+    problems += _check_identity(obj)
+    problems += _check_timestamps(obj.get("timestamps"))
+    problems += _check_counts(obj)
+    problems += _check_nested(obj)
+    return problems
+
+
+__all__ = [
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "FIELDS",
+    "OPTIONAL_FIELDS",
+    "STEP_STAT_KEYS",
+    "TIMESTAMP_KEYS",
+    "STOP_REASONS",
+    "INJECT_KEYS",
+    "validate_rank_record",
+]

@@ -1,0 +1,117 @@
+"""Pure job ordering for paired sweeps: repeat ranges, Williams designs, paired order.
+
+Repeat r runs its modes in row ``(r - 1) mod rows`` of a Williams design (Williams 1949,
+"Experimental designs balanced for the estimation of residual effects of treatments"):
+for two modes that is A,B on odd repeats and B,A on even ones; for more, every mode takes
+every position equally often over a full cycle of rows, and every mode follows every other
+equally often. The row depends on the repeat value, so re-running one repeat reproduces its order.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+_RANGE = re.compile(r"^\s*(-?\d+)\s*-\s*(-?\d+)\s*$")
+_INT = re.compile(r"^\s*-?\d+\s*$")
+
+
+class SweepOrderError(ValueError):
+    """A sweep argument that cannot be ordered (bad repeat range...): one-line message."""
+
+
+def expand_repeat(values: Iterable[str]) -> List[int]:
+    """Expand repeat labels: ``"1-5"`` -> 1..5 inclusive, ``"3"`` -> 3; duplicates are an error."""
+    out: List[int] = []
+    for raw in values:
+        text = str(raw)
+        match = _RANGE.match(text)
+        if match:
+            low, high = int(match.group(1)), int(match.group(2))
+            if low > high:
+                raise SweepOrderError(f"repeat={text}: range start {low} is after its end {high}; write {high}-{low}")
+            out.extend(range(low, high + 1))
+        elif _INT.match(text):
+            out.append(int(text))
+        else:
+            raise SweepOrderError(f"repeat={text}: not an integer or a range A-B (e.g. repeat=1-5, repeat=1,2,3)")
+    if any(r < 1 for r in out):
+        raise SweepOrderError(f"repeat={','.join(map(str, values))}: repeat labels must be >= 1")
+    if len(set(out)) != len(out):
+        raise SweepOrderError(f"repeat={','.join(map(str, values))}: a repeat label appears twice")
+    return out
+
+
+def williams_rows(n: int) -> List[List[int]]:
+    """Rows of a Williams design for ``n`` treatments (n rows when n is even, 2n when odd)."""
+    if n <= 0:
+        return []
+    if n == 1:
+        return [[0]]
+    first = [0]
+    low, high = 1, n - 1
+    take_low = True
+    while len(first) < n:
+        if take_low:
+            first.append(low)
+            low += 1
+        else:
+            first.append(high)
+            high -= 1
+        take_low = not take_low
+    rows = [[(value + shift) % n for value in first] for shift in range(n)]
+    if n % 2 == 1:
+        rows += [list(reversed(row)) for row in rows]
+    return rows
+
+
+def mode_order(modes: Sequence[str], repeat: int) -> List[str]:
+    """The order in which repeat ``repeat`` runs ``modes``."""
+    rows = williams_rows(len(modes))
+    row = rows[(repeat - 1) % len(rows)]
+    return [modes[i] for i in row]
+
+
+@dataclass(frozen=True)
+class OrderedJob:
+    """One job of the sweep: its overrides and its position within its pair (group of modes)."""
+
+    overrides: Tuple[str, ...]
+    pair_position: int
+
+
+def order_jobs(
+    swept: Dict[str, List[str]], mode_key: str = "mode", repeat_key: str = "repeat"
+) -> List[OrderedJob]:
+    """Order jobs: other keys vary slowest (in the order given), then repeats, then modes in pairs.
+
+    ``swept`` maps each override key to its list of ``key=value`` strings (single values too),
+    in command-line order.
+    """
+    modes: Optional[List[str]] = None
+    repeats: Optional[List[int]] = None
+    others: List[List[str]] = []
+    for key, items in swept.items():
+        values = [item.split("=", 1)[1] for item in items]
+        if key == mode_key:
+            modes = values
+        elif key == repeat_key:
+            repeats = expand_repeat(values)
+        else:
+            others.append(list(items))
+    if modes is not None and len(set(modes)) != len(modes):
+        raise SweepOrderError(f"{mode_key}={','.join(modes)}: a mode appears twice")
+    jobs: List[OrderedJob] = []
+    for combo in itertools.product(*others):
+        for repeat in repeats if repeats is not None else [None]:
+            ordered = mode_order(modes, repeat if repeat is not None else 1) if modes else [None]
+            for position, mode in enumerate(ordered):
+                overrides = list(combo)
+                if mode is not None:
+                    overrides.append(f"{mode_key}={mode}")
+                if repeat is not None:
+                    overrides.append(f"{repeat_key}={repeat}")
+                jobs.append(OrderedJob(tuple(overrides), position))
+    return jobs

@@ -1,0 +1,195 @@
+"""A real 2-node SLURM cluster for the tests: the session-scoped ``slurm_cluster`` fixture.
+
+Use it from a test module or a conftest::
+
+    from tests.slurm_cluster import slurm_cluster  # noqa: F401  (re-export the fixture)
+
+    @pytest.mark.slurm
+    def test_x(slurm_cluster):
+        subprocess.run(["sbatch", ...], env=slurm_cluster.env)
+
+(or ``pytest_plugins = ["tests.slurm_cluster"]`` in the top conftest). ``tests`` must be importable:
+``python -m pytest`` from the repo root puts it on ``sys.path``; plain ``pytest`` needs
+``pythonpath = ["."]`` in ``[tool.pytest.ini_options]``.
+
+Behaviour:
+- ``sbatch`` missing, or not root: under ``CI=true`` the tests fail (error) with one line; otherwise they
+  skip with a one-line reason.
+- Otherwise the cluster is started with ``scripts/slurm-local.sh start DIR`` in a fresh temporary DIR
+  (on free ports, so it does not collide with a cluster a person runs), ``os.environ["SLURM_CONF"]`` is
+  set for the session, and the cluster is stopped when the session ends. DIR is removed afterwards unless
+  a test failed (its logs are then kept and their path printed) or ``DDPBENCH_SLURM_KEEP=1``.
+- ``DDPBENCH_SLURM_DIR=/some/dir``: use that DIR instead; a cluster already running there is reused and
+  left running.
+- A start failure is always a test error (never a skip): the script's message is shown.
+
+One cluster per session, however many modules import the fixture: it lives on ``config.stash``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPT = REPO / "scripts" / "slurm-local.sh"
+START_TIMEOUT_S = 120.0
+STOP_TIMEOUT_S = 120.0
+
+
+@dataclasses.dataclass(frozen=True)
+class SlurmCluster:
+    """A running local cluster. ``env``: ``os.environ`` plus ``SLURM_CONF``, for subprocesses."""
+
+    dir: Path
+    conf_path: Path
+    nodes: tuple[str, ...]
+    partition: str
+    env: dict[str, str]
+    started_here: bool
+
+    @property
+    def log_dir(self) -> Path:
+        return self.dir / "log"
+
+
+_KEY = pytest.StashKey["SlurmCluster | BaseException"]()
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+
+
+def _unavailable(reason: str) -> None:
+    """Skip outside CI, fail under CI=true. Raises."""
+    if in_ci():
+        pytest.fail(f"SLURM test cluster unavailable under CI=true: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_ports() -> dict[str, str]:
+    """slurmctld port and the first of two consecutive slurmd ports, all free now."""
+    ctld = next((p for p in [6817, *range(6830, 6900)] if _port_free(p)), None)
+    node = next((p for p in range(17001, 17201, 2) if _port_free(p) and _port_free(p + 1)), None)
+    if ctld is None or node is None:
+        pytest.fail("no free ports for the local SLURM cluster", pytrace=False)
+    return {"SLURM_LOCAL_CTLD_PORT": str(ctld), "SLURM_LOCAL_NODE_PORT": str(node)}
+
+
+def _script(*args: str, env: dict[str, str] | None = None, timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def _last_line(text: str) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else "(no output)"
+
+
+def _start(config: pytest.Config) -> SlurmCluster:
+    if shutil.which("sbatch") is None:
+        _unavailable("sbatch not found (install SLURM: sudo scripts/slurm-local.sh install)")
+    if os.geteuid() != 0:
+        _unavailable("the local SLURM cluster needs root (scripts/slurm-local.sh starts daemons)")
+
+    fixed = os.environ.get("DDPBENCH_SLURM_DIR")
+    if fixed:
+        cluster_dir = Path(fixed).resolve()
+        if _script("status", str(cluster_dir), timeout=30).returncode == 0:
+            return _cluster(cluster_dir, started_here=False)
+        env = dict(os.environ)
+    else:
+        cluster_dir = Path(tempfile.mkdtemp(prefix="ddpbench-slurm-", dir="/tmp"))
+        env = {**os.environ, **_free_ports()}
+
+    try:
+        proc = _script("start", str(cluster_dir), env=env, timeout=START_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        _script("stop", str(cluster_dir), timeout=STOP_TIMEOUT_S)
+        pytest.fail(f"scripts/slurm-local.sh start took over {START_TIMEOUT_S:g} s (logs: {cluster_dir}/log)",
+                    pytrace=False)
+    if proc.returncode != 0:
+        pytest.fail(f"scripts/slurm-local.sh start failed: {_last_line(proc.stderr)}", pytrace=False)
+    return _cluster(cluster_dir, started_here=True)
+
+
+def _cluster(cluster_dir: Path, *, started_here: bool) -> SlurmCluster:
+    conf = cluster_dir / "slurm.conf"
+    return SlurmCluster(
+        dir=cluster_dir,
+        conf_path=conf,
+        nodes=("n1", "n2"),
+        partition="debug",
+        env={**os.environ, "SLURM_CONF": str(conf)},
+        started_here=started_here,
+    )
+
+
+def _stop(cluster: SlurmCluster, session: pytest.Session, old_conf: str | None) -> None:
+    if old_conf is None:
+        os.environ.pop("SLURM_CONF", None)
+    else:
+        os.environ["SLURM_CONF"] = old_conf
+    if not cluster.started_here:
+        return
+    try:
+        proc = _script("stop", str(cluster.dir), timeout=STOP_TIMEOUT_S)
+        ok = proc.returncode == 0
+        if not ok:
+            sys.stderr.write(f"\nslurm-local stop failed: {_last_line(proc.stderr)}\n")
+    except subprocess.TimeoutExpired:
+        ok = False
+        sys.stderr.write(f"\nslurm-local stop took over {STOP_TIMEOUT_S:g} s\n")
+    keep = os.environ.get("DDPBENCH_SLURM_KEEP") == "1" or session.testsfailed or not ok
+    if os.environ.get("DDPBENCH_SLURM_DIR"):
+        return
+    if keep:
+        sys.stderr.write(f"\nSLURM test cluster files kept in {cluster.dir}\n")
+    else:
+        shutil.rmtree(cluster.dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(request: pytest.FixtureRequest) -> Iterator[SlurmCluster]:
+    """A running 2-node SLURM cluster (nodes n1, n2; partition debug); SLURM_CONF set in os.environ."""
+    config = request.config
+    cached = config.stash.get(_KEY, None)
+    if cached is None:
+        old_conf = os.environ.get("SLURM_CONF")
+        try:
+            cached = _start(config)
+        except BaseException as exc:  # skip/fail outcomes too: one attempt per session
+            cached = exc
+        config.stash[_KEY] = cached
+        if isinstance(cached, SlurmCluster):
+            os.environ["SLURM_CONF"] = str(cached.conf_path)
+            cluster = cached
+            config.add_cleanup(lambda: _stop(cluster, request.session, old_conf))
+    if isinstance(cached, BaseException):
+        raise cached
+    yield cached

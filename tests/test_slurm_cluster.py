@@ -1,0 +1,170 @@
+"""The local 2-node SLURM cluster (scripts/slurm-local.sh) works for what ddpbench needs of it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from ddpbench.cluster import slurm_state
+from tests.slurm_cluster import REPO, SlurmCluster, slurm_cluster  # noqa: F401  (fixture)
+
+JOB_TIMEOUT_S = 60.0
+
+
+def _sbatch(cluster: SlurmCluster, *args: str, cwd: Path) -> str:
+    proc = subprocess.run(
+        ["sbatch", "--parsable", "-p", cluster.partition, *args],
+        capture_output=True, text=True, env=cluster.env, cwd=cwd, timeout=30, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip().split(";")[0]
+
+
+def _wait_state(job_id: str, want: set[str], timeout: float, env: dict[str, str]) -> str | None:
+    deadline = time.monotonic() + timeout
+    state = None
+    while time.monotonic() < deadline:
+        state = slurm_state.job_state(job_id, env=env)
+        if state in want:
+            return state
+        time.sleep(0.2)
+    pytest.fail(f"job {job_id} not in {sorted(want)} within {timeout:g} s (last state {state})")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in {"Z", "X"}  # PID 1 here may not reap zombies
+
+
+@pytest.mark.slurm
+def test_sbatch_runs_on_both_nodes(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    assert os.environ["SLURM_CONF"] == str(slurm_cluster.conf_path)
+    t0 = time.monotonic()
+    job = _sbatch(
+        slurm_cluster, "-N", "2", "--ntasks-per-node=1", "-o", str(tmp_path / "out-%j.txt"),
+        # Single quotes: the variables must expand in each task, not once in the batch script on n1.
+        "--wrap", "srun bash -c 'echo node=$SLURM_NODEID name=$SLURMD_NODENAME host=$(hostname)'",
+        cwd=tmp_path,
+    )
+    state = slurm_state.wait_finished(job, timeout=JOB_TIMEOUT_S, poll=0.2, env=slurm_cluster.env)
+    elapsed = time.monotonic() - t0
+    out = (tmp_path / f"out-{job}.txt").read_text()
+    assert state == "COMPLETED", out
+    lines = sorted(ln for ln in out.splitlines() if ln.startswith("node="))
+    assert [ln.split()[:2] for ln in lines] == [["node=0", "name=n1"], ["node=1", "name=n2"]], out
+    assert elapsed < JOB_TIMEOUT_S
+
+
+def _task_info() -> dict[str, str]:
+    import os
+    import socket
+
+    return {
+        "node_id": os.environ["SLURM_NODEID"],
+        "proc_id": os.environ["SLURM_PROCID"],
+        "node": os.environ["SLURMD_NODENAME"],
+        "host": socket.gethostname(),
+    }
+
+
+@pytest.mark.slurm
+def test_submitit_two_nodes(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    submitit = pytest.importorskip("submitit")
+    import cloudpickle
+
+    # The job's python cannot import this test module: ship the function by value.
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    try:
+        executor = submitit.AutoExecutor(folder=tmp_path / "submitit", cluster="slurm")
+        executor.update_parameters(slurm_partition=slurm_cluster.partition, nodes=2, tasks_per_node=1,
+                                   timeout_min=5)
+        job = executor.submit(_task_info)
+    finally:
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    # Bounded wait: submitit's own watcher relies on sacct, which this cluster lacks.
+    deadline = time.monotonic() + JOB_TIMEOUT_S
+    while not job.done():
+        if time.monotonic() > deadline:
+            job.cancel(check=False)
+            pytest.fail(f"submitit job {job.job_id} not done within {JOB_TIMEOUT_S:g} s "
+                        f"(state {slurm_state.job_state(job.job_id)}); stderr: {job.stderr()}")
+        time.sleep(0.2)
+    results = job.results()
+    assert sorted((r["node_id"], r["proc_id"], r["node"]) for r in results) == [
+        ("0", "0", "n1"), ("1", "1", "n2")
+    ]
+
+
+@pytest.mark.slurm
+def test_scancel_ends_job_and_is_detectable(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    job = _sbatch(slurm_cluster, "-o", str(tmp_path / "out.txt"),
+                  "--wrap", f"echo $$ > {pid_file}; exec sleep 600", cwd=tmp_path)
+    _wait_state(job, {"RUNNING"}, JOB_TIMEOUT_S, slurm_cluster.env)
+    deadline = time.monotonic() + 10
+    while not pid_file.exists() or not pid_file.read_text().strip():
+        assert time.monotonic() < deadline, "job did not write its pid"
+        time.sleep(0.1)
+    pid = int(pid_file.read_text())
+    assert _alive(pid)
+    assert not slurm_state.is_finished(job, env=slurm_cluster.env)
+
+    t0 = time.monotonic()
+    subprocess.run(["scancel", job], env=slurm_cluster.env, check=True, timeout=30)
+    state = slurm_state.wait_finished(job, timeout=30, poll=0.2, env=slurm_cluster.env)
+    assert state == "CANCELLED"
+    assert slurm_state.is_finished(job, env=slurm_cluster.env)
+    squeue = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True,
+                            env=slurm_cluster.env, timeout=30, check=False)
+    assert squeue.stdout.strip() in {"", "CANCELLED"}
+    while _alive(pid):
+        assert time.monotonic() - t0 < 30, f"sleep (pid {pid}) still alive 30 s after scancel"
+        time.sleep(0.1)
+
+
+@pytest.mark.slurm
+def test_job_state_unknown_job(slurm_cluster: SlurmCluster) -> None:
+    assert slurm_state.job_state("987654321", env=slurm_cluster.env) is None
+    assert slurm_state.is_terminal(None)
+    with pytest.raises(ValueError):
+        slurm_state.job_state("1; rm -rf /")
+
+
+_FIXTURE_USER = textwrap.dedent(
+    """
+    from tests.slurm_cluster import slurm_cluster  # noqa: F401
+
+    def test_needs_cluster(slurm_cluster):
+        pass
+    """
+)
+
+
+@pytest.mark.parametrize("ci, outcome", [("true", "error"), ("", "skipped")])
+def test_fixture_without_sbatch(tmp_path: Path, ci: str, outcome: str) -> None:
+    """No sbatch on PATH: an error (not a skip) under CI=true, a one-line skip otherwise."""
+    (tmp_path / "test_user.py").write_text(_FIXTURE_USER)
+    env = {k: v for k, v in os.environ.items() if k not in {"CI", "SLURM_CONF", "PYTEST_ADDOPTS"}}
+    env.update(PATH=str(tmp_path / "empty-bin"), PYTHONPATH=str(REPO), CI=ci)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+         "test_user.py"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )
+    out = proc.stdout + proc.stderr
+    if outcome == "error":
+        assert proc.returncode == 1, out
+        assert "1 error" in out and "skipped" not in out, out
+        assert "sbatch not found" in out, out
+    else:
+        assert proc.returncode == 0, out
+        assert "1 skipped" in out and "sbatch not found" in out, out

@@ -1,0 +1,249 @@
+"""Tests of the DDP MLP workload (issue 2): real 2-rank gloo runs under torchrun and traceml run.
+
+Every multi-process run goes through ``helpers_proc.run_bounded`` (bounded wait,
+whole tree killed on return) and asserts that no process of the run remains.
+Tiny model, few steps, OMP_NUM_THREADS=1: the file runs in about a minute on 2 cores.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ddpbench.workload import ddp_mlp
+from ddpbench.workload.schema import SCHEMA, SCHEMA_VERSION, validate_rank_record
+from helpers_proc import CompletedRun, assert_no_leftover, child_env, free_port, free_ports, run_bounded
+
+SCRIPT = Path(ddp_mlp.__file__).resolve()
+TINY = [
+    "--input-dim", "32", "--hidden-dim", "32", "--hidden-layers", "1", "--num-classes", "4",
+    "--batch-size", "8", "--num-samples", "256", "--log-every", "0",
+]
+RUN_TIMEOUT_S = 60.0
+
+
+def torchrun(args: list[str], *, timeout: float = RUN_TIMEOUT_S, nproc: int = 2) -> CompletedRun:
+    """The workload under ``python -m torch.distributed.run`` (2 CPU ranks), tree killed on return."""
+    cmd = [
+        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc),
+        "--master_addr", "127.0.0.1", "--master_port", str(free_port()), str(SCRIPT), *TINY, *args,
+    ]
+    run = run_bounded(cmd, timeout, env=child_env())
+    assert_no_leftover(run.procs)
+    return run
+
+
+def read_ranks(metrics_dir: Path, world: int = 2) -> list[dict[str, Any]]:
+    """``rank-<r>.json`` for r in range(world)."""
+    return [json.loads((metrics_dir / f"rank-{r}.json").read_text()) for r in range(world)]
+
+
+@pytest.fixture(scope="module")
+def steps_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[CompletedRun, list[dict[str, Any]]]:
+    """One steps-mode baseline run shared by several tests: 40 timed steps, 3 warmup."""
+    out = tmp_path_factory.mktemp("steps")
+    run = torchrun(["--steps", "40", "--warmup-steps", "3", "--metrics-dir", str(out), "--save-step-times"])
+    assert run.returncode == 0, run.output
+    return run, read_ranks(out)
+
+
+# ----------------------------------------------------------------------------- pure helpers
+
+
+def test_percentile_matches_linear_interpolation() -> None:
+    values = [1.0, 2.0, 3.0, 4.0, 10.0]
+    assert ddp_mlp.percentile(values, 50) == 3.0
+    assert ddp_mlp.percentile(values, 90) == pytest.approx(7.6)  # numpy.percentile(values, 90)
+    assert ddp_mlp.percentile(values, 0) == 1.0 and ddp_mlp.percentile(values, 100) == 10.0
+    stats = ddp_mlp.step_time_stats([0.001, 0.002, 0.003])
+    assert stats["median"] == pytest.approx(2.0) and stats["stdev"] == pytest.approx(1.0)
+
+
+def test_busy_wait_is_at_least_the_request() -> None:
+    import time
+
+    t0 = time.perf_counter()
+    ddp_mlp.busy_wait(0.005)
+    assert 0.005 <= time.perf_counter() - t0 < 0.05
+
+
+def test_validator_reports_problems() -> None:
+    assert validate_rank_record([]) != []
+    problems = validate_rank_record({"schema": "other", "schema_version": 99})
+    assert any("schema:" in p for p in problems)
+    assert any("timed_steps: missing" in p for p in problems)
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--steps", "5", "--duration-sec", "1"],
+        [],
+        ["--steps", "0"],
+        ["--duration-sec", "-1"],
+        ["--steps", "5", "--batch-size", "0"],
+        ["--steps", "5", "--batch-size", "64", "--num-samples", "100"],  # < 64 x 2
+        ["--steps", "5", "--device", "tpu"],
+        ["--steps", "5", "--backend", "mpi"],
+        ["--steps", "5", "--precision", "fp8"],
+        ["--steps", "5", "--fault-rank", "2"],
+    ],
+    ids=["both", "neither", "zero-steps", "neg-duration", "zero-batch", "small-dataset",
+         "device", "backend", "precision", "fault-rank"],
+)
+def test_bad_input_exits_2_with_one_line(argv: list[str]) -> None:
+    """One-line argparse-style error, exit 2, before torch (and so before any process group)."""
+    code = (
+        "import sys\n"
+        "from ddpbench.workload import ddp_mlp\n"
+        f"try:\n    ddp_mlp.main({argv!r})\n"
+        "finally:\n    assert 'torch' not in sys.modules, 'torch imported before the error'\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=child_env({"WORLD_SIZE": "2"}),
+        capture_output=True, text=True, timeout=30,
+    )
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ddp_mlp: error:"), proc.stderr
+
+
+# ----------------------------------------------------------------------------- steps mode
+
+
+def test_steps_mode_exact_count(steps_run: tuple[CompletedRun, list[dict[str, Any]]]) -> None:
+    run, ranks = steps_run
+    assert [r["timed_steps"] for r in ranks] == [40, 40]
+    assert ranks[0]["samples"] == ranks[1]["samples"] == 40 * 8
+    assert [r["stop_reason"] for r in ranks] == ["steps", "steps"]
+    assert [r["rank"] for r in ranks] == [0, 1] and all(r["world_size"] == 2 for r in ranks)
+    assert "Done. steps=40 elapsed_s=" in run.stdout
+
+
+def test_rank_json_validates(steps_run: tuple[CompletedRun, list[dict[str, Any]]]) -> None:
+    _, ranks = steps_run
+    for record in ranks:
+        assert validate_rank_record(record) == []
+        assert record["schema"] == SCHEMA and record["schema_version"] == SCHEMA_VERSION
+        assert len(record["step_times_ms"]) == 40
+        assert record["traceml"] == {"active": False, "mode": None}
+        assert record["device"] == "cpu" and record["backend"] == "gloo" and record["precision"] == "fp32"
+
+
+def test_inject_step_ms_raises_median(steps_run: tuple[CompletedRun, list[dict[str, Any]]], tmp_path: Path) -> None:
+    _, base = steps_run
+    run = torchrun(["--steps", "40", "--warmup-steps", "3", "--metrics-dir", str(tmp_path), "--inject-step-ms", "20"])
+    assert run.returncode == 0, run.output
+    injected = read_ranks(tmp_path)
+    for b, i in zip(base, injected):
+        delta = i["step_time_ms"]["median"] - b["step_time_ms"]["median"]
+        assert 14.0 <= delta <= 30.0, (delta, b["step_time_ms"], i["step_time_ms"])
+        assert i["inject"]["step_ms"] == 20.0
+
+
+# ----------------------------------------------------------------------------- duration mode
+
+
+SKEW = ["--duration-sec", "2.5", "--fault-clock-skew-sec", "1.5", "--fault-rank", "1", "--warmup-steps", "2"]
+
+
+def test_lockstep_duration_stop_with_clock_skew(tmp_path: Path) -> None:
+    """Rank 1's clock is 1.5 s ahead: without agreement it would stop ~1.5 s before rank 0."""
+    run = torchrun([*SKEW, "--stop-check-every", "4", "--metrics-dir", str(tmp_path)])
+    assert run.returncode == 0, run.output
+    r0, r1 = read_ranks(tmp_path)
+    assert r0["timed_steps"] == r1["timed_steps"] > 0
+    assert r0["timed_steps"] % 4 == 0
+    assert r0["stop_reason"] == r1["stop_reason"] == "duration"
+    assert r0["train_s"] < 2.0  # stopped on rank 1's (skewed) clock, ~1 s
+    assert validate_rank_record(r0) == [] and validate_rank_record(r1) == []
+
+
+def test_no_sync_stop_with_clock_skew_does_not_finish(tmp_path: Path) -> None:
+    """The reference's per-rank clock stop: rank 0 is left in an all-reduce rank 1 never joins."""
+    run = torchrun([*SKEW, "--no-sync-stop", "--collective-timeout-sec", "4", "--metrics-dir", str(tmp_path)],
+                   timeout=40.0)
+    assert run.timed_out or run.returncode != 0, run.output
+    assert not (tmp_path / "rank-0.json").exists()  # rank 0 never finished its loop
+
+
+# ----------------------------------------------------------------------------- faults
+
+
+def _no_partial_files(metrics_dir: Path) -> list[str]:
+    return sorted(p.name for p in metrics_dir.iterdir()) if metrics_dir.exists() else []
+
+
+def test_crash_fault_leaves_no_json(tmp_path: Path) -> None:
+    run = torchrun(["--steps", "30", "--fault-crash-at-step", "5", "--fault-rank", "1",
+                    "--collective-timeout-sec", "4", "--metrics-dir", str(tmp_path)], timeout=40.0)
+    assert run.timed_out or run.returncode != 0, run.output
+    assert "fault: crash at timed step 5" in run.stderr
+    assert _no_partial_files(tmp_path) == []  # neither rank wrote, not even a temp file
+
+
+def test_hang_fault_becomes_collective_timeout(tmp_path: Path) -> None:
+    run = torchrun(["--steps", "30", "--fault-hang-at-step", "3", "--fault-rank", "0",
+                    "--collective-timeout-sec", "3", "--metrics-dir", str(tmp_path)], timeout=40.0)
+    assert run.timed_out or run.returncode != 0, run.output
+    assert "fault: hang at timed step 3" in run.stderr
+    assert _no_partial_files(tmp_path) == []
+
+
+# ----------------------------------------------------------------------------- single process, no traceml import
+
+
+def test_world_of_one_without_torchrun_never_imports_traceml(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from ddpbench.workload import ddp_mlp\n"
+        f"rc = ddp_mlp.main({[*TINY, '--steps', '5', '--metrics-dir', str(tmp_path)]!r})\n"
+        "assert 'traceml_ai' not in sys.modules\n"
+        "sys.exit(rc)\n"
+    )
+    env = child_env()
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(key, None)
+    run = run_bounded([sys.executable, "-c", code], RUN_TIMEOUT_S, env=env)
+    assert_no_leftover(run.procs)
+    assert run.returncode == 0, run.output
+    record = json.loads((tmp_path / "rank-0.json").read_text())
+    assert record["world_size"] == 1 and record["timed_steps"] == 5
+    assert validate_rank_record(record) == []
+
+
+# ----------------------------------------------------------------------------- under traceml run
+
+
+@pytest.mark.parametrize("mode", ["auto", "manual"])
+def test_traceml_records_every_step(tmp_path: Path, mode: str) -> None:
+    """TraceML's final summary counts warmup + timed steps (warmup is inside trace_step)."""
+    master, aggregator = free_ports(2)
+    logs, metrics = tmp_path / "traceml", tmp_path / "metrics"
+    cmd = [
+        sys.executable, "-m", "traceml_ai.launcher.cli", "run", str(SCRIPT), "--mode=summary",
+        "--logs-dir", str(logs), "--run-name", f"wl-{mode}", "--nproc-per-node", "2",
+        "--master-port", str(master), "--aggregator-port", str(aggregator),
+        "--args", *TINY, "--steps", "20", "--warmup-steps", "3", "--metrics-dir", str(metrics),
+        "--traceml-mode", mode,
+    ]
+    run = run_bounded(cmd, 120.0, env=child_env())
+    assert_no_leftover(run.procs)
+    assert run.returncode == 0, run.output
+    ranks = read_ranks(metrics)
+    for record in ranks:
+        assert record["traceml"] == {"active": True, "mode": mode}
+        assert record["timed_steps"] == 20
+        assert validate_rank_record(record) == []
+    summary = json.loads((logs / f"wl-{mode}" / "final_summary.json").read_text())
+    window = summary["step_time"]["global"]["window"]
+    assert window["steps_analyzed"] == 20 + 3, window
+    assert summary["step_time"]["metadata"]["training_total_steps"] == 20 + 3
