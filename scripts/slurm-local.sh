@@ -32,7 +32,7 @@ usage() {
     exit 2
 }
 
-need_root() { [ "$(id -u)" -eq 0 ] || die "must run as root (starts daemons, edits /etc/hosts); try: sudo $0 $*"; }
+need_root() { [ "${EUID:-$(id -u)}" -eq 0 ] || die "must run as root (starts daemons, edits /etc/hosts); try: sudo $0 $*"; }
 
 need_packages() {
     local missing=() c
@@ -104,7 +104,7 @@ cmd_install() {
     need_root install
     if command -v sbatch >/dev/null && command -v slurmctld >/dev/null && command -v slurmd >/dev/null \
         && [ -x /usr/sbin/munged ] && command -v munge >/dev/null; then
-        say "slurm-wlm and munge already installed ($(sinfo -V 2>/dev/null | head -n 1))"
+        say "slurm-wlm and munge already installed (slurm-wlm $(dpkg-query -W -f='${Version}' slurm-wlm 2>/dev/null || echo '?'))"
         return 0
     fi
     command -v apt-get >/dev/null || die "no apt-get: install SLURM (slurmctld, slurmd, sbatch) and munge with your package manager"
@@ -262,6 +262,33 @@ cmd_start() {
     print_env
 }
 
+# other_slurm_pids: live slurmctld/slurmd/slurmstepd processes on this host not named by this DIR's pid files.
+other_slurm_pids() {
+    local ours=" " name comm pf p c
+    while read -r name comm pf; do ours+="$(pidfile_pid "$pf") "; done < <(daemon_list)
+    for p in /proc/[0-9]*; do
+        p=${p#/proc/}
+        c=$(cat "/proc/$p/comm" 2>/dev/null) || continue
+        case "$c" in slurmctld | slurmd | slurmstepd) ;; *) continue ;; esac
+        case "$ours" in *" $p "*) continue ;; esac
+        pid_alive "$p" "$c" && echo "$p"
+    done
+}
+
+# hand_over_munged PID: let another cluster of this script (found via its slurmctld's `-f DIR/slurm.conf`)
+# own the munged we started, so that its stop ends munged.
+hand_over_munged() {
+    local p conf other
+    for p in $(other_slurm_pids); do
+        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = slurmctld ] || continue
+        conf=$(tr '\0' '\n' <"/proc/$p/cmdline" 2>/dev/null | sed -n '/^-f$/{n;p;q}')
+        other=$(dirname "$conf" 2>/dev/null)
+        if [ -n "$conf" ] && [ -d "$other/run" ] && [ "$other" != "$DIR" ]; then
+            echo "$1" >"$other/run/munged.ours" && say "munged now belongs to the cluster in $other" && return 0
+        fi
+    done
+}
+
 # Cancel all jobs of this cluster (so no slurmstepd outlives slurmd), then stop the daemons by pid file.
 do_stop() {
     local verbose=$1 stopped=0 name comm pf pid until
@@ -277,6 +304,12 @@ do_stop() {
     fi
     while read -r name comm pf; do
         pid=$(pidfile_pid "$pf")
+        if [ "$name" = munged ] && pid_alive "$pid" "$comm" && [ -n "$(other_slurm_pids)" ]; then
+            say "leaving munged (pid $pid) running: other SLURM daemons on this host use it ($(other_slurm_pids | tr '\n' ' '))"
+            hand_over_munged "$pid"
+            rm -f "$pf"
+            continue
+        fi
         if pid_alive "$pid" "$comm"; then
             kill -TERM "$pid" 2>/dev/null
             until=$(deadline_in "$TIMEOUT")

@@ -12,7 +12,10 @@ from pathlib import Path
 import pytest
 
 from ddpbench.cluster import slurm_state
-from tests.slurm_cluster import REPO, SlurmCluster, slurm_cluster  # noqa: F401  (fixture)
+try:
+    from tests.slurm_cluster import REPO, SlurmCluster, slurm_cluster  # noqa: F401  (fixture)
+except ImportError:  # plain `pytest` without the repo root on sys.path: tests/ itself is on it
+    from slurm_cluster import REPO, SlurmCluster, slurm_cluster  # type: ignore[no-redef]  # noqa: F401
 
 JOB_TIMEOUT_S = 60.0
 

@@ -363,11 +363,13 @@ def pair_table(
         for mode in modes:
             for repeat in sorted(by_repeat):
                 rows = by_repeat[repeat]
+                if baseline not in rows and mode not in rows:
+                    continue
                 b = _pick(rows[baseline]) if baseline in rows else None
                 x = _pick(rows[mode]) if mode in rows else None
-                problem = _side_problem(b, baseline) or _side_problem(x, mode)
-                if problem:
-                    excluded.append(ExcludedPair(sweep, cond, repeat, mode, problem))
+                problems = [p for p in (_side_problem(b, baseline), _side_problem(x, mode)) if p]
+                if problems:
+                    excluded.append(ExcludedPair(sweep, cond, repeat, mode, "; ".join(problems)))
                     continue
                 assert b is not None and x is not None
                 pairs.append(_record(b, x, mode))

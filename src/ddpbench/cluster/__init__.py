@@ -32,6 +32,10 @@ class NodePlan:
     owner: bool
     # relaunch once with fresh ports when a port was taken between choosing and binding
     retry_on_port_clash: bool
+    # identifies this launch; every node of the trial must get the same one (TraceML's --run-name)
+    run_token: str
+    # seconds node 0 waits, after its own agent ended, for the other nodes' records
+    peer_record_wait_s: float = 30.0
 
 
 def plan_nodes(cfg: DictConfig, job: "JobInfo") -> NodePlan:

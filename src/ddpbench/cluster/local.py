@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from omegaconf import DictConfig
 
 from ddpbench.cluster import NodePlan
@@ -18,4 +20,5 @@ def plan_local(cfg: DictConfig) -> NodePlan:
         aggregator_port=aggregator_port,
         owner=True,
         retry_on_port_clash=True,
+        run_token=uuid.uuid4().hex[:8],
     )

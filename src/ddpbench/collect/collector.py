@@ -68,6 +68,11 @@ _SCALAR_FIELDS = (
 )
 STEP_STATS = ("mean", "median", "p10", "p90", "p99", "min", "max", "stdev")
 INJECT_KEYS = ("step_ms", "startup_s", "teardown_s")
+FLOAT_COLUMNS = (
+    "wall_s", "startup_s", "train_s", "teardown_s", "steps_per_s", "samples_per_s", "final_loss",
+    *(f"step_time_ms_{s}" for s in STEP_STATS), *(f"inject_{k}" for k in INJECT_KEYS),
+    "rank_steps_per_s_min", "rank_steps_per_s_max",
+)
 
 
 @dataclass(frozen=True)
@@ -250,6 +255,9 @@ def collect_trials(paths: Iterable[str | os.PathLike[str]]) -> CollectResult:
         rows.append(flatten_trial(trial, path))
     frame = pd.DataFrame.from_records(rows) if rows else pd.DataFrame(columns=["source_path", *_SCALAR_FIELDS])
     if rows:
+        for col in FLOAT_COLUMNS:
+            if col in frame.columns:
+                frame[col] = pd.to_numeric(frame[col], errors="coerce").astype("float64")
         frame = frame.sort_values(["sweep_dir", "job_num", "source_path"], kind="stable", na_position="last")
         frame = frame.reset_index(drop=True)
     return CollectResult(frame=frame, skipped=skipped, files_seen=len(files))

@@ -20,7 +20,19 @@ def write_sweep_report(sweep_dir: Path, baseline: str = "native", budget_pct: fl
 
 
 class ReportCallback(Callback):
-    """Writes ``report.md`` in the sweep dir at the end of every multirun."""
+    """Checks a single run's output dir before it starts; writes ``report.md`` at the end of every multirun."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        run_dir = Path(str(config.hydra.run.dir))
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            probe = run_dir / ".ddpbench-write-test"
+            probe.write_text("")
+            probe.unlink()
+        except OSError as error:
+            print(f"ddpbench: error: cannot write the run dir {run_dir}: {error.strerror}", file=sys.stderr,
+                  flush=True)
+            raise SystemExit(2)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(str(config.hydra.sweep.dir))

@@ -12,7 +12,6 @@ import importlib.util
 import shutil
 import socket
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
@@ -28,8 +27,6 @@ from ddpbench.trial import environment, record
 from ddpbench.trial.process import AgentResult, spawn_agent, tail, wait_agents
 
 TRIAL_FILE = "trial.json"
-#: extra seconds past the trial timeout that non-owner node records are awaited
-NODE_RECORD_WAIT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -202,13 +199,11 @@ def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
     timeout_s = trial_timeout_s(cfg)
     started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     start_monotonic = time.monotonic()
-    run_name = f"{cfg.sweep_name}-{job.job_num}-{uuid.uuid4().hex[:8]}"
-    outcome, context = _launch(cfg, job, plan, run_name, start_monotonic + timeout_s)
+    outcome, context = _launch(cfg, job, plan, _run_name(cfg, job, plan), start_monotonic + timeout_s)
     if outcome.reason != "timeout" and plan.retry_on_port_clash and _port_clash(outcome.results):
         plan = plan_nodes(cfg, job)
         shutil.rmtree(job.job_dir / "metrics", ignore_errors=True)
-        run_name = f"{cfg.sweep_name}-{job.job_num}-{uuid.uuid4().hex[:8]}"
-        outcome, context = _launch(cfg, job, plan, run_name, time.monotonic() + timeout_s)
+        outcome, context = _launch(cfg, job, plan, _run_name(cfg, job, plan), time.monotonic() + timeout_s)
 
     hostname = socket.gethostname()
     nodes = {r.node_rank: _node_entry(r, hostname) for r in outcome.results}
@@ -219,7 +214,7 @@ def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
 
     peers = [r for r in range(int(cfg.cluster.nnodes)) if r not in nodes]
     if peers:
-        nodes.update(_await_peer_nodes(job.job_dir / "nodes", peers, time.monotonic() + NODE_RECORD_WAIT_S))
+        nodes.update(_await_peer_nodes(job.job_dir / "nodes", peers, time.monotonic() + plan.peer_record_wait_s))
 
     ranks = _read_rank_records(job.job_dir / "metrics")
     world_size = int(cfg.cluster.nnodes) * int(cfg.cluster.nproc_per_node)
@@ -290,6 +285,11 @@ def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
     )
     write_json_atomic(job.job_dir / TRIAL_FILE, trial)
     return trial
+
+
+def _run_name(cfg: DictConfig, job: JobInfo, plan: NodePlan) -> str:
+    """TraceML's --run-name: new for every launch, the same on every node of the trial."""
+    return f"{cfg.sweep_name}-{job.job_num}-{plan.run_token}"
 
 
 def _port_clash(results: Sequence[AgentResult]) -> bool:

@@ -1,0 +1,98 @@
+"""Run the real ddpbench command line in a subprocess, and find processes a run left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional, Sequence
+
+
+@dataclass
+class CliRun:
+    """Exit code and output of one ddpbench invocation."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return f"--- stdout ---\n{self.stdout}\n--- stderr ---\n{self.stderr}"
+
+
+def cli_env(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    """The test environment for ddpbench: no inherited TraceML or Hydra error settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRACEML_", "HYDRA_FULL_ERROR"))}
+    env.update(extra or {})
+    return env
+
+
+def processes_mentioning(marker: str) -> List[int]:
+    """Live (non-zombie) processes whose command line contains ``marker``, except this one."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in cmdline and state != "Z":
+            found.append(int(entry))
+    return found
+
+
+def kill_all(pids: Sequence[int]) -> None:
+    """SIGKILL ``pids`` (cleanup after a failed assertion)."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def assert_nothing_left(marker: str, grace_s: float = 3.0) -> None:
+    """Fail (after cleaning up) if a process mentioning ``marker`` outlives ``grace_s``."""
+    end = time.monotonic() + grace_s
+    left = processes_mentioning(marker)
+    while left and time.monotonic() < end:
+        time.sleep(0.1)
+        left = processes_mentioning(marker)
+    if left:
+        details = [Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:200] for pid in left
+                   if Path(f"/proc/{pid}").exists()]
+        kill_all(left)
+        raise AssertionError(f"processes left behind: {details}")
+
+
+def run_ddpbench(args: Sequence[str], cwd: Path, timeout: float = 300, env: Optional[Mapping[str, str]] = None) -> CliRun:
+    """Run ``python -m ddpbench ARGS`` in ``cwd``; kill its session if it outlives ``timeout``."""
+    process = subprocess.Popen([sys.executable, "-m", "ddpbench", *args], cwd=cwd, env=cli_env(env),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        stdout, stderr = process.communicate()
+        raise AssertionError(f"ddpbench {' '.join(args)} ran past {timeout} s\n{stdout}\n{stderr}")
+    return CliRun(process.returncode, stdout, stderr)
+
+
+def trials_in(sweep_dir: Path) -> List[dict]:
+    """Every trial.json below ``sweep_dir``, in job order."""
+    trials = [json.loads(path.read_text()) for path in sweep_dir.glob("*/trial.json")]
+    return sorted(trials, key=lambda t: t["job_num"])
+
+
+def only_sweep_dir(cwd: Path) -> Path:
+    """The single sweep dir a multirun created under ``cwd/outputs/multirun``."""
+    dirs = [p for p in (cwd / "outputs" / "multirun").iterdir() if p.is_dir()]
+    assert len(dirs) == 1, dirs
+    return dirs[0]
