@@ -153,7 +153,8 @@ def table(args: argparse.Namespace, results: dict[str, dict[str, list[float]]]) 
         lines.append(f"| {name} | {med:.3f} ({runs}) | {vs} | {within} | {pct} |")
     k1 = statistics.median(results["dur K=1"]["median"]) - base
     lines += ["", f"K=1 runs the all-reduce every step: {k1:+.3f} ms/step vs steps mode "
-              f"({k1 / base * 100:+.2f}%), i.e. roughly the collective's own cost."]
+              f"({k1 / base * 100:+.2f}%). Across-run figures are only meaningful on an otherwise idle machine; "
+              "the within-run column is robust to run-to-run load changes."]
     return "\n".join(lines) + "\n"
 
 

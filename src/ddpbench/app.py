@@ -38,6 +38,9 @@ Plugins.instance()
 from hydra_plugins.ddpbench_sweeper.paired_sweeper import PairedSweeper  # noqa: E402
 
 Plugins.instance().register(PairedSweeper)
+from hydra_plugins.ddpbench_sweeper.bounded_slurm_launcher import BoundedSlurmLauncher  # noqa: E402
+
+Plugins.instance().register(BoundedSlurmLauncher)
 
 
 def fail(message: str, code: int = 2) -> None:

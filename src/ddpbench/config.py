@@ -49,8 +49,9 @@ class StopConfig:
     duration_sec: Optional[float] = None
     # untimed steps before the timed loop
     warmup_steps: int = 10
-    # duration stop: ranks agree on stopping every this many steps (all-reduce MAX)
-    check_every: int = 10
+    # duration stop: ranks agree on stopping every this many steps (all-reduce MAX); 50 costs ~0.01% of a
+    # small-model CPU step (docs/workload.md)
+    check_every: int = 50
     # duration stop: true = lockstep (the fix); false = the reference's per-rank clock (hangs)
     sync: bool = True
 
@@ -80,6 +81,34 @@ class ModeConfig:
 
 
 @dataclass
+class SlurmConfig:
+    """SLURM settings of a ``kind: slurm`` cluster; ``hydra/launcher=ddpbench_slurm`` reads them."""
+
+    # sbatch --partition (null = the cluster's default partition)
+    partition: Optional[str] = None
+    # GPUs per node (null = none requested)
+    gpus_per_node: Optional[int] = None
+    # CPUs for the one task per node (null = SLURM's default)
+    cpus_per_task: Optional[int] = None
+    # memory per node, GB (null = SLURM's default)
+    mem_gb: Optional[int] = None
+    # job time limit, minutes (null = from the trial timeout: ceil((timeout + wait_margin_s) / 60))
+    timeout_min: Optional[int] = None
+    # shell lines run in the sbatch script before srun (module load, venv activation, exports)
+    setup: List[str] = field(default_factory=list)
+    # extra sbatch options, e.g. {constraint: t4, exclusive: true}
+    additional_parameters: Dict[str, Any] = field(default_factory=dict)
+    # the submitter waits at most trial timeout + this many seconds for a running job
+    wait_margin_s: float = 120.0
+    # the submitter waits at most this many seconds for a job to leave the queue (PENDING)
+    queue_timeout_s: float = 3600.0
+    # seconds between the submitter's checks of a job
+    poll_s: float = 1.0
+    # seconds node 0 waits, after its own agent ended, for the other nodes' records
+    peer_record_wait_s: float = 60.0
+
+
+@dataclass
 class ClusterConfig:
     """Where and how a trial's node agents run."""
 
@@ -103,12 +132,19 @@ class ClusterConfig:
     master_addr: str = "127.0.0.1"
     # this driver's node rank (static backend: each node runs its own driver)
     node_rank: int = 0
-    # static backend: shared base port; trial k uses base_port + 3*k (0 = derive from the sweep name)
+    # static backend: first of the ports node 0 must accept from the other nodes: the drivers'
+    # coordinator listens on base_port, trial k (job number) rendezvouses on base_port + 1 + 2*k and
+    # runs a tool's aggregator on base_port + 2 + 2*k (0 = derive all of them from the sweep name)
     base_port: int = 0
-    # static backend: seconds a node waits at a trial for its peers before failing it
+    # static backend: seconds a node waits at a trial for its peers before failing it (torchrun's
+    # static rendezvous / TCPStore timeout, and how long node 0 waits for a peer's node record)
     rendezvous_timeout_s: float = 60.0
+    # static backend: whether every node sees the same sweep dir (NFS, EFS...). true: node 0 reads the
+    # other nodes' records from it; false: the ranks send their records to rank 0 through the process
+    # group (the other nodes' agent wall times are then unknown) and TraceML modes are refused
+    shared_dir: bool = True
     # slurm backend settings (ignored elsewhere)
-    slurm: Dict[str, Any] = field(default_factory=dict)
+    slurm: SlurmConfig = field(default_factory=SlurmConfig)
 
 
 @dataclass
@@ -236,6 +272,10 @@ def validate(cfg: DictConfig) -> None:
     _require(c.threads_per_rank >= 0, "cluster.threads_per_rank", "must be >= 0", c.threads_per_rank)
     _require(0 <= c.node_rank < c.nnodes, "cluster.node_rank", f"must be in [0, {c.nnodes - 1}]", c.node_rank)
     _require(c.base_port == 0 or 1024 <= c.base_port <= 65000, "cluster.base_port", "must be 0 or in [1024, 65000]", c.base_port)
+    if c.kind == "static":
+        from ddpbench.cluster.static import validate_static
+
+        validate_static(cfg)
     world = c.nnodes * c.nproc_per_node
     _require(
         m.num_samples >= m.batch_size * world,
@@ -244,7 +284,7 @@ def validate(cfg: DictConfig) -> None:
         m.num_samples,
     )
     for key in ("crash_at_step", "hang_at_step"):
-        _require(f[key] is None or f[key] >= 0, f"fault.{key}", "must be null or >= 0", f[key])
+        _require(f[key] is None or f[key] >= 1, f"fault.{key}", "must be null or >= 1 (a timed step number)", f[key])
     _require(f.rank is None or 0 <= f.rank < world, "fault.rank", f"must be null or in [0, {world - 1}]", f.rank)
     _require(f.clock_skew_sec >= 0, "fault.clock_skew_sec", "must be >= 0", f.clock_skew_sec)
     for key in ("step_ms", "startup_s", "teardown_s"):

@@ -8,7 +8,7 @@ Each backend turns the config into a :class:`NodePlan` for the driver that calls
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, List
+from typing import TYPE_CHECKING, Callable, List, Optional
 
 from omegaconf import DictConfig
 
@@ -36,6 +36,15 @@ class NodePlan:
     run_token: str
     # seconds node 0 waits, after its own agent ended, for the other nodes' records
     peer_record_wait_s: float = 30.0
+    # where node 0 finds the other nodes' entries: "records" (nodes/node<r>.json in a shared job dir)
+    # or "ranks" (inferred from the rank records gathered through the process group; agent wall unknown)
+    peer_source: str = "records"
+    # whether this driver may skip a trial whose trial.json is already ok (None = only the owner)
+    resume: Optional[bool] = None
+    # set when this driver must not launch the trial (its peers already left it): the trial fails
+    skip_reason: Optional[str] = None
+    # called right before the agents are launched (after an earlier attempt was set aside)
+    on_launch: Optional[Callable[[], None]] = None
 
 
 def plan_nodes(cfg: DictConfig, job: "JobInfo") -> NodePlan:

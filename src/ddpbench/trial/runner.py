@@ -64,13 +64,31 @@ def check_tool(cfg: DictConfig) -> None:
         )
 
 
+def check_command(cfg: DictConfig) -> None:
+    """Render the mode's templates once with stand-in values: a bad placeholder fails before any launch."""
+    context = commands.make_context(
+        cfg, node_rank=0, master_addr="127.0.0.1", master_port=1, aggregator_port=2, run_name="check",
+        job_dir=Path("job"),
+    )
+    commands.node_command(cfg, context)
+    commands.node_environment(cfg, context, base={})
+    commands.summary_path(cfg, context)
+
+
+def check_trial_config(cfg: DictConfig) -> None:
+    """Every check that can fail before a trial launches: values, the tool, the command templates."""
+    validate(cfg)
+    check_tool(cfg)
+    check_command(cfg)
+
+
 def condition_of(job: JobInfo) -> Dict[str, str]:
     """Every chosen or swept key except mode and repeat: what a pair shares."""
     condition = {key: job.choices.get(key, "") for key in ("cluster", "model", "stop")}
     for override in job.overrides:
         key, _, value = override.partition("=")
         key = key.lstrip("+~")
-        if key in ("mode", "repeat", "pair_position", "sweep_name") or key in condition:
+        if key in ("mode", "repeat", "pair_position", "sweep_name", "cluster.node_rank") or key in condition:
             continue
         condition[key] = value
     return condition
@@ -182,19 +200,23 @@ def _launch(cfg: DictConfig, job: JobInfo, plan: NodePlan, run_name: str, deadli
 
 def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
     """Run the trial ``cfg`` describes in ``job.job_dir``; return its trial record (also on disk)."""
-    validate(cfg)
-    check_tool(cfg)
+    check_trial_config(cfg)
     plain = to_plain(cfg)
     wanted_hash = record.config_hash(plain)
     job.job_dir.mkdir(parents=True, exist_ok=True)
     plan = plan_nodes(cfg, job)
-    if plan.owner and cfg.trial.resume:
+    may_resume = plan.owner if plan.resume is None else plan.resume
+    if may_resume and cfg.trial.resume:
         previous = _previous_ok(job.job_dir, wanted_hash)
         if previous is not None:
             previous["resumed"] = True
             return previous
+    if plan.skip_reason is not None:
+        return _skipped_node(cfg, job, plan)
     if plan.owner:
         _set_aside_previous_attempt(job.job_dir)
+    if plan.on_launch is not None:
+        plan.on_launch()
 
     timeout_s = trial_timeout_s(cfg)
     started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
@@ -210,13 +232,19 @@ def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
     if not plan.owner:
         for entry in nodes.values():
             write_json_atomic(job.job_dir / "nodes" / f"node{entry['node_rank']}.json", entry)
-        return {"status": "node_done", "node_rank": plan.node_ranks, "mode": str(cfg.mode.name)}
-
-    peers = [r for r in range(int(cfg.cluster.nnodes)) if r not in nodes]
-    if peers:
-        nodes.update(_await_peer_nodes(job.job_dir / "nodes", peers, time.monotonic() + plan.peer_record_wait_s))
+        return {"status": "node_done", "node_rank": plan.node_ranks, "mode": str(cfg.mode.name),
+                "repeat": parse_repeat(cfg.repeat), "node_ok": all(r.exit_code == 0 for r in outcome.results),
+                "wall_s": max(r.wall_s for r in outcome.results)}
 
     ranks = _read_rank_records(job.job_dir / "metrics")
+    peers = [r for r in range(int(cfg.cluster.nnodes)) if r not in nodes]
+    if peers and plan.peer_source == "ranks":
+        from ddpbench.cluster.static import nodes_from_ranks
+
+        nodes.update(nodes_from_ranks(ranks, peers, int(cfg.cluster.nproc_per_node)))
+    elif peers:
+        nodes.update(_await_peer_nodes(job.job_dir / "nodes", peers, time.monotonic() + plan.peer_record_wait_s))
+
     world_size = int(cfg.cluster.nnodes) * int(cfg.cluster.nproc_per_node)
     missing_nodes = [r for r in range(int(cfg.cluster.nnodes)) if r not in nodes]
     codes = [n.get("exit_code") for n in nodes.values()]
@@ -235,10 +263,11 @@ def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
         status = "failed" if error else "ok"
 
     exit_code = next((c for c in codes if c not in (0, None)), 0 if all(c == 0 for c in codes) else None)
-    slowest = max(nodes.values(), key=lambda n: float(n["wall_s"]))
+    timed = [n for n in nodes.values() if n.get("wall_s") is not None]  # peers seen only through ranks: unknown
+    slowest = max(timed, key=lambda n: float(n["wall_s"]))
     spawn_epoch = float(slowest["spawn_epoch"])
-    wall_s = max(float(n["exit_epoch"]) for n in nodes.values()) - min(float(n["spawn_epoch"]) for n in nodes.values())
-    if len(nodes) == 1:
+    wall_s = max(float(n["exit_epoch"]) for n in timed) - min(float(n["spawn_epoch"]) for n in timed)
+    if len(timed) == 1:
         wall_s = float(slowest["wall_s"])
 
     summary_file = commands.summary_path(cfg, context) if context is not None else None
@@ -285,6 +314,19 @@ def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
     )
     write_json_atomic(job.job_dir / TRIAL_FILE, trial)
     return trial
+
+
+def _skipped_node(cfg: DictConfig, job: JobInfo, plan: NodePlan) -> Dict[str, Any]:
+    """A non-owner that must not launch this trial (its peers left it): record why, report failure."""
+    now = time.time()
+    for node_rank in plan.node_ranks:
+        entry = {"node_rank": node_rank, "hostname": socket.gethostname(), "wall_s": 0.0, "exit_code": None,
+                 "spawn_epoch": now, "exit_epoch": now, "killed_by": None, "stdout": "", "stderr": "",
+                 "error": plan.skip_reason}
+        write_json_atomic(job.job_dir / "nodes" / f"node{node_rank}.json", entry)
+    print(f"ddpbench: node {plan.node_ranks} skips job {job.job_num}: {plan.skip_reason}", flush=True)
+    return {"status": "node_done", "node_rank": plan.node_ranks, "mode": str(cfg.mode.name),
+            "repeat": parse_repeat(cfg.repeat), "node_ok": False, "error": plan.skip_reason}
 
 
 def _run_name(cfg: DictConfig, job: JobInfo, plan: NodePlan) -> str:

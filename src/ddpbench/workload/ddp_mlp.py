@@ -74,7 +74,7 @@ if TYPE_CHECKING:  # pragma: no cover
 TRACEML_MODE_ENV = "DDPBENCH_TRACEML_MODE"
 """Environment variable selecting the TraceML init mode (``auto`` or ``manual``)."""
 
-DEFAULT_STOP_CHECK_EVERY = 10
+DEFAULT_STOP_CHECK_EVERY = 50
 """Default K of ``--stop-check-every``: measured by benchmarks/stop_check_cost.py (docs/workload.md)."""
 
 CRASH_EXIT_CODE = 3
@@ -180,6 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--log-every", type=_non_negative_int, default=100, help="rank-0 progress line every N timed steps (0 = off)")
     run.add_argument("--metrics-dir", default=None, help="write rank-<rank>.json here")
     run.add_argument("--save-step-times", action="store_true", help="add step_times_ms to the rank JSON")
+    run.add_argument("--gather-metrics", action="store_true",
+                     help="after timing, rank 0 gathers every rank's record and writes all rank files "
+                          "(nodes without a shared --metrics-dir)")
     run.add_argument("--traceml-mode", choices=("auto", "manual"), default=None,
                      help=f"TraceML init mode under traceml run (default: ${TRACEML_MODE_ENV} or auto)")
 
@@ -657,6 +660,23 @@ def write_record(metrics_dir: str, record: dict[str, Any]) -> None:
     write_json_atomic(os.path.join(metrics_dir, f"rank-{record['rank']}.json"), record)
 
 
+def gather_records(record: dict[str, Any], rt: Runtime, metrics_dir: str, group: Any) -> None:
+    """``--gather-metrics``: send every rank's record to rank 0, which writes them all (after timing).
+
+    For nodes that do not share ``--metrics-dir``: rank 0's node then holds every rank's file. The
+    records travel over the gloo group the stop flag uses (CPU objects, no GPU sync). Each record's
+    ``timestamps.exit`` is its rank's own, taken before the gather.
+    """
+    import torch.distributed as dist
+
+    gathered: list[Any] | None = [None] * rt.world_size if rt.rank == 0 else None
+    dist.gather_object(record, gathered, dst=0, group=group)
+    if rt.rank == 0 and gathered is not None:
+        for other in gathered:
+            if isinstance(other, dict) and other.get("rank") != rt.rank:
+                write_record(metrics_dir, other)
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -697,6 +717,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         record = build_record(args, rt, res, pg_ready, trace_step is not None)
         record["stop_reason"] = stop.reason
         write_record(args.metrics_dir, record)
+        if args.gather_metrics:
+            gather_records(record, rt, args.metrics_dir, stop_group)
     dist.destroy_process_group()
     return 0
 

@@ -4,6 +4,8 @@ up-front validation, one progress line per trial, and a report even after Ctrl-C
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import sys
 import time
 from collections import OrderedDict
@@ -79,9 +81,8 @@ class PairedSweeper(BasicSweeper):
 
     def _validate_jobs(self, batches: Sequence[Sequence[Sequence[str]]]) -> None:
         """Compose and check every job's config before the first launch."""
-        from ddpbench.config import validate
         from ddpbench.errors import DdpbenchError
-        from ddpbench.trial.runner import check_tool
+        from ddpbench.trial.runner import check_trial_config
 
         assert self.hydra_context is not None and self.config is not None
         for batch in batches:
@@ -89,8 +90,7 @@ class PairedSweeper(BasicSweeper):
                 cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
                 try:
                     job_cfg = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "hydra"])
-                    validate(job_cfg)
-                    check_tool(job_cfg)
+                    check_trial_config(job_cfg)
                 except DdpbenchError as error:
                     _error(str(error))
 
@@ -107,7 +107,7 @@ class PairedSweeper(BasicSweeper):
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         try:
             sweep_dir.mkdir(parents=True, exist_ok=True)
-            probe = sweep_dir / ".ddpbench-write-test"
+            probe = sweep_dir / f".ddpbench-write-test-{socket.gethostname()}-{os.getpid()}"
             probe.write_text("")
             probe.unlink()
         except OSError as error:
@@ -146,7 +146,7 @@ class PairedSweeper(BasicSweeper):
         except Exception as error:  # a job that raised: counted, reported, the sweep goes on
             summary = {"status": "failed", "error": f"{type(error).__name__}: {error}"}
         status = summary.get("status")
-        if status != "ok":
+        if status != "ok" and not (status == "node_done" and summary.get("node_ok")):
             state.record_failure()
         elapsed = time.monotonic() - started
         eta = elapsed / done * (total - done)
@@ -163,7 +163,7 @@ class PairedSweeper(BasicSweeper):
 
 def _write_report(sweep_dir: Path) -> None:
     try:
-        from ddpbench.report.callback import write_sweep_report
+        from ddpbench.callbacks import write_sweep_report
 
         write_sweep_report(sweep_dir)
     except Exception as error:  # the report must never hide the sweep's own outcome

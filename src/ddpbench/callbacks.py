@@ -1,4 +1,4 @@
-"""Hydra callback that writes the sweep's report when a multirun ends."""
+"""Hydra callbacks: checks before a single run starts, the report when a multirun ends."""
 
 from __future__ import annotations
 
@@ -19,10 +19,20 @@ def write_sweep_report(sweep_dir: Path, baseline: str = "native", budget_pct: fl
     return outcome
 
 
-class ReportCallback(Callback):
-    """Checks a single run's output dir before it starts; writes ``report.md`` at the end of every multirun."""
+class DdpbenchCallback(Callback):
+    """Checks a single run's config and output dir before it starts; writes ``report.md`` at the end of every multirun."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from omegaconf import OmegaConf
+
+        from ddpbench.errors import DdpbenchError
+        from ddpbench.trial.runner import check_trial_config
+
+        try:
+            check_trial_config(OmegaConf.masked_copy(config, [k for k in config.keys() if k != "hydra"]))
+        except DdpbenchError as error:
+            print(f"ddpbench: error: {error}", file=sys.stderr, flush=True)
+            raise SystemExit(2)
         run_dir = Path(str(config.hydra.run.dir))
         try:
             run_dir.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,331 @@
+"""Static backend: one ddpbench driver per node, no scheduler, the same sweep command everywhere.
+
+Every node runs ``python -m ddpbench -m ... cluster=static_2node cluster.node_rank=R
+cluster.master_addr=NODE0 sweep_name=SAME``. The paired sweeper gives every driver the same job
+list in the same order, so job number k names the same trial on every node.
+
+Lockstep (see docs/multinode.md):
+
+* **Ports per trial.** Trial k rendezvouses on its own ports, computed alike on every node from
+  ``cluster.base_port`` (``base_port + 1 + 2k`` and ``+ 2 + 2k``) or, with ``base_port=0``, from the
+  sweep name and k. torchrun's rendezvous id is the trial's run name (``PET_RDZV_ID``), so agents of
+  different trials never pair up even if two trials' derived ports collided.
+* **Bounded rendezvous.** torchrun's static rendezvous is a TCPStore on node 0 whose timeout is
+  ``--rdzv-conf timeout=S`` (here ``PET_RDZV_CONF=timeout=S`` in the agent's environment, so it
+  also reaches the torchrun that ``traceml run`` starts): node 0 waits at most S seconds for the
+  others to join, a joining node retries at most S seconds. S = ``cluster.rendezvous_timeout_s``.
+* **Coordinator.** Node 0's driver serves, on one port for the whole sweep (``base_port`` or
+  derived), the trial it is at and how long ago it launched it. Before launching trial k, node r
+  asks: node 0 past k (or at k for longer than its rendezvous can still be joined) -> node r fails
+  k at once without launching and moves on; node 0 at k -> launch; node 0 behind -> wait for it
+  (bounded by node 0's own trial timeout); node 0 unreachable -> fail k after S seconds. A late
+  node thus catches up instead of failing every later trial.
+* **Peer records.** With a shared sweep dir node 0 waits (at most S + 10 s) for each other node's
+  ``nodes/node<r>.json``, which also holds node 0 until a late peer has left the same trial.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import socket
+import socketserver
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+
+from omegaconf import DictConfig, OmegaConf
+
+from ddpbench.cluster import NodePlan
+from ddpbench.errors import ConfigError, DdpbenchError
+from ddpbench.trial.ports import derived_ports
+
+if TYPE_CHECKING:
+    from ddpbench.trial.runner import JobInfo
+
+#: a node that asks node 0 this close to the end of node 0's rendezvous window skips the trial
+JOIN_MARGIN_S = 5.0
+#: seconds between a node's questions to node 0's coordinator
+POLL_S = 0.5
+#: extra seconds node 0 waits for a peer's node record beyond the rendezvous timeout
+PEER_RECORD_MARGIN_S = 10.0
+#: the sweep names the app makes up when none is given (``ddpbench_unique``)
+_GENERATED_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2}_\d+$")
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def mode_needs_shared_dir(cfg: DictConfig) -> bool:
+    """Whether the mode's tool keeps run state all nodes must read (TraceML 0.5's ``--logs-dir``)."""
+    tokens = [str(t) for t in list(cfg.mode.command) + list(cfg.mode.tool_args)]
+    return any(t.startswith("--logs-dir") for t in tokens) and "--disable-traceml" not in tokens
+
+
+def validate_static(cfg: DictConfig) -> None:
+    """Rules of ``cluster.kind=static``; raise ConfigError with one line."""
+    c = cfg.cluster
+    if OmegaConf.is_missing(c, "master_addr") or not str(c.master_addr).strip():
+        raise ConfigError("cluster.master_addr: set it to node 0's address (the same on every node)")
+    if c.rendezvous_timeout_s < 10:
+        raise ConfigError(f"cluster.rendezvous_timeout_s={c.rendezvous_timeout_s!r}: must be >= 10 with cluster.kind=static")
+    if c.nnodes > 1 and _GENERATED_NAME.match(str(cfg.sweep_name)):
+        raise ConfigError(
+            "sweep_name: cluster.kind=static needs the same sweep_name=NAME on every node's command line "
+            "(it names the sweep dir and derives the ports)"
+        )
+    if c.nnodes > 1 and not c.shared_dir and mode_needs_shared_dir(cfg):
+        raise ConfigError(
+            f"mode={cfg.mode.name} with cluster.shared_dir=false: TraceML 0.5 needs its --logs-dir (inside the "
+            "sweep dir) on storage every node sees; put the sweep dir on NFS/EFS and set cluster.shared_dir=true, "
+            "or sweep modes without it"
+        )
+
+
+# --------------------------------------------------------------------------- ports and identity
+
+
+def coordinator_port(cfg: DictConfig) -> int:
+    """The port node 0's driver serves its trial position on, for the whole sweep."""
+    base = int(cfg.cluster.base_port)
+    if base:
+        return base
+    return derived_ports(f"{cfg.sweep_name}/coordinator", 1)[0]
+
+
+def trial_ports(cfg: DictConfig, job_num: int) -> Tuple[int, int]:
+    """(rendezvous port, aggregator port) of trial ``job_num``, alike on every node."""
+    base = int(cfg.cluster.base_port)
+    if base:
+        start = base + 1 + 2 * job_num
+        if start + 1 > 65535:
+            raise ConfigError(
+                f"cluster.base_port={base}: trial {job_num} would need port {start + 1} (> 65535); lower base_port"
+            )
+        return start, start + 1
+    coordinator = coordinator_port(cfg)
+    key = f"{cfg.sweep_name}/{job_num}"
+    ports = derived_ports(key, 2)
+    salt = 0
+    while coordinator in ports:
+        salt += 1
+        ports = derived_ports(f"{key}/{salt}", 2)
+    return ports[0], ports[1]
+
+
+def run_token(sweep_name: str, job_num: int) -> str:
+    """The launch token every node computes alike for trial ``job_num`` of ``sweep_name``."""
+    return hashlib.sha256(f"{sweep_name}/{job_num}".encode()).hexdigest()[:8]
+
+
+# --------------------------------------------------------------------------- coordinator (node 0)
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    def handle(self) -> None:  # one JSON line in, one JSON line out
+        try:
+            self.rfile.readline(4096)
+        except OSError:
+            return
+        coordinator: "Coordinator" = self.server.coordinator  # type: ignore[attr-defined]
+        reply = json.dumps(coordinator.position()) + "\n"
+        try:
+            self.wfile.write(reply.encode())
+        except OSError:
+            pass
+
+
+class _Server(socketserver.ThreadingTCPServer):
+    allow_reuse_address = True
+    daemon_threads = True
+
+
+class Coordinator:
+    """Node 0's answer to "which trial are you at?": served from a thread of node 0's driver."""
+
+    def __init__(self, sweep_name: str, port: int) -> None:
+        self.sweep_name = sweep_name
+        self.port = port
+        self._lock = threading.Lock()
+        self._trial = -1
+        self._opened = time.monotonic()
+        try:
+            self._server = _Server(("0.0.0.0", port), _Handler)
+        except OSError as error:
+            raise DdpbenchError(
+                f"cluster.kind=static: node 0 cannot listen on its coordinator port {port}: {error.strerror} "
+                "(another sweep still running? set cluster.base_port)"
+            ) from None
+        self._server.coordinator = self  # type: ignore[attr-defined]
+        self._thread = threading.Thread(target=self._server.serve_forever, name="ddpbench-coordinator", daemon=True)
+        self._thread.start()
+
+    def open(self, trial: int) -> None:
+        """Node 0 launches ``trial`` now."""
+        with self._lock:
+            self._trial = trial
+            self._opened = time.monotonic()
+
+    def position(self) -> Dict[str, Any]:
+        with self._lock:
+            return {"sweep": self.sweep_name, "trial": self._trial, "elapsed_s": time.monotonic() - self._opened}
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+_COORDINATOR: Optional[Coordinator] = None
+
+
+def coordinator_for(sweep_name: str, port: int) -> Coordinator:
+    """This driver's coordinator (one per process; replaced when the sweep or port changes)."""
+    global _COORDINATOR
+    if _COORDINATOR is not None and (_COORDINATOR.sweep_name, _COORDINATOR.port) != (sweep_name, port):
+        _COORDINATOR.close()
+        _COORDINATOR = None
+    if _COORDINATOR is None:
+        _COORDINATOR = Coordinator(sweep_name, port)
+    return _COORDINATOR
+
+
+# --------------------------------------------------------------------------- other nodes
+
+
+def ask_owner(addr: str, port: int, sweep_name: str, node_rank: int, trial: int, timeout_s: float = 3.0) -> Dict[str, Any]:
+    """Node 0's position, or OSError/ValueError when it cannot be had."""
+    with socket.create_connection((addr, port), timeout=timeout_s) as sock:
+        sock.sendall((json.dumps({"sweep": sweep_name, "node_rank": node_rank, "trial": trial}) + "\n").encode())
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    reply = json.loads(data.decode())
+    if not isinstance(reply, dict):
+        raise ValueError("bad coordinator reply")
+    return reply
+
+
+def wait_for_owner(
+    addr: str, port: int, sweep_name: str, node_rank: int, trial: int, join_s: float, behind_s: float
+) -> Optional[str]:
+    """Wait until node 0 is at ``trial``; None = launch, else why this node fails the trial unlaunched.
+
+    ``join_s``: how long node 0 may stay unreachable, and how long after node 0 launched the trial
+    it can still be joined. ``behind_s``: how long node 0 may still be busy with earlier trials.
+    """
+    start = time.monotonic()
+    unreachable_since: Optional[float] = start
+    last_error = ""
+    while True:
+        now = time.monotonic()
+        try:
+            reply = ask_owner(addr, port, sweep_name, node_rank, trial)
+        except (OSError, ValueError) as error:
+            last_error = str(error)
+            if unreachable_since is None:
+                unreachable_since = now
+            if now - unreachable_since >= join_s:
+                return f"node 0's driver ({addr}:{port}) unreachable for {join_s:.0f} s: {last_error}"
+            time.sleep(POLL_S)
+            continue
+        unreachable_since = None
+        if reply.get("sweep") != sweep_name:
+            return f"node 0's driver at {addr}:{port} runs sweep {reply.get('sweep')!r}, not {sweep_name!r}"
+        at, elapsed = int(reply.get("trial", -1)), float(reply.get("elapsed_s", 0.0))
+        if at > trial:
+            return f"node 0 already left this trial (it is at job {at})"
+        if at == trial:
+            if elapsed > join_s - JOIN_MARGIN_S:
+                return f"node 0 launched this trial {elapsed:.0f} s ago; its rendezvous ({join_s:.0f} s) can no longer be joined"
+            return None
+        if now - start >= behind_s:
+            return f"node 0 did not reach this trial within {behind_s:.0f} s (it is at job {at})"
+        time.sleep(POLL_S)
+
+
+def nodes_from_ranks(ranks: Sequence[Dict[str, Any]], node_ranks: Sequence[int], nproc_per_node: int) -> Dict[int, Dict[str, Any]]:
+    """Node entries for nodes whose driver node 0 cannot read, inferred from their ranks' records.
+
+    The agent's wall time, exit code and spawn/exit epochs are unknown (null); ``ranks_span_s`` is
+    the span from the node's first rank process start to its last record (a lower bound of the
+    agent's wall, on that node's clock). ``exit_code`` is 0 when every rank of the node reported.
+    """
+    entries: Dict[int, Dict[str, Any]] = {}
+    for node_rank in node_ranks:
+        mine = [r for r in ranks if int(r.get("node_rank", -1)) == node_rank]
+        if not mine:
+            continue
+        starts = [float(r["timestamps"]["process_start"]) for r in mine]
+        ends = [float(r["timestamps"]["exit"]) for r in mine]
+        entries[node_rank] = {
+            "node_rank": node_rank,
+            "hostname": mine[0].get("hostname"),
+            "wall_s": None,
+            "exit_code": 0 if len(mine) >= nproc_per_node else None,
+            "spawn_epoch": None,
+            "exit_epoch": None,
+            "killed_by": None,
+            "stdout": "",
+            "stderr": "",
+            "source": "ranks",
+            "ranks_span_s": max(ends) - min(starts),
+        }
+    return entries
+
+
+# --------------------------------------------------------------------------- plan
+
+
+def plan_static(cfg: DictConfig, job: "JobInfo") -> NodePlan:
+    """The plan of this node's driver for trial ``job.job_num``."""
+    from ddpbench.trial.runner import trial_timeout_s
+
+    c = cfg.cluster
+    node_rank = int(c.node_rank)
+    sweep_name = str(cfg.sweep_name)
+    trial = int(job.job_num)
+    join_s = float(c.rendezvous_timeout_s)
+    shared = bool(c.shared_dir)
+    master_port, aggregator_port = trial_ports(cfg, trial)
+    port = coordinator_port(cfg)
+    owner = node_rank == 0
+    skip_reason: Optional[str] = None
+    on_launch = None
+    if owner:
+        coordinator = coordinator_for(sweep_name, port)
+
+        def on_launch() -> None:
+            coordinator.open(trial)
+    else:
+        peer_wait = join_s + PEER_RECORD_MARGIN_S if shared else 0.0
+        behind_s = trial_timeout_s(cfg) + peer_wait + join_s + 30.0
+        skip_reason = wait_for_owner(str(c.master_addr), port, sweep_name, node_rank, trial, join_s, behind_s)
+    return NodePlan(
+        node_ranks=[node_rank],
+        master_addr=str(c.master_addr),
+        master_port=master_port,
+        aggregator_port=aggregator_port,
+        owner=owner,
+        retry_on_port_clash=False,
+        run_token=run_token(sweep_name, trial),
+        peer_record_wait_s=join_s + PEER_RECORD_MARGIN_S if shared else 0.0,
+        peer_source="records" if shared else "ranks",
+        resume=shared,
+        skip_reason=skip_reason,
+        on_launch=on_launch,
+    )
+
+
+def rendezvous_env(cfg: DictConfig, run_name: str) -> Dict[str, str]:
+    """torchrun settings every node agent gets (also through ``traceml run``): bounded join, trial id."""
+    return {"PET_RDZV_CONF": f"timeout={int(round(float(cfg.cluster.rendezvous_timeout_s)))}", "PET_RDZV_ID": run_name}
+
+
+__all__: List[str] = [
+    "Coordinator", "ask_owner", "coordinator_port", "mode_needs_shared_dir", "nodes_from_ranks", "plan_static",
+    "rendezvous_env", "run_token", "trial_ports", "validate_static", "wait_for_owner",
+]

@@ -1,0 +1,415 @@
+"""``hydra/launcher=ddpbench_slurm``: hydra-submitit-launcher's SLURM launcher with bounded waits.
+
+The stock launcher ends with ``job.results()``, which waits forever for a job that died without writing
+its result (scancel, out of memory, time limit, node failure) when the cluster has no accounting
+(``sacct``). This launcher submits each trial as one SLURM job (``nodes = cluster.nnodes``, one task per
+node) and then polls, with deadlines, both submitit's result files and the controller's job state
+(:mod:`ddpbench.cluster.slurm_state`, ``scontrol`` with a timeout):
+
+- a job may stay queued (PENDING) at most ``cluster.slurm.queue_timeout_s``;
+- once running, at most its time limit (``timeout_min``) + 60 s;
+- a job that ended (or was forgotten by the controller) without task 0's result gets a ``failed``
+  ``trial.json`` in its job dir, naming the SLURM state and the submitit stdout/stderr logs; a job past its
+  deadline is cancelled (``scancel``) and recorded as ``timeout``. Either way the sweeper gets the usual
+  summary dict and the sweep goes on.
+
+``timeout_min: null`` (the default, from ``cluster.slurm.timeout_min``) means: ``ceil((trial timeout +
+wait_margin_s) / 60)`` per trial, the trial timeout being the in-job watchdog's (``trial.timeout_s`` or the
+automatic one), so the in-job watchdog fires first, then SLURM's limit, then this launcher's deadline.
+
+Jobs of one batch are submitted together and awaited in order; the paired sweeper hands over batches of
+one (``max_batch_size: 1``), so trials run one at a time in the sweeper's order. No torch import here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import math
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from hydra.core.config_store import ConfigStore
+from hydra.core.singleton import Singleton
+from hydra.core.utils import JobReturn, JobStatus, filter_overrides
+from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf, SlurmQueueConf
+from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLauncher
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+log = logging.getLogger(__name__)
+
+#: seconds allowed past the job's SLURM time limit before this launcher cancels it itself
+PAST_LIMIT_S = 60.0
+#: seconds to wait for task 0's result file once the controller says the job ended
+RESULT_GRACE_S = 5.0
+#: seconds one scontrol / scancel call may take
+SLURM_CALL_TIMEOUT_S = 15.0
+#: launcher keys that are ours, not submitit executor parameters
+OWN_KEYS = ("wait_margin_s", "queue_timeout_s", "poll_s")
+
+
+@dataclass
+class DdpbenchSlurmConf(SlurmQueueConf):
+    """submitit_slurm, filled from ``cluster.slurm`` / ``cluster.nnodes`` by interpolation."""
+
+    _target_: str = "hydra_plugins.ddpbench_sweeper.bounded_slurm_launcher.BoundedSlurmLauncher"
+    name: str = "ddpbench"
+    partition: Optional[str] = "${cluster.slurm.partition}"
+    nodes: int = "${cluster.nnodes}"  # type: ignore[assignment]
+    # one torchrun / traceml agent per node; it starts cluster.nproc_per_node ranks
+    tasks_per_node: int = 1
+    gpus_per_node: Optional[int] = "${cluster.slurm.gpus_per_node}"  # type: ignore[assignment]
+    cpus_per_task: Optional[int] = "${cluster.slurm.cpus_per_task}"  # type: ignore[assignment]
+    mem_gb: Optional[int] = "${cluster.slurm.mem_gb}"  # type: ignore[assignment]
+    # null = from each trial's timeout (see the module doc)
+    timeout_min: Optional[int] = "${cluster.slurm.timeout_min}"  # type: ignore[assignment]
+    setup: Optional[List[str]] = "${cluster.slurm.setup}"  # type: ignore[assignment]
+    additional_parameters: Dict[str, Any] = "${cluster.slurm.additional_parameters}"  # type: ignore[assignment]
+    # trials are timed: never run two of a batch at once
+    array_parallelism: int = 1
+    # submitit's USR2 before the time limit; short, so it falls after the in-job watchdog (see wait_margin_s)
+    signal_delay_s: int = 30
+    wait_margin_s: float = "${cluster.slurm.wait_margin_s}"  # type: ignore[assignment]
+    queue_timeout_s: float = "${cluster.slurm.queue_timeout_s}"  # type: ignore[assignment]
+    poll_s: float = "${cluster.slurm.poll_s}"  # type: ignore[assignment]
+
+
+ConfigStore.instance().store(group="hydra/launcher", name="ddpbench_slurm", node=DdpbenchSlurmConf,
+                             provider="ddpbench")
+
+
+@dataclass
+class _Pending:
+    """One submitted trial and what is needed to account for it."""
+
+    idx: int
+    overrides: List[str]
+    cfg: DictConfig
+    job_dir: Path
+    trial_timeout_s: float
+    limit_s: float
+    job: Any = None
+    submitted_epoch: float = 0.0
+    submitted: float = 0.0
+    started: Optional[float] = None
+    state: Optional[str] = "PENDING"
+    notes: List[str] = field(default_factory=list)
+
+
+def _scancel(job_id: str) -> None:
+    try:
+        subprocess.run(["scancel", str(job_id)], capture_output=True, timeout=SLURM_CALL_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        log.warning(f"scancel {job_id} failed: {error}")
+
+
+class BoundedSlurmLauncher(SlurmLauncher):
+    """SlurmLauncher whose every wait is bounded; a job that left no result becomes a failed trial."""
+
+    def __init__(self, **params: Any) -> None:
+        own = {key: params.pop(key) for key in OWN_KEYS if key in params}
+        super().__init__(**params)
+        self.wait_margin_s = float(own.get("wait_margin_s", 120.0))
+        self.queue_timeout_s = float(own.get("queue_timeout_s", 3600.0))
+        self.poll_s = max(0.1, float(own.get("poll_s", 1.0)))
+
+    # ----------------------------------------------------------------------------------------- submit
+    def _executor(self) -> Tuple[Any, Dict[str, Any]]:
+        import submitit
+
+        init_params = {"folder": self.params["submitit_folder"]}
+        if "max_num_timeout" in self.params:
+            init_params["slurm_max_num_timeout"] = self.params["max_num_timeout"]
+        executor = submitit.AutoExecutor(cluster=self._EXECUTOR, **init_params)
+        base = set(OmegaConf.structured(BaseQueueConf).keys())
+        params = {
+            key if key in base else f"{self._EXECUTOR}_{key}": value
+            for key, value in self.params.items()
+            if key not in ("submitit_folder", "max_num_timeout")
+        }
+        if params.get("slurm_setup") is None:
+            params.pop("slurm_setup", None)
+        return executor, params
+
+    def _prepare(self, overrides: Sequence[str], idx: int) -> _Pending:
+        from ddpbench.trial.runner import trial_timeout_s
+
+        assert self.hydra_context is not None and self.config is not None
+        cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+        with open_dict(cfg.hydra.job):
+            cfg.hydra.job.num = idx
+        job_dir = Path(str(cfg.hydra.sweep.dir)) / str(cfg.hydra.sweep.subdir)
+        task_cfg = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "hydra"])
+        timeout = trial_timeout_s(task_cfg)
+        minutes = self.params.get("timeout_min")
+        if minutes is None:
+            minutes = max(1, math.ceil((timeout + self.wait_margin_s) / 60.0))
+        return _Pending(idx, list(overrides), cfg, job_dir, timeout, float(minutes) * 60.0)
+
+    def _already_ok(self, pending: _Pending) -> Optional[Dict[str, Any]]:
+        """The summary of an ok trial.json of the same config (resume), else None: nothing to submit."""
+        from ddpbench.config import to_plain
+        from ddpbench.trial import record
+        from ddpbench.trial.runner import _previous_ok
+
+        cfg = OmegaConf.masked_copy(pending.cfg, [k for k in pending.cfg.keys() if k != "hydra"])
+        if not cfg.trial.resume:
+            return None
+        try:
+            previous = _previous_ok(pending.job_dir, record.config_hash(to_plain(cfg)))
+        except Exception:  # an unreadable old record: just run the trial
+            return None
+        if previous is None:
+            return None
+        previous["resumed"] = True
+        return _summary(previous)
+
+    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        assert self.config is not None
+        assert len(job_overrides) > 0
+        executor, params = self._executor()
+        sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        log.info(f"Submitit 'slurm' (bounded) sweep output dir : {sweep_dir}")
+
+        returns: Dict[int, JobReturn] = {}
+        pendings: List[_Pending] = []
+        try:
+            for offset, overrides in enumerate(job_overrides):
+                idx = initial_job_idx + offset
+                pending = self._prepare(overrides, idx)
+                done = self._already_ok(pending)
+                if done is not None:
+                    returns[idx] = self._job_return(pending, done)
+                    continue
+                log.info(f"\t#{idx} : {' '.join(filter_overrides(overrides))}")
+                executor.update_parameters(**{**params, "timeout_min": int(pending.limit_s // 60)})
+                pending.submitted_epoch = time.time()
+                pending.submitted = time.monotonic()
+                pending.job = executor.submit(self, list(overrides), "hydra.sweep.dir", idx, f"job_id_for_{idx}",
+                                              Singleton.get_state())
+                pendings.append(pending)
+            for pending in pendings:
+                returns[pending.idx] = self._await(pending)
+        except BaseException:
+            for pending in pendings:
+                if pending.job is not None and pending.idx not in returns:
+                    _scancel(pending.job.job_id)
+            raise
+        return [returns[initial_job_idx + offset] for offset in range(len(job_overrides))]
+
+    # ------------------------------------------------------------------------------------------- wait
+    def _await(self, pending: _Pending) -> JobReturn:
+        from ddpbench.cluster.slurm_state import SlurmStateError, is_terminal, job_state
+
+        job = pending.job
+        queue_deadline = pending.submitted + self.queue_timeout_s
+        hard_deadline = queue_deadline + pending.limit_s + PAST_LIMIT_S
+        ended_at: Optional[float] = None
+        while True:
+            now = time.monotonic()
+            if self._all_results(job):
+                break
+            try:
+                pending.state = job_state(job.job_id, timeout=SLURM_CALL_TIMEOUT_S)
+            except SlurmStateError as error:
+                pending.notes.append(str(error))
+            else:
+                base = (pending.state or "").split()[0].rstrip("+") if pending.state else None
+                if base not in (None, "PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED") and pending.started is None:
+                    pending.started = now
+                if is_terminal(pending.state):
+                    ended_at = ended_at or now
+                    if now - ended_at >= RESULT_GRACE_S:
+                        break
+                    time.sleep(0.5)
+                    continue
+            if pending.started is None and now >= queue_deadline:
+                return self._give_up(pending, "timeout", f"SLURM job {job.job_id} did not start within "
+                                     f"{self.queue_timeout_s:.0f} s (state {pending.state}); cancelled")
+            limit = pending.limit_s + PAST_LIMIT_S
+            if (pending.started is not None and now >= pending.started + limit) or now >= hard_deadline:
+                return self._give_up(pending, "timeout", f"SLURM job {job.job_id} still {pending.state} "
+                                     f"{limit:.0f} s after it started; cancelled")
+            time.sleep(self.poll_s)
+        if pending.started is None or not is_terminal(pending.state):
+            try:  # the final state, for the record (results can appear before the first poll)
+                pending.state = job_state(job.job_id, timeout=SLURM_CALL_TIMEOUT_S)
+            except SlurmStateError:
+                pass
+        if job.task(0).paths.result_pickle.exists():
+            return self._from_result(pending)
+        return self._no_result(pending, "failed", f"SLURM job {job.job_id} ended {pending.state or '(forgotten)'} "
+                               "without a result (cancelled, out of memory, time limit or node failure)")
+
+    @staticmethod
+    def _all_results(job: Any) -> bool:
+        tasks = job._sub_jobs or [job]
+        for task in tasks:
+            folder = task.paths.folder
+            try:
+                folder.chmod(folder.stat().st_mode)  # refresh a network filesystem's cache
+            except OSError:
+                pass
+        return all(task.paths.result_pickle.exists() for task in tasks)
+
+    def _from_result(self, pending: _Pending) -> JobReturn:
+        from submitit.core import utils
+
+        task0 = pending.job.task(0)
+        try:
+            outcome, result = utils.pickle_load(task0.paths.result_pickle)
+        except Exception as error:  # truncated pickle: count it as a job without a result
+            return self._no_result(pending, "failed", f"SLURM job {pending.job.job_id}: unreadable result "
+                                   f"({type(error).__name__}: {error})")
+        if outcome == "success" and isinstance(result, JobReturn):
+            self._annotate(pending)
+            return result
+        lines = str(result).strip().splitlines()
+        detail = lines[-1] if lines else "no traceback"
+        return self._no_result(pending, "failed", f"SLURM job {pending.job.job_id}: the job raised: {detail}")
+
+    def _give_up(self, pending: _Pending, status: str, error: str) -> JobReturn:
+        from ddpbench.cluster.slurm_state import SlurmStateError, wait_finished
+
+        _scancel(pending.job.job_id)
+        try:
+            wait_finished(pending.job.job_id, timeout=30.0, poll=0.5)
+        except (TimeoutError, SlurmStateError) as problem:
+            error += f" ({problem})"
+        return self._no_result(pending, status, error)
+
+    # ------------------------------------------------------------------------------------ accounting
+    def _no_result(self, pending: _Pending, status: str, error: str) -> JobReturn:
+        """Write the trial.json the dead job could not (unless node 0 wrote one for this job), return it."""
+        from ddpbench.io import read_json
+
+        log.warning(error)
+        path = pending.job_dir / "trial.json"
+        try:
+            if path.stat().st_mtime >= pending.submitted_epoch:
+                written = read_json(path)
+                if isinstance(written, dict) and written.get("status"):
+                    self._annotate(pending)
+                    return self._job_return(pending, _summary(written))
+        except (OSError, ValueError):
+            pass
+        trial = self._failed_record(pending, status, error)
+        return self._job_return(pending, _summary(trial))
+
+    @staticmethod
+    def _annotate(pending: _Pending) -> None:
+        """Add the SLURM job id, state and submitit log paths to the ``logs`` of the trial.json the job wrote."""
+        from ddpbench.io import read_json, write_json_atomic
+
+        path = pending.job_dir / "trial.json"
+        try:
+            if path.stat().st_mtime < pending.submitted_epoch:
+                return
+            trial = read_json(path)
+            if not isinstance(trial, dict) or trial.get("resumed"):
+                return
+            logs = trial.get("logs") if isinstance(trial.get("logs"), dict) else {}
+            logs.update(_slurm_logs(pending.job, pending.state))
+            trial["logs"] = logs
+            write_json_atomic(path, trial)
+        except (OSError, ValueError) as error:
+            log.warning(f"could not add the SLURM log paths to {path}: {error}")
+
+    def _failed_record(self, pending: _Pending, status: str, error: str) -> Dict[str, Any]:
+        from ddpbench.config import parse_repeat, to_plain
+        from ddpbench.io import write_json_atomic
+        from ddpbench.trial import environment, record
+        from ddpbench.trial.process import tail
+        from ddpbench.trial.runner import JobInfo, condition_of
+
+        cfg = pending.cfg
+        task_cfg = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "hydra"])
+        plain = to_plain(task_cfg)
+        job = pending.job
+        tasks = job._sub_jobs or [job]
+        stdout = [str(task.paths.stdout) for task in tasks]
+        stderr = [str(task.paths.stderr) for task in tasks]
+        info = JobInfo(
+            job_dir=pending.job_dir,
+            sweep_dir=Path(str(cfg.hydra.sweep.dir)),
+            job_num=pending.idx,
+            overrides=[str(o) for o in cfg.hydra.overrides.task],
+            choices={str(k): str(v) for k, v in cfg.hydra.runtime.choices.items() if not str(k).startswith("hydra")},
+            multirun=True,
+        )
+        now = dt.datetime.now(dt.timezone.utc)
+        condition = condition_of(info)
+        meta = {
+            "ddpbench_version": environment.describe([], []).get("ddpbench"),
+            "sweep_dir": str(info.sweep_dir.resolve()),
+            "job_dir": str(pending.job_dir.resolve()),
+            "job_num": pending.idx,
+            "mode": str(task_cfg.mode.name),
+            "repeat": parse_repeat(task_cfg.repeat),
+            "pair_position": int(task_cfg.pair_position),
+            "condition": condition,
+            "condition_id": ",".join(f"{k}={v}" for k, v in condition.items()),
+            "overrides": list(info.overrides),
+            "started_at": dt.datetime.fromtimestamp(pending.submitted_epoch, dt.timezone.utc).isoformat(
+                timespec="seconds"),
+            "ended_at": now.isoformat(timespec="seconds"),
+            "timeout_s": pending.trial_timeout_s,
+        }
+        trial = record.build_trial_record(
+            meta=meta, config=plain, status=status, exit_code=None, error=error, wall_s=None,
+            spawn_epoch=pending.submitted_epoch, ranks=[], nodes=[], traceml=None,
+            environment=environment.describe([], []),
+            logs={"stdout": stdout, "stderr": stderr,
+                  "tail": "\n".join(tail(p, 20) for p in stderr if Path(p).exists()) or None,
+                  **_slurm_logs(job, pending.state)},
+        )
+        pending.job_dir.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(pending.job_dir / "trial.json", trial)
+        return trial
+
+    def _job_return(self, pending: _Pending, summary: Dict[str, Any]) -> JobReturn:
+        ret = JobReturn()
+        ret.overrides = list(pending.overrides)
+        ret.cfg = OmegaConf.masked_copy(pending.cfg, [k for k in pending.cfg.keys() if k != "hydra"])
+        ret.hydra_cfg = None
+        ret.working_dir = str(pending.job_dir)
+        ret.task_name = str(pending.cfg.hydra.job.name)
+        ret.status = JobStatus.COMPLETED
+        ret.return_value = summary
+        return ret
+
+
+def _slurm_logs(job: Any, state: Optional[str]) -> Dict[str, Any]:
+    """``logs`` entries naming a SLURM job and its submitit logs (one per task = node)."""
+    tasks = job._sub_jobs or [job]
+    return {
+        "slurm_job_id": str(job.job_id),
+        "slurm_state": state,
+        "slurm_stdout": [str(task.paths.stdout) for task in tasks],
+        "slurm_stderr": [str(task.paths.stderr) for task in tasks],
+    }
+
+
+def submission_script(launcher_params: Dict[str, Any], timeout_min: int = 10, folder: str = "/tmp/ddpbench-preview") -> str:
+    """The sbatch script submitit would write for ``hydra.launcher`` params (resolved): nothing is submitted.
+
+    ``launcher_params``: the resolved ``hydra.launcher`` node as a dict (``_target_`` is ignored).
+    """
+    params = {k: v for k, v in launcher_params.items() if k != "_target_"}
+    params["submitit_folder"] = folder
+    launcher = BoundedSlurmLauncher(**params)
+    executor, executor_params = launcher._executor()
+    minutes = executor_params.get("timeout_min") or timeout_min
+    executor.update_parameters(**{**executor_params, "timeout_min": int(minutes)})
+    slurm = executor._executor
+    return str(slurm._make_submission_file_text(slurm._submitit_command_str, "preview"))
+
+
+def _summary(trial: Dict[str, Any]) -> Dict[str, Any]:
+    from ddpbench.app import summary_of
+
+    return summary_of(trial)

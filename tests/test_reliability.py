@@ -1,0 +1,145 @@
+"""Reliability with real processes: crashes, hangs, resume, SIGKILL and Ctrl-C of the driver,
+the rank-divergent stop, and two sweeps at once. After each, no process of the trial is left."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from ddpbench_cli import assert_nothing_left, cli_env, only_sweep_dir, run_ddpbench, trials_in
+
+pytestmark = pytest.mark.slow
+FAST = ["model=tiny", "stop.steps=30", "stop.warmup_steps=3", "trial.collective_timeout_s=10"]
+
+
+def test_crashing_rank_is_recorded_failed_and_the_sweep_goes_on(tmp_path: Path) -> None:
+    run = run_ddpbench(["-m", "mode=native,traceml", "repeat=1", *FAST, "fault.crash_at_step=5", "fault.rank=1"],
+                       tmp_path)
+    assert run.returncode != 0
+    trials = trials_in(only_sweep_dir(tmp_path))
+    assert [t["mode"] for t in trials] == ["native", "traceml"]
+    for trial in trials:
+        assert trial["status"] == "failed", trial
+        assert trial["exit_code"] not in (0, None)
+        assert trial["error"] and trial["logs"]["tail"] is not None
+        assert trial["steps_per_s"] is None
+    assert "[2/2] failed" in run.stdout
+    report = (only_sweep_dir(tmp_path) / "report.md").read_text()
+    assert "failed" in report
+    assert_nothing_left(str(tmp_path))
+
+
+@pytest.mark.parametrize("mode", ["native", "traceml"])
+def test_hung_trial_is_killed_within_timeout_plus_ten_seconds(tmp_path: Path, mode: str) -> None:
+    started = time.monotonic()
+    run = run_ddpbench([f"mode={mode}", *FAST, "fault.hang_at_step=3", "trial.collective_timeout_s=600",
+                        "trial.timeout_s=6"], tmp_path)
+    elapsed = time.monotonic() - started
+    assert run.returncode != 0
+    trial = json.loads(next((tmp_path / "outputs" / "runs").glob("*/trial.json")).read_text())
+    assert trial["status"] == "timeout" and trial["exit_code"] is None
+    assert trial["wall_s"] < 6 + 10
+    assert elapsed < 6 + 10 + 15  # plus the driver's own start-up
+    assert_nothing_left(str(tmp_path), grace_s=0.5)
+
+
+def test_resume_skips_finished_trials_and_keeps_earlier_attempts(tmp_path: Path) -> None:
+    args = ["-m", "mode=native", "repeat=1-2", *FAST, "sweep_name=resumable"]
+    first = run_ddpbench(args, tmp_path)
+    assert first.returncode == 0, first.output
+    sweep = tmp_path / "outputs" / "multirun" / "resumable"
+    one, two = (next(sweep.glob(f"mode=native,*repeat={r},*")) for r in (1, 2))
+    before = {p: p.read_bytes() for p in sweep.glob("*/trial.json")}
+    assert len(before) == 2
+    (two / "trial.json").write_text(json.dumps({**json.loads(before[two / "trial.json"]), "status": "failed"}))
+    second = run_ddpbench(args, tmp_path)
+    assert second.returncode == 0, second.output
+    assert second.stdout.count("already done; skipped") == 1
+    assert (one / "trial.json").read_bytes() == before[one / "trial.json"]
+    rerun = json.loads((two / "trial.json").read_text())
+    assert rerun["status"] == "ok"
+    kept = json.loads((two / "previous" / "1" / "trial.json").read_text())
+    assert kept["status"] == "failed"
+
+
+def _start_driver(args: list[str], cwd: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "ddpbench", *args], cwd=cwd, env=cli_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for(path_glob: str, cwd: Path, timeout: float) -> Path:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        found = list(cwd.glob(path_glob))
+        if found:
+            return found[0]
+        time.sleep(0.2)
+    raise AssertionError(f"{path_glob} did not appear in {timeout} s")
+
+
+@pytest.mark.parametrize("how", ["sigkill", "ctrl-c"])
+def test_driver_killed_mid_trial_loses_nothing_and_leaves_no_process(tmp_path: Path, how: str) -> None:
+    driver = _start_driver(["-m", "mode=native,traceml", "repeat=1", *FAST, "sweep_name=killed"], tmp_path)
+    sweep = tmp_path / "outputs" / "multirun" / "killed"
+    try:
+        native_trial = _wait_for("outputs/multirun/killed/mode=native,*/trial.json", tmp_path, 120)
+        running = _wait_for("outputs/multirun/killed/mode=traceml,*/logs/node0.stdout.log", tmp_path, 60).parent.parent
+        time.sleep(2)
+        finished = native_trial.read_bytes()
+        driver.send_signal(signal.SIGKILL if how == "sigkill" else signal.SIGINT)
+        stdout, stderr = driver.communicate(timeout=60)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    assert driver.returncode != 0
+    assert_nothing_left(str(tmp_path), grace_s=10)
+    assert native_trial.read_bytes() == finished
+    leftovers = [p.name for p in running.iterdir() if p.name.startswith(".trial.json")]
+    assert leftovers == []
+    if how == "ctrl-c":
+        assert "interrupted after 1 of 2 trials" in stderr
+        assert (sweep / "report.md").is_file()
+        assert not (running / "trial.json").exists() or json.loads((running / "trial.json").read_text())["status"] != "ok"
+
+
+@pytest.mark.parametrize("mode", ["native", "traceml"])
+def test_lockstep_duration_stop_survives_clock_skew(tmp_path: Path, mode: str) -> None:
+    run = run_ddpbench([f"mode={mode}", "model=tiny", "stop=duration", "stop.duration_sec=2", "stop.check_every=5",
+                        "fault.clock_skew_sec=1.5", "fault.rank=1"], tmp_path)
+    assert run.returncode == 0, run.output
+    trial = json.loads(next((tmp_path / "outputs" / "runs").glob("*/trial.json")).read_text())
+    assert trial["status"] == "ok"
+    assert len({r["steps"] for r in trial["ranks"]}) == 1
+    assert_nothing_left(str(tmp_path))
+
+
+def test_unsynchronised_stop_with_skew_ends_failed_or_timeout_never_hangs(tmp_path: Path) -> None:
+    started = time.monotonic()
+    run = run_ddpbench(["mode=native", "model=tiny", "stop=duration", "stop.duration_sec=2", "stop.sync=false",
+                        "fault.clock_skew_sec=1.5", "fault.rank=1", "trial.collective_timeout_s=4",
+                        "trial.timeout_s=30"], tmp_path, timeout=120)
+    assert run.returncode != 0
+    trial = json.loads(next((tmp_path / "outputs" / "runs").glob("*/trial.json")).read_text())
+    assert trial["status"] in ("failed", "timeout")
+    assert time.monotonic() - started < 30 + 10 + 20
+    assert_nothing_left(str(tmp_path))
+
+
+def test_two_sweeps_at_once_both_complete(tmp_path: Path) -> None:
+    args = ["-m", "mode=native", "repeat=1-2", *FAST]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = list(pool.map(lambda _: run_ddpbench(args, tmp_path), range(2)))
+    assert all(r.returncode == 0 for r in runs), [r.output for r in runs]
+    sweeps = [p for p in (tmp_path / "outputs" / "multirun").iterdir() if p.is_dir()]
+    assert len(sweeps) == 2
+    for sweep in sweeps:
+        assert [t["status"] for t in trials_in(sweep)] == ["ok", "ok"]
+    assert_nothing_left(str(tmp_path))

@@ -1,0 +1,152 @@
+"""ddpbench's SLURM backend (cluster kind slurm, hydra/launcher=ddpbench_slurm) against a real 2-node SLURM
+started by the ``slurm_cluster`` fixture (scripts/slurm-local.sh), plus the g4dn sbatch script (not run)."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import pytest
+from omegaconf import OmegaConf
+
+try:
+    from tests.ddpbench_cli import CliRun, assert_nothing_left, only_sweep_dir, run_ddpbench, trials_in
+    from tests.slurm_cluster import SlurmCluster, slurm_cluster  # noqa: F401  (fixture)
+except ImportError:  # plain `pytest` without the repo root on sys.path
+    from ddpbench_cli import CliRun, assert_nothing_left, only_sweep_dir, run_ddpbench, trials_in  # type: ignore[no-redef]
+    from slurm_cluster import SlurmCluster, slurm_cluster  # type: ignore[no-redef]  # noqa: F401
+
+FAST = ["model=tiny", "stop.steps=30", "stop.warmup_steps=3"]
+
+
+def _env(cluster: SlurmCluster) -> dict:
+    return {"SLURM_CONF": str(cluster.conf_path)}
+
+
+def _squeue(cluster: SlurmCluster) -> List[List[str]]:
+    proc = subprocess.run(["squeue", "-h", "-o", "%i %T"], capture_output=True, text=True, env=cluster.env,
+                          timeout=15, check=False)
+    return [line.split() for line in proc.stdout.splitlines() if line.strip()]
+
+
+def _assert_queue_empty(cluster: SlurmCluster, wait_s: float = 15.0) -> None:
+    end = time.monotonic() + wait_s
+    while _squeue(cluster) and time.monotonic() < end:
+        time.sleep(0.5)
+    assert not _squeue(cluster), f"SLURM jobs left: {_squeue(cluster)}"
+
+
+@pytest.mark.slurm
+def test_two_node_paired_sweep_through_slurm(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    run = run_ddpbench(
+        ["-m", "cluster=slurm_cpu_2node", "mode=native,traceml", "repeat=1-2", *FAST,
+         f"hydra.launcher.partition={slurm_cluster.partition}"],
+        cwd=tmp_path, timeout=240, env=_env(slurm_cluster),
+    )
+    assert run.returncode == 0, run.output
+    sweep = only_sweep_dir(tmp_path)
+    trials = trials_in(sweep)
+    assert [t["status"] for t in trials] == ["ok"] * 4, run.output
+    # alternating order: native,traceml then traceml,native
+    assert [(t["job_num"], t["mode"], t["repeat"], t["pair_position"]) for t in trials] == [
+        (0, "native", 1, 0), (1, "traceml", 1, 1), (2, "traceml", 2, 0), (3, "native", 2, 1)]
+    job_ids = set()
+    for trial in trials:
+        assert trial["world_size"] == 2 and trial["nnodes"] == 2
+        assert sorted((r["rank"], r["node_rank"]) for r in trial["ranks"]) == [(0, 0), (1, 1)]
+        assert [n["node_rank"] for n in trial["nodes"]] == [0, 1]
+        assert all(n["exit_code"] == 0 for n in trial["nodes"])
+        logs = trial["logs"]
+        assert len(logs["slurm_stdout"]) == 2 and all(Path(p).is_file() for p in logs["slurm_stdout"])
+        assert logs["slurm_state"] in ("COMPLETED", "COMPLETING", "RUNNING"), logs
+        job_ids.add(logs["slurm_job_id"])
+    assert len(job_ids) == 4, "one SLURM job per trial"
+    assert (sweep / "report.md").is_file()
+    _assert_queue_empty(slurm_cluster)
+    assert_nothing_left(str(sweep.name))
+
+
+def _cancel_when_running(cluster: SlurmCluster, out: Path, repeat: int, signal_args: List[str],
+                         timeout_s: float = 60.0) -> tuple:
+    """scancel the job of trial ``repeat`` once its node 0 agent has run a few seconds; (job id, time)."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        running = [job for job, state in _squeue(cluster) if state == "RUNNING"]
+        logs = list(out.glob(f"outputs/multirun/*/*repeat={repeat},*/logs/node0.stderr.log"))
+        if running and logs:
+            time.sleep(3.0)  # let it reach the hang at step 5
+            assert not list(out.glob(f"outputs/multirun/*/*repeat={repeat},*/metrics/rank-*")), "no hang?"
+            subprocess.run(["scancel", *signal_args, running[0]], env=cluster.env, timeout=15, check=True)
+            return running[0], time.time()
+        time.sleep(0.3)
+    raise AssertionError(f"trial {repeat}'s job never ran")
+
+
+@pytest.mark.slurm
+def test_cancelled_jobs_are_failed_trials_and_the_sweep_goes_on(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    # Every trial hangs at step 5 (its watchdog would end it after 60 s). Trial 1's job is killed outright
+    # (SIGKILL to every process of its steps: like OOM or a node failure, no result is written), so the
+    # launcher must notice the dead job and write trial.json itself; trial 2's is scancel'ed (SIGTERM).
+    args = ["-m", "cluster=slurm_cpu", "mode=native", "repeat=1-2", *FAST, "fault.hang_at_step=5",
+            "trial.timeout_s=60", f"hydra.launcher.partition={slurm_cluster.partition}"]
+    result: List[CliRun] = []
+    runner = threading.Thread(target=lambda: result.append(
+        run_ddpbench(args, cwd=tmp_path, timeout=150, env=_env(slurm_cluster))))
+    runner.start()
+    try:
+        killed, killed_at = _cancel_when_running(slurm_cluster, tmp_path, 1, ["--signal=KILL"])
+        cancelled, cancelled_at = _cancel_when_running(slurm_cluster, tmp_path, 2, [])
+    finally:
+        runner.join(timeout=170)
+    assert result, "ddpbench did not finish"
+    run = result[0]
+    assert run.returncode == 1, run.output  # failed trials make the sweep exit 1
+    sweep = only_sweep_dir(tmp_path)
+    trials = trials_in(sweep)
+    assert [(t["job_num"], t["status"]) for t in trials] == [(0, "failed"), (1, "failed")], run.output
+    first, second = trials
+    for trial, job_id, at in ((first, killed, killed_at), (second, cancelled, cancelled_at)):
+        assert trial["logs"]["slurm_job_id"] == job_id
+        assert all(Path(p).name.startswith(f"{job_id}_") for p in trial["logs"]["slurm_stdout"])
+        recorded = (sweep / Path(trial["job_dir"]).name / "trial.json").stat().st_mtime
+        assert recorded - at < 20, f"job {job_id}'s trial was not recorded within a bounded time"
+    # written by the launcher: the job left no result; its logs are SLURM's
+    assert "without a result" in first["error"], first["error"]
+    assert first["logs"]["stderr"] == first["logs"]["slurm_stderr"]
+    assert first["logs"]["slurm_state"] in ("FAILED", "CANCELLED", None), first["logs"]
+    assert "[1/2] failed" in run.stdout and "[2/2] failed" in run.stdout, run.output
+    assert (sweep / "report.md").is_file()
+    _assert_queue_empty(slurm_cluster)
+    assert_nothing_left(str(sweep.name))
+
+
+def test_g4dn_2node_sbatch_script() -> None:
+    """The generated sbatch script of g4dn_2node (inspected, not submitted; no SLURM needed)."""
+    import ddpbench.app  # noqa: F401  (registers the configs and the launcher)
+    from hydra import compose, initialize_config_module
+
+    from hydra_plugins.ddpbench_sweeper.bounded_slurm_launcher import submission_script
+    from ddpbench.trial import command as commands
+
+    with initialize_config_module("ddpbench.conf", version_base="1.3"):
+        cfg = compose("config", overrides=["cluster=g4dn_2node", "mode=traceml", "sweep_name=t"],
+                      return_hydra_config=True)
+    launcher = OmegaConf.to_container(cfg.hydra.launcher, resolve=True)
+    assert launcher["_target_"].endswith("BoundedSlurmLauncher")
+    script = submission_script(launcher, timeout_min=7)
+    lines = script.splitlines()
+    assert "#SBATCH --nodes=2" in lines
+    assert "#SBATCH --ntasks-per-node=1" in lines
+    assert "#SBATCH --gpus-per-node=1" in lines
+    assert "#SBATCH --time=7" in lines
+    assert "export NCCL_SOCKET_IFNAME=ens5" in lines
+    assert any(line.startswith("srun ") for line in lines)
+    # the trial's own config and node command: nccl, fp16, CUDA
+    assert (cfg.cluster.backend, cfg.cluster.precision, cfg.cluster.device) == ("nccl", "fp16", "cuda")
+    context = commands.make_context(cfg, node_rank=1, master_addr="node-a", master_port=29500,
+                                    aggregator_port=29501, run_name="t-0-1", job_dir=Path("/tmp/j"))
+    argv = " ".join(commands.node_command(cfg, context))
+    assert "nccl" in argv and "--nnodes" in argv and "node-a" in argv, argv
