@@ -73,7 +73,7 @@ def test_report_sections_and_caveats(full_report) -> None:
     _, text = full_report
     for heading in ("## Setup", "## Method", "## Results", "## Details", "## Caveats", "## Failed trials", "## Skipped files"):
         assert heading in text
-    assert "ddpbench --multirun mode=native,traceml,native_aa" in text
+    assert "python3 -m ddpbench -m mode=native,traceml,native_aa" in text
     assert "| `mode.launcher` | `\"torchrun\"` | `\"torchrun\"` | `\"traceml\"` |" in text
     assert "Student's paired t interval" in text and "two-sided paired t test" in text
     assert "wall overhead reflects fixed costs only" in text

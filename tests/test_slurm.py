@@ -3,6 +3,8 @@ started by the ``slurm_cluster`` fixture (scripts/slurm-local.sh), plus the g4dn
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import threading
 import time
@@ -13,10 +15,12 @@ import pytest
 from omegaconf import OmegaConf
 
 try:
-    from tests.ddpbench_cli import CliRun, assert_nothing_left, only_sweep_dir, run_ddpbench, trials_in
+    from tests.ddpbench_cli import (CliRun, assert_nothing_left, only_sweep_dir, processes_mentioning,
+                                    run_ddpbench, trials_in)
     from tests.slurm_cluster import SlurmCluster, slurm_cluster  # noqa: F401  (fixture)
 except ImportError:  # plain `pytest` without the repo root on sys.path
-    from ddpbench_cli import CliRun, assert_nothing_left, only_sweep_dir, run_ddpbench, trials_in  # type: ignore[no-redef]
+    from ddpbench_cli import (CliRun, assert_nothing_left, only_sweep_dir,  # type: ignore[no-redef]
+                              processes_mentioning, run_ddpbench, trials_in)
     from slurm_cluster import SlurmCluster, slurm_cluster  # type: ignore[no-redef]  # noqa: F401
 
 FAST = ["model=tiny", "stop.steps=30", "stop.warmup_steps=3"]
@@ -69,9 +73,8 @@ def test_two_node_paired_sweep_through_slurm(slurm_cluster: SlurmCluster, tmp_pa
     assert_nothing_left(str(sweep.name))
 
 
-def _cancel_when_running(cluster: SlurmCluster, out: Path, repeat: int, signal_args: List[str],
-                         timeout_s: float = 60.0) -> tuple:
-    """scancel the job of trial ``repeat`` once its node 0 agent has run a few seconds; (job id, time)."""
+def _when_hung(cluster: SlurmCluster, out: Path, repeat: int, timeout_s: float = 60.0) -> str:
+    """Wait until trial ``repeat``'s job runs and its node 0 agent is a few seconds in; the job id."""
     end = time.monotonic() + timeout_s
     while time.monotonic() < end:
         running = [job for job, state in _squeue(cluster) if state == "RUNNING"]
@@ -79,17 +82,24 @@ def _cancel_when_running(cluster: SlurmCluster, out: Path, repeat: int, signal_a
         if running and logs:
             time.sleep(3.0)  # let it reach the hang at step 5
             assert not list(out.glob(f"outputs/multirun/*/*repeat={repeat},*/metrics/rank-*")), "no hang?"
-            subprocess.run(["scancel", *signal_args, running[0]], env=cluster.env, timeout=15, check=True)
-            return running[0], time.time()
+            return running[0]
         time.sleep(0.3)
     raise AssertionError(f"trial {repeat}'s job never ran")
 
 
+def _kill_job_driver(out: Path) -> None:
+    """SIGKILL the submitit task (the ddpbench driver) running in ``out``, as the OOM killer would."""
+    pids = [pid for pid in processes_mentioning("submitit.core._submit")
+            if Path(f"/proc/{pid}/cwd").resolve() == out.resolve()]
+    assert len(pids) == 1, pids
+    os.kill(pids[0], signal.SIGKILL)
+
+
 @pytest.mark.slurm
 def test_cancelled_jobs_are_failed_trials_and_the_sweep_goes_on(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
-    # Every trial hangs at step 5 (its watchdog would end it after 60 s). Trial 1's job is killed outright
-    # (SIGKILL to every process of its steps: like OOM or a node failure, no result is written), so the
-    # launcher must notice the dead job and write trial.json itself; trial 2's is scancel'ed (SIGTERM).
+    # Every trial hangs at step 5 (its watchdog would end it after 60 s). Trial 1's driver (the submitit task)
+    # is SIGKILLed, as by the OOM killer: the job ends without a result, so the launcher must notice the dead
+    # job and write trial.json itself. Trial 2's job is scancel'ed.
     args = ["-m", "cluster=slurm_cpu", "mode=native", "repeat=1-2", *FAST, "fault.hang_at_step=5",
             "trial.timeout_s=60", f"hydra.launcher.partition={slurm_cluster.partition}"]
     result: List[CliRun] = []
@@ -97,8 +107,12 @@ def test_cancelled_jobs_are_failed_trials_and_the_sweep_goes_on(slurm_cluster: S
         run_ddpbench(args, cwd=tmp_path, timeout=150, env=_env(slurm_cluster))))
     runner.start()
     try:
-        killed, killed_at = _cancel_when_running(slurm_cluster, tmp_path, 1, ["--signal=KILL"])
-        cancelled, cancelled_at = _cancel_when_running(slurm_cluster, tmp_path, 2, [])
+        killed = _when_hung(slurm_cluster, tmp_path, 1)
+        _kill_job_driver(tmp_path)
+        killed_at = time.time()
+        cancelled = _when_hung(slurm_cluster, tmp_path, 2)
+        subprocess.run(["scancel", cancelled], env=slurm_cluster.env, timeout=15, check=True)
+        cancelled_at = time.time()
     finally:
         runner.join(timeout=170)
     assert result, "ddpbench did not finish"
@@ -116,7 +130,8 @@ def test_cancelled_jobs_are_failed_trials_and_the_sweep_goes_on(slurm_cluster: S
     # written by the launcher: the job left no result; its logs are SLURM's
     assert "without a result" in first["error"], first["error"]
     assert first["logs"]["stderr"] == first["logs"]["slurm_stderr"]
-    assert first["logs"]["slurm_state"] in ("FAILED", "CANCELLED", None), first["logs"]
+    assert first["logs"]["slurm_state"] in ("FAILED", "COMPLETED", None), first["logs"]
+    assert second["logs"]["slurm_state"] in ("CANCELLED", "COMPLETING"), second["logs"]
     assert "[1/2] failed" in run.stdout and "[2/2] failed" in run.stdout, run.output
     assert (sweep / "report.md").is_file()
     _assert_queue_empty(slurm_cluster)

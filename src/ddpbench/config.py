@@ -187,8 +187,8 @@ class TrialConfig:
     timeout_margin_s: float = 120.0
     # process-group timeout inside the workload, s: a hung collective becomes an error
     collective_timeout_s: float = 60.0
-    # workload progress line every N steps (0 = silent)
-    log_every: int = 0
+    # rank 0 prints a progress line every N timed steps to its log, shown live on a terminal (0 = silent)
+    log_every: int = 50
     # keep the per-step times in the rank records
     save_step_times: bool = True
     # skip a trial whose trial.json is ok for the same resolved config

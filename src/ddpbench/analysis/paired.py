@@ -16,13 +16,15 @@ Across the pairs of one (condition, mode) each metric gets a :class:`~ddpbench.a
 uses the intervals of wall and throughput overhead (rules in :func:`verdict_for`).
 
 Roles: a mode named ``inject`` (or ``inject*``) is a calibration comparison, checked against
-``config.inject``; a mode ending in ``_aa`` is an A/A comparison whose throughput-overhead
+the ``--inject-*`` workload arguments its mode really passed (``config.inject``, which every mode's
+config carries, counts only for the mode that applies it); a mode ending in ``_aa`` is an A/A comparison whose throughput-overhead
 interval half-width is the noise floor quoted for the other comparisons.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -435,6 +437,38 @@ def _stability(mode: str, rows: list[dict[str, Any]]) -> Stability:
     )
 
 
+#: config.inject key -> the workload flag that applies it
+INJECT_FLAGS = {"step_ms": "--inject-step-ms", "startup_s": "--inject-startup-sec", "teardown_s": "--inject-teardown-sec"}
+
+
+def applied_injection(row: dict[str, Any], key: str) -> float:
+    """The cost ``key`` (``step_ms``, ``startup_s``, ``teardown_s``) the trial's workload really got.
+
+    ``config.inject`` is present in every mode's resolved config (``native`` too, where it is
+    ignored), so it is not what was applied. When the config records ``mode.workload_args``, the
+    value of the matching ``--inject-*`` flag there is used (0 when the mode passes none); trials
+    whose config has no ``mode.workload_args`` fall back to the ``inject_<key>`` column.
+    """
+    text = row.get("config_json")
+    if isinstance(text, str) and text:
+        try:
+            config = json.loads(text)
+        except ValueError:
+            config = None
+        args = (config.get("mode") or {}).get("workload_args") if isinstance(config, dict) else None
+        if isinstance(args, list):
+            flag = INJECT_FLAGS[key]
+            value = 0.0
+            for i, arg in enumerate(str(a) for a in args):
+                if arg.startswith(flag + "="):
+                    value = _num(arg.split("=", 1)[1])
+                elif arg == flag and i + 1 < len(args):
+                    value = _num(args[i + 1])
+            return value
+    value = _num(row.get(f"inject_{key}"))
+    return value if math.isfinite(value) else 0.0
+
+
 def _calibration(
     pairs: list[PairRecord], sides: list[tuple[dict, dict]], tolerance_pct: float
 ) -> Calibration | None:
@@ -445,9 +479,7 @@ def _calibration(
     )
     items = []
     for key, name, unit, metric in spec:
-        col = f"inject_{key}"
-        injected = mean([_num(x.get(col)) - (_num(b.get(col)) if math.isfinite(_num(b.get(col))) else 0.0)
-                         for b, x in sides])
+        injected = mean([applied_injection(x, key) - applied_injection(b, key) for b, x in sides])
         if not math.isfinite(injected):
             continue
         recovered = mean([getattr(p, metric) for p in pairs])

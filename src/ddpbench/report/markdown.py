@@ -57,6 +57,10 @@ def _col(frame: pd.DataFrame, name: str) -> list[Any]:
     return frame[name].tolist() if name in frame.columns else []
 
 
+#: overrides the paired sweeper adds to every job; not part of what the user typed
+SWEEPER_KEYS = ("pair_position", "sweep_name")
+
+
 def command_line(frame: pd.DataFrame) -> str:
     """A ``ddpbench --multirun`` command equivalent to the trials' Hydra overrides (values in first-seen order)."""
     keys: "OrderedDict[str, dict[str, None]]" = OrderedDict()
@@ -67,10 +71,10 @@ def command_line(frame: pd.DataFrame) -> str:
             continue
         for item in overrides or []:
             key, sep, value = str(item).partition("=")
-            if sep:
+            if sep and key not in SWEEPER_KEYS:
                 keys.setdefault(key, {}).setdefault(value, None)
     parts = [f"{k}={','.join(v)}" for k, v in keys.items()]
-    return "ddpbench --multirun " + " ".join(parts) if parts else "(no overrides recorded)"
+    return "python3 -m ddpbench -m " + " ".join(parts) if parts else "(no overrides recorded)"
 
 
 def _flatten(prefix: str, value: Any, out: dict[str, str]) -> None:

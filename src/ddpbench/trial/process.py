@@ -15,7 +15,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 from ddpbench.trial.guard import descendants
 
@@ -128,12 +128,17 @@ def _result(handle: AgentHandle, killed_by: Optional[str]) -> AgentResult:
     )
 
 
-def wait_agents(handles: Sequence[AgentHandle], deadline_monotonic: float, peer_grace_s: float = 15.0) -> WaitOutcome:
+def wait_agents(
+    handles: Sequence[AgentHandle],
+    deadline_monotonic: float,
+    peer_grace_s: float = 15.0,
+    on_tick: Optional[Callable[[], None]] = None,
+) -> WaitOutcome:
     """Wait for every agent until ``deadline_monotonic``.
 
     An agent still running at the deadline is stopped (``timeout``). When one agent fails,
     the others get ``peer_grace_s`` to end on their own before they are stopped (``peer_failed``).
-    KeyboardInterrupt stops every agent and propagates.
+    KeyboardInterrupt stops every agent and propagates. ``on_tick`` (live progress) runs every poll.
     """
     failed_at: Optional[float] = None
     reason = "exited"
@@ -165,6 +170,8 @@ def wait_agents(handles: Sequence[AgentHandle], deadline_monotonic: float, peer_
                     stop_agent(handle)
                     killed[handle.node_rank] = "peer_failed"
                 break
+            if on_tick is not None:
+                on_tick()
             time.sleep(POLL_S)
     except BaseException:
         for handle in handles:

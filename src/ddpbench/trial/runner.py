@@ -11,6 +11,7 @@ import datetime as dt
 import importlib.util
 import shutil
 import socket
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -194,8 +195,36 @@ def _launch(cfg: DictConfig, job: JobInfo, plan: NodePlan, run_name: str, deadli
         for handle in handles:
             stop_agent(handle)
         raise
-    outcome = wait_agents(handles, deadline)
+    progress = LiveProgress(handles[0].stdout_path) if handles and sys.stdout.isatty() else None
+    outcome = wait_agents(handles, deadline, on_tick=progress.tick if progress else None)
+    if progress is not None:
+        progress.clear()
     return outcome, context
+
+
+class LiveProgress:
+    """Shows rank 0's latest ``step=...`` line in place, for a terminal (never written to a pipe)."""
+
+    def __init__(self, stdout_log: Path) -> None:
+        self.stdout_log = stdout_log
+        self.shown = ""
+        self.last_check = 0.0
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        if now - self.last_check < 0.5:
+            return
+        self.last_check = now
+        lines = [line for line in tail(self.stdout_log, 5).splitlines() if line.startswith("step=")]
+        if lines and lines[-1] != self.shown:
+            self.shown = lines[-1]
+            sys.stdout.write(f"\r    {self.shown[:100]}\x1b[K")
+            sys.stdout.flush()
+
+    def clear(self) -> None:
+        if self.shown:
+            sys.stdout.write("\r\x1b[K")
+            sys.stdout.flush()
 
 
 def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
