@@ -96,3 +96,32 @@ def only_sweep_dir(cwd: Path) -> Path:
     dirs = [p for p in (cwd / "outputs" / "multirun").iterdir() if p.is_dir()]
     assert len(dirs) == 1, dirs
     return dirs[0]
+
+
+def start_ddpbench(args: Sequence[str], cwd: Path, prefix: Sequence[str] = (), env: Optional[Mapping[str, str]] = None,
+                   log: Optional[Path] = None) -> subprocess.Popen:
+    """Start ``[*prefix, python, -m, ddpbench, *args]`` in ``cwd`` in a session of its own, output to ``log``.
+
+    ``prefix`` may run it elsewhere (``ip netns exec NS ...``) as long as each step execs the next,
+    so the returned process is the driver itself.
+    """
+    out = open(log, "wb") if log is not None else subprocess.DEVNULL
+    try:
+        return subprocess.Popen([*prefix, sys.executable, "-m", "ddpbench", *args], cwd=cwd, env=cli_env(env),
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    finally:
+        if log is not None:
+            out.close()  # type: ignore[union-attr]
+
+
+def wait_or_kill(process: subprocess.Popen, timeout: float) -> int:
+    """Wait for ``process``; SIGKILL its session and fail if it outlives ``timeout``."""
+    try:
+        return process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait()
+        raise AssertionError(f"{process.args} ran past {timeout} s")

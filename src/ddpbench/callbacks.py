@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ class DdpbenchCallback(Callback):
         run_dir = Path(str(config.hydra.run.dir))
         try:
             run_dir.mkdir(parents=True, exist_ok=True)
-            probe = run_dir / ".ddpbench-write-test"
+            probe = run_dir / f".ddpbench-write-test-{os.getpid()}"
             probe.write_text("")
             probe.unlink()
         except OSError as error:
@@ -46,6 +47,10 @@ class DdpbenchCallback(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(str(config.hydra.sweep.dir))
+        cluster = config.get("cluster")
+        if cluster is not None and str(cluster.kind) == "static" and int(cluster.node_rank) != 0:
+            print(f"ddpbench: node {cluster.node_rank} done; node 0 writes the report", flush=True)
+            return
         if not any(sweep_dir.glob("*/trial.json")):
             return
         try:

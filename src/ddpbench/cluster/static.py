@@ -20,7 +20,7 @@ Lockstep (see docs/multinode.md):
   k at once without launching and moves on; node 0 at k -> launch; node 0 behind -> wait for it
   (bounded by node 0's own trial timeout); node 0 unreachable -> fail k after S seconds. A late
   node thus catches up instead of failing every later trial.
-* **Peer records.** With a shared sweep dir node 0 waits (at most S + 10 s) for each other node's
+* **Peer records.** With a shared sweep dir node 0 waits (at most S + 5 s) for each other node's
   ``nodes/node<r>.json``, which also holds node 0 until a late peer has left the same trial.
 """
 
@@ -49,7 +49,7 @@ JOIN_MARGIN_S = 5.0
 #: seconds between a node's questions to node 0's coordinator
 POLL_S = 0.5
 #: extra seconds node 0 waits for a peer's node record beyond the rendezvous timeout
-PEER_RECORD_MARGIN_S = 10.0
+PEER_RECORD_MARGIN_S = 5.0
 #: the sweep names the app makes up when none is given (``ddpbench_unique``)
 _GENERATED_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2}_\d+$")
 
