@@ -89,8 +89,15 @@ def _when_hung(cluster: SlurmCluster, out: Path, repeat: int, timeout_s: float =
 
 def _kill_job_driver(out: Path) -> None:
     """SIGKILL the submitit task (the ddpbench driver) running in ``out``, as the OOM killer would."""
-    pids = [pid for pid in processes_mentioning("submitit.core._submit")
-            if Path(f"/proc/{pid}/cwd").resolve() == out.resolve()]
+    def is_task(pid: int) -> bool:
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            cwd = Path(f"/proc/{pid}/cwd").resolve()
+        except OSError:
+            return False
+        return Path(argv[0].decode()).name.startswith("python") and cwd == out.resolve()
+
+    pids = [pid for pid in processes_mentioning("submitit.core._submit") if is_task(pid)]
     assert len(pids) == 1, pids
     os.kill(pids[0], signal.SIGKILL)
 
@@ -165,3 +172,38 @@ def test_g4dn_2node_sbatch_script() -> None:
                                     aggregator_port=29501, run_name="t-0-1", job_dir=Path("/tmp/j"))
     argv = " ".join(commands.node_command(cfg, context))
     assert "nccl" in argv and "--nnodes" in argv and "node-a" in argv, argv
+
+
+def test_plan_slurm_outside_an_allocation_is_a_one_line_error(tmp_path: Path) -> None:
+    from ddpbench.cluster.slurm import plan_slurm
+    from ddpbench.errors import DdpbenchError
+    from ddpbench.trial.runner import JobInfo
+
+    cfg = OmegaConf.create({"cluster": {"nnodes": 2, "base_port": 0, "slurm": {"peer_record_wait_s": 5}},
+                            "trial": {"resume": True}})
+    job = JobInfo(job_dir=tmp_path, sweep_dir=tmp_path, job_num=0, overrides=[], choices={}, multirun=True)
+    with pytest.raises(DdpbenchError, match="inside a SLURM job") as error:
+        plan_slurm(cfg, job, env={})
+    assert "\n" not in str(error.value)
+
+
+def test_plan_slurm_in_a_task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Node 1 of job 42: node 0's host is the master, ports come from the job id, node 0 owns the trial."""
+    from ddpbench.cluster import slurm
+    from ddpbench.trial.ports import derived_ports
+    from ddpbench.trial.runner import JobInfo
+
+    monkeypatch.setattr(slurm, "allocation_hosts", lambda nodelist, timeout=0: ["gpu-a", "gpu-b"])
+    cfg = OmegaConf.create({"cluster": {"nnodes": 2, "base_port": 0, "slurm": {"peer_record_wait_s": 5}},
+                            "trial": {"resume": True}})
+    job = JobInfo(job_dir=tmp_path, sweep_dir=tmp_path, job_num=3, overrides=[], choices={}, multirun=True)
+    (tmp_path / ".slurm").mkdir()
+    (tmp_path / ".slurm" / "42.ready").write_text('{"decision": "launch"}')
+    env = {"SLURM_JOB_ID": "42", "SLURM_NODEID": "1", "SLURM_JOB_NUM_NODES": "2", "SLURM_NTASKS": "2",
+           "SLURM_JOB_NODELIST": "gpu-[a-b]"}
+    plan = slurm.plan_slurm(cfg, job, env=env)
+    assert (plan.node_ranks, plan.master_addr, plan.owner, plan.run_token) == ([1], "gpu-a", False, "42")
+    assert [plan.master_port, plan.aggregator_port] == derived_ports("42", 2)
+    assert not plan.retry_on_port_clash
+    with pytest.raises(Exception, match="3 node"):
+        slurm.plan_slurm(cfg, job, env={**env, "SLURM_JOB_NUM_NODES": "3"})

@@ -1,0 +1,108 @@
+"""Known-answer calibration (issue 7): the analysis recovers injected costs exactly on synthetic
+trials shaped like real ones, and a short real sweep recovers a large injected step cost."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from ddpbench.analysis.paired import analyze, applied_injection
+from ddpbench.collect.collector import flatten_trial
+from ddpbench_cli import only_sweep_dir, run_ddpbench, trials_in
+from trial_factory import make_trial
+
+INJ = {"step_ms": 5.0, "startup_s": 3.0, "teardown_s": 2.0}
+
+
+def _flags(inj: dict[str, float]) -> list[str]:
+    return [f"--inject-step-ms={inj['step_ms']}", f"--inject-startup-sec={inj['startup_s']}",
+            f"--inject-teardown-sec={inj['teardown_s']}"]
+
+
+def real_shaped(mode: str, repeat: int, workload_args: list[str], **kw: Any) -> dict[str, Any]:
+    """A trial whose config looks like a real sweep's: every mode carries the sweep's ``inject``
+    block (Hydra resolves it for all modes), only the inject mode passes the flags."""
+    trial = make_trial(mode=mode, repeat=repeat, pair_position=repeat % 2 if mode == "native" else 1 - repeat % 2,
+                       inject=INJ, **kw)
+    trial["config"]["mode"]["workload_args"] = workload_args
+    return trial
+
+
+def frame_of(trials: list[dict[str, Any]]) -> pd.DataFrame:
+    return pd.DataFrame([flatten_trial(t, f"/x/{i}/trial.json") for i, t in enumerate(trials)])
+
+
+def calibration_items(trials: list[dict[str, Any]]) -> dict[str, Any]:
+    (c,) = [c for c in analyze(frame_of(trials)).comparisons if c.mode.startswith("inject")]
+    assert c.role == "calibration"
+    return {i.name: i for i in c.calibration.items}
+
+
+def test_exact_recovery_when_baseline_config_carries_inject_block() -> None:
+    trials = []
+    for r in range(1, 6):
+        noise = 0.1 * r  # the same run-to-run noise on both sides cancels in the pair
+        trials.append(real_shaped("native", r, [], step_ms=20.0 + noise, startup_s=4.0 + noise, teardown_s=1.0))
+        trials.append(real_shaped("inject", r, _flags(INJ), step_ms=25.0 + noise, startup_s=7.0 + noise,
+                                  teardown_s=3.0))
+    items = calibration_items(trials)
+    for name, value in (("per-step overhead", 5.0), ("startup difference", 3.0), ("teardown difference", 2.0)):
+        assert items[name].injected == pytest.approx(value)
+        assert items[name].recovered == pytest.approx(value)
+        assert items[name].error_pct == pytest.approx(0.0, abs=1e-9)
+        assert items[name].within_tolerance is True
+
+
+def test_only_the_flags_a_mode_passes_count_as_injected() -> None:
+    trials = []
+    for r in range(1, 4):
+        trials.append(real_shaped("native", r, [], step_ms=20.0))
+        trials.append(real_shaped("inject_step", r, ["--inject-step-ms", "5.0"], step_ms=25.5))
+    items = calibration_items(trials)
+    assert items["per-step overhead"].injected == 5.0
+    assert items["per-step overhead"].error_pct == pytest.approx(10.0)
+    assert items["per-step overhead"].within_tolerance is True
+    assert items["startup difference"].within_tolerance is None  # in config.inject, but not passed
+    assert items["teardown difference"].within_tolerance is None
+
+
+def test_applied_injection_falls_back_to_config_inject_without_workload_args() -> None:
+    row = flatten_trial(make_trial(mode="inject", inject=INJ), "/x/0/trial.json")
+    assert applied_injection(row, "startup_s") == 3.0
+    row = flatten_trial(real_shaped("native", 1, []), "/x/0/trial.json")
+    assert applied_injection(row, "startup_s") == 0.0
+
+
+@pytest.mark.slow
+def test_short_real_sweep_recovers_injected_step_cost(tmp_path: Path) -> None:
+    step_ms = 20.0
+    run = run_ddpbench(["-m", "mode=native,inject", "repeat=1-2", "model=tiny", "stop.steps=40", "stop.warmup_steps=3",
+                        f"inject.step_ms={step_ms:g}", "inject.startup_s=0", "inject.teardown_s=0"], tmp_path,
+                       timeout=180)
+    assert run.returncode == 0, run.output
+    sweep = only_sweep_dir(tmp_path)
+    trials = trials_in(sweep)
+    assert sorted(t["mode"] for t in trials) == ["inject", "inject", "native", "native"]
+    assert all(t["status"] == "ok" for t in trials), [t["error"] for t in trials]
+    for t in trials:
+        assert t["config"]["inject"]["step_ms"] == step_ms  # every mode's config carries it ...
+        passed = any(str(a).startswith("--inject-step-ms=") for a in t["config"]["mode"]["workload_args"])
+        assert passed == (t["mode"] == "inject")  # ... only inject applies it
+
+    data = json.loads((sweep / "analysis.json").read_text())
+    (c,) = [c for c in data["comparisons"] if c["mode"] == "inject"]
+    items = {i["name"]: i for i in c["calibration"]["items"]}
+    step = items["per-step overhead"]
+    assert step["injected"] == pytest.approx(step_ms)
+    # generous: a busy-wait competes with whatever else runs on a shared 2-core machine
+    assert 0.8 * step_ms <= step["recovered"] <= 1.75 * step_ms, step
+    assert items["startup difference"]["within_tolerance"] is None
+
+    report = (sweep / "report.md").read_text()
+    assert "Calibration (inject vs native" in report
+    assert f"per-step overhead injected {step_ms:.3f} ms" in report
+    assert "nothing injected" not in report
