@@ -15,10 +15,11 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from omegaconf import DictConfig
 
+from ddpbench import __version__
 from ddpbench.cluster import NodePlan, plan_nodes
 from ddpbench.config import parse_repeat, to_plain, validate
 from ddpbench.errors import ToolMissingError
@@ -274,46 +275,11 @@ def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
     elif peers:
         nodes.update(_await_peer_nodes(job.job_dir / "nodes", peers, time.monotonic() + plan.peer_record_wait_s))
 
-    world_size = int(cfg.cluster.nnodes) * int(cfg.cluster.nproc_per_node)
-    missing_nodes = [r for r in range(int(cfg.cluster.nnodes)) if r not in nodes]
-    codes = [n.get("exit_code") for n in nodes.values()]
-    error: Optional[str] = None
-    if outcome.reason == "timeout":
-        status, error = "timeout", f"trial ran past its timeout of {timeout_s:.0f} s and was killed"
-    elif missing_nodes:
-        status, error = "failed", f"node(s) {missing_nodes} left no node record"
-    elif any(code != 0 for code in codes):
-        status = "failed"
-        bad = next(n for n in nodes.values() if n.get("exit_code") != 0)
-        detail = _first_error_line(tail(bad.get("stderr", ""), 60))
-        error = f"node {bad['node_rank']} exited with {bad.get('exit_code')}" + (f": {detail}" if detail else "")
-    else:
-        error = record.rank_consistency_error(ranks, world_size)
-        status = "failed" if error else "ok"
-
-    exit_code = next((c for c in codes if c not in (0, None)), 0 if all(c == 0 for c in codes) else None)
-    timed = [n for n in nodes.values() if n.get("wall_s") is not None]  # peers seen only through ranks: unknown
-    slowest = max(timed, key=lambda n: float(n["wall_s"]))
-    spawn_epoch = float(slowest["spawn_epoch"])
-    wall_s = max(float(n["exit_epoch"]) for n in timed) - min(float(n["spawn_epoch"]) for n in timed)
-    if len(timed) == 1:
-        wall_s = float(slowest["wall_s"])
-
+    status, error = classify(outcome.reason, timeout_s, nodes, ranks, cfg)
+    wall_s, spawn_epoch = slowest_node_wall(nodes)
     summary_file = commands.summary_path(cfg, context) if context is not None else None
-    summary = None
-    if summary_file is not None and summary_file.exists():
-        try:
-            summary = read_json(summary_file)
-        except (OSError, ValueError):
-            summary = None
-    stderr_paths = [n.get("stderr") for n in sorted(nodes.values(), key=lambda n: n["node_rank"])]
-    logs: Dict[str, Any] = {
-        "stdout": [n.get("stdout") for n in sorted(nodes.values(), key=lambda n: n["node_rank"])],
-        "stderr": stderr_paths,
-        "tail": None if status == "ok" else "\n".join(tail(p, 20) for p in stderr_paths if p),
-    }
     meta = {
-        "ddpbench_version": environment.describe([], []).get("ddpbench"),
+        "ddpbench_version": __version__,
         "sweep_dir": str(job.sweep_dir.resolve()),
         "job_dir": str(job.job_dir.resolve()),
         "job_num": job.job_num,
@@ -331,15 +297,15 @@ def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
         meta=meta,
         config=plain,
         status=status,
-        exit_code=None if status == "timeout" else exit_code,
+        exit_code=None if status == "timeout" else first_failing_exit_code(nodes),
         error=error,
         wall_s=wall_s,
         spawn_epoch=spawn_epoch,
         ranks=ranks,
         nodes=[nodes[k] for k in sorted(nodes)],
-        traceml=record.traceml_section(summary, str(summary_file) if summary_file else None),
+        traceml=record.traceml_section(_read_optional_json(summary_file), str(summary_file) if summary_file else None),
         environment=environment.describe(ranks, [str(n.get("hostname")) for n in nodes.values()]),
-        logs=logs,
+        logs=_logs_section(nodes, status),
     )
     write_json_atomic(job.job_dir / TRIAL_FILE, trial)
     return trial
@@ -356,6 +322,65 @@ def _skipped_node(cfg: DictConfig, job: JobInfo, plan: NodePlan) -> Dict[str, An
     print(f"ddpbench: node {plan.node_ranks} skips job {job.job_num}: {plan.skip_reason}", flush=True)
     return {"status": "node_done", "node_rank": plan.node_ranks, "mode": str(cfg.mode.name),
             "repeat": parse_repeat(cfg.repeat), "node_ok": False, "error": plan.skip_reason}
+
+
+def classify(
+    wait_reason: str,
+    timeout_s: float,
+    nodes: Mapping[int, Mapping[str, Any]],
+    ranks: Sequence[Mapping[str, Any]],
+    cfg: DictConfig,
+) -> Tuple[str, Optional[str]]:
+    """The trial's status (ok/failed/timeout) and, unless ok, one line saying why."""
+    if wait_reason == "timeout":
+        return "timeout", f"trial ran past its timeout of {timeout_s:.0f} s and was killed"
+    missing = [r for r in range(int(cfg.cluster.nnodes)) if r not in nodes]
+    if missing:
+        return "failed", f"node(s) {missing} left no node record"
+    bad = next((n for n in nodes.values() if n.get("exit_code") != 0), None)
+    if bad is not None:
+        detail = bad.get("error") or _first_error_line(tail(bad.get("stderr") or "", 60))
+        return "failed", f"node {bad['node_rank']} exited with {bad.get('exit_code')}" + (f": {detail}" if detail else "")
+    error = record.rank_consistency_error(ranks, int(cfg.cluster.nnodes) * int(cfg.cluster.nproc_per_node))
+    return ("failed", error) if error else ("ok", None)
+
+
+def first_failing_exit_code(nodes: Mapping[int, Mapping[str, Any]]) -> Optional[int]:
+    """The first non-zero node exit code, 0 when every node exited 0, None when one was killed."""
+    codes = [nodes[k].get("exit_code") for k in sorted(nodes)]
+    failing = [c for c in codes if c not in (0, None)]
+    if failing:
+        return int(failing[0])
+    return 0 if all(c == 0 for c in codes) else None
+
+
+def slowest_node_wall(nodes: Mapping[int, Mapping[str, Any]]) -> Tuple[float, float]:
+    """The trial's wall (the slowest node's own spawn-to-exit wall, s) and that node's spawn epoch.
+
+    Nodes seen only through their ranks (no shared dir) have no wall and are left out.
+    """
+    timed = [n for n in nodes.values() if n.get("wall_s") is not None]
+    slowest = max(timed, key=lambda n: float(n["wall_s"]))
+    return float(slowest["wall_s"]), float(slowest["spawn_epoch"])
+
+
+def _read_optional_json(path: Optional[Path]) -> Optional[Dict[str, Any]]:
+    if path is None or not path.exists():
+        return None
+    try:
+        return read_json(path)
+    except (OSError, ValueError):
+        return None
+
+
+def _logs_section(nodes: Mapping[int, Mapping[str, Any]], status: str) -> Dict[str, Any]:
+    ordered = [nodes[k] for k in sorted(nodes)]
+    stderr_paths = [n.get("stderr") for n in ordered]
+    return {
+        "stdout": [n.get("stdout") for n in ordered],
+        "stderr": stderr_paths,
+        "tail": None if status == "ok" else "\n".join(tail(p, 20) for p in stderr_paths if p),
+    }
 
 
 def _run_name(cfg: DictConfig, job: JobInfo, plan: NodePlan) -> str:
