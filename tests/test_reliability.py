@@ -4,7 +4,6 @@ the rank-divergent stop, and two sweeps at once. After each, no process of the t
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys

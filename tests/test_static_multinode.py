@@ -8,7 +8,6 @@ driver also in a UTS namespace of its own so that it has its own hostname (``ddp
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal

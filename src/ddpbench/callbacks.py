@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
+
+from ddpbench.io import writable_dir_problem
 from omegaconf import DictConfig
 
 
@@ -35,14 +36,9 @@ class DdpbenchCallback(Callback):
             print(f"ddpbench: error: {error}", file=sys.stderr, flush=True)
             raise SystemExit(2)
         run_dir = Path(str(config.hydra.run.dir))
-        try:
-            run_dir.mkdir(parents=True, exist_ok=True)
-            probe = run_dir / f".ddpbench-write-test-{os.getpid()}"
-            probe.write_text("")
-            probe.unlink()
-        except OSError as error:
-            print(f"ddpbench: error: cannot write the run dir {run_dir}: {error.strerror}", file=sys.stderr,
-                  flush=True)
+        problem = writable_dir_problem(run_dir)
+        if problem is not None:
+            print(f"ddpbench: error: cannot write the run dir {run_dir}: {problem}", file=sys.stderr, flush=True)
             raise SystemExit(2)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:

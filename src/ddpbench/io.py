@@ -42,3 +42,18 @@ def read_json(path: str | os.PathLike[str]) -> Any:
     """Read one JSON document."""
     with open(path, encoding="utf-8") as handle:
         return json.load(handle)
+
+
+def writable_dir_problem(path: str | os.PathLike[str]) -> str | None:
+    """Create ``path`` if needed and try writing in it; return why that failed, or None when it works."""
+    import socket
+
+    folder = Path(path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".ddpbench-write-test-{socket.gethostname()}-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as error:
+        return error.strerror or str(error)
+    return None

@@ -26,6 +26,8 @@ Lockstep (see docs/multinode.md):
 
 from __future__ import annotations
 
+import functools
+
 import hashlib
 import json
 import re
@@ -33,7 +35,7 @@ import socket
 import socketserver
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -294,12 +296,10 @@ def plan_static(cfg: DictConfig, job: "JobInfo") -> NodePlan:
     port = coordinator_port(cfg)
     owner = node_rank == 0
     skip_reason: Optional[str] = None
-    on_launch = None
+    on_launch: Optional[Callable[[], None]] = None
     if owner:
         coordinator = coordinator_for(sweep_name, port)
-
-        def on_launch() -> None:
-            coordinator.open(trial)
+        on_launch = functools.partial(coordinator.open, trial)
     else:
         peer_wait = join_s + PEER_RECORD_MARGIN_S if shared else 0.0
         behind_s = trial_timeout_s(cfg) + peer_wait + join_s + 30.0

@@ -278,21 +278,8 @@ def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
     status, error = classify(outcome.reason, timeout_s, nodes, ranks, cfg)
     wall_s, spawn_epoch = slowest_node_wall(nodes)
     summary_file = commands.summary_path(cfg, context) if context is not None else None
-    meta = {
-        "ddpbench_version": __version__,
-        "sweep_dir": str(job.sweep_dir.resolve()),
-        "job_dir": str(job.job_dir.resolve()),
-        "job_num": job.job_num,
-        "mode": str(cfg.mode.name),
-        "repeat": parse_repeat(cfg.repeat),
-        "pair_position": int(cfg.pair_position),
-        "condition": condition_of(job),
-        "condition_id": ",".join(f"{k}={v}" for k, v in condition_of(job).items()),
-        "overrides": list(job.overrides),
-        "started_at": started_at,
-        "ended_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "timeout_s": timeout_s,
-    }
+    ended_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    meta = trial_meta(cfg, job, started_at=started_at, ended_at=ended_at, timeout_s=timeout_s)
     trial = record.build_trial_record(
         meta=meta,
         config=plain,
@@ -322,6 +309,26 @@ def _skipped_node(cfg: DictConfig, job: JobInfo, plan: NodePlan) -> Dict[str, An
     print(f"ddpbench: node {plan.node_ranks} skips job {job.job_num}: {plan.skip_reason}", flush=True)
     return {"status": "node_done", "node_rank": plan.node_ranks, "mode": str(cfg.mode.name),
             "repeat": parse_repeat(cfg.repeat), "node_ok": False, "error": plan.skip_reason}
+
+
+def trial_meta(cfg: DictConfig, job: JobInfo, *, started_at: str, ended_at: str, timeout_s: float) -> Dict[str, Any]:
+    """The identity fields of a trial record: where it sits in its sweep and what it paired on."""
+    condition = condition_of(job)
+    return {
+        "ddpbench_version": __version__,
+        "sweep_dir": str(job.sweep_dir.resolve()),
+        "job_dir": str(job.job_dir.resolve()),
+        "job_num": job.job_num,
+        "mode": str(cfg.mode.name),
+        "repeat": parse_repeat(cfg.repeat),
+        "pair_position": int(cfg.pair_position),
+        "condition": condition,
+        "condition_id": ",".join(f"{k}={v}" for k, v in condition.items()),
+        "overrides": list(job.overrides),
+        "started_at": started_at,
+        "ended_at": ended_at,
+        "timeout_s": timeout_s,
+    }
 
 
 def classify(

@@ -320,11 +320,11 @@ class BoundedSlurmLauncher(SlurmLauncher):
             log.warning(f"could not add the SLURM log paths to {path}: {error}")
 
     def _failed_record(self, pending: _Pending, status: str, error: str) -> Dict[str, Any]:
-        from ddpbench.config import parse_repeat, to_plain
+        from ddpbench.config import to_plain
         from ddpbench.io import write_json_atomic
         from ddpbench.trial import environment, record
         from ddpbench.trial.process import tail
-        from ddpbench.trial.runner import JobInfo, condition_of
+        from ddpbench.trial.runner import JobInfo, trial_meta
 
         cfg = pending.cfg
         task_cfg = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "hydra"])
@@ -341,24 +341,9 @@ class BoundedSlurmLauncher(SlurmLauncher):
             choices={str(k): str(v) for k, v in cfg.hydra.runtime.choices.items() if not str(k).startswith("hydra")},
             multirun=True,
         )
-        now = dt.datetime.now(dt.timezone.utc)
-        condition = condition_of(info)
-        meta = {
-            "ddpbench_version": environment.describe([], []).get("ddpbench"),
-            "sweep_dir": str(info.sweep_dir.resolve()),
-            "job_dir": str(pending.job_dir.resolve()),
-            "job_num": pending.idx,
-            "mode": str(task_cfg.mode.name),
-            "repeat": parse_repeat(task_cfg.repeat),
-            "pair_position": int(task_cfg.pair_position),
-            "condition": condition,
-            "condition_id": ",".join(f"{k}={v}" for k, v in condition.items()),
-            "overrides": list(info.overrides),
-            "started_at": dt.datetime.fromtimestamp(pending.submitted_epoch, dt.timezone.utc).isoformat(
-                timespec="seconds"),
-            "ended_at": now.isoformat(timespec="seconds"),
-            "timeout_s": pending.trial_timeout_s,
-        }
+        started_at = dt.datetime.fromtimestamp(pending.submitted_epoch, dt.timezone.utc).isoformat(timespec="seconds")
+        ended_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        meta = trial_meta(task_cfg, info, started_at=started_at, ended_at=ended_at, timeout_s=pending.trial_timeout_s)
         trial = record.build_trial_record(
             meta=meta, config=plain, status=status, exit_code=None, error=error, wall_s=None,
             spawn_epoch=pending.submitted_epoch, ranks=[], nodes=[], traceml=None,

@@ -4,8 +4,6 @@ up-front validation, one progress line per trial, and a report even after Ctrl-C
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import sys
 import time
 from collections import OrderedDict
@@ -104,14 +102,12 @@ class PairedSweeper(BasicSweeper):
         self.overrides = self.split_arguments(parser.parse_overrides(params), self.max_batch_size)
         self._validate_jobs(self.overrides)
 
+        from ddpbench.io import writable_dir_problem
+
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
-        try:
-            sweep_dir.mkdir(parents=True, exist_ok=True)
-            probe = sweep_dir / f".ddpbench-write-test-{socket.gethostname()}-{os.getpid()}"
-            probe.write_text("")
-            probe.unlink()
-        except OSError as error:
-            _error(f"cannot write the sweep dir {sweep_dir}: {error.strerror}")
+        problem = writable_dir_problem(sweep_dir)
+        if problem is not None:
+            _error(f"cannot write the sweep dir {sweep_dir}: {problem}")
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
         total = sum(len(batch) for batch in self.overrides)
         print(f"ddpbench: sweep of {total} trials -> {sweep_dir}", flush=True)
