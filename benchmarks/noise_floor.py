@@ -1,0 +1,96 @@
+"""A/A noise floor: native against itself; the smallest overhead this machine and sweep can resolve.
+
+Runs one paired sweep through the real command line::
+
+    python -m ddpbench -m mode=native,native_aa repeat=1-5 model=small
+
+(``native_aa`` is native under another name) and prints, from the sweep's ``analysis.json``, the
+95 % interval of the throughput overhead and of the per-step overhead (and wall overhead) with
+their half-widths; the report labels the throughput half-width as the noise floor. Goal on a
+2-core machine: half-width <= 2 %. Usage::
+
+    python benchmarks/noise_floor.py [--repeats 5] [--model small] [--extra stop.steps=400] [--out FILE]
+
+Noise handling: a discarded warm-up trial first, OMP_NUM_THREADS=1 per rank
+(``cluster.threads_per_rank``), warmup steps excluded, alternating order (the paired sweeper).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import analysis, comparison, load, machine_line, now_utc, stamp, sweep, warm_up, write_out  # noqa: E402
+
+GOAL_PCT = 2.0
+ROWS = (("throughput overhead", "throughput_overhead_pct", "%"), ("per-step overhead", "step_overhead_pct", "%"),
+        ("per-step overhead", "step_overhead_ms", "ms"), ("wall overhead", "wall_overhead_pct", "%"),
+        ("startup difference", "startup_diff_s", "s"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repeats", type=int, default=5, help="pairs (repeat=1-N)")
+    p.add_argument("--model", default="small", help="model config (CPU default: small)")
+    p.add_argument("--extra", nargs="*", default=[], help="more Hydra overrides, e.g. stop.steps=400")
+    p.add_argument("--workdir", type=Path, default=Path.cwd(), help="where outputs/multirun/ goes (default: cwd)")
+    p.add_argument("--no-warmup", action="store_true", help="skip the discarded warm-up trial")
+    p.add_argument("--out", type=Path, default=None, help="also write the table (.md) or the data (.json)")
+    args = p.parse_args(argv)
+    common = [f"model={args.model}", *args.extra]
+    tag = stamp()
+    started, load_before = now_utc(), load()
+    if not args.no_warmup:
+        warm_up(common, args.workdir, f"bench-noise-warmup-{tag}")
+    sd = sweep(["mode=native,native_aa", f"repeat=1-{args.repeats}", *common], args.workdir, f"bench-noise-{tag}")
+    data = analysis(sd)
+    c = comparison(data, "native_aa")
+    report = (sd / "report.md").read_text()
+    floor_lines = [ln for ln in report.splitlines() if ln.startswith("Noise floor (")]
+
+    def f(x: float | None, d: int = 2) -> str:
+        return "n/a" if x is None or not math.isfinite(x) else f"{x:+.{d}f}"
+
+    lines = [
+        f"noise_floor  {started}",
+        machine_line(),
+        f"load average (1/5/15 min) before: {load_before}; after: {load()}",
+        f"sweep: mode=native,native_aa repeat=1-{args.repeats} {' '.join(common)}; 2 ranks, gloo, CPU, "
+        f"OMP_NUM_THREADS=1; {c['n_pairs']} pairs; native step {c['sides']['base_step_ms']['mean']:.2f} ms, "
+        f"{c['sides']['base_steps_per_s']['mean']:.1f} steps/s",
+        "",
+        "| metric | mean | 95 % CI | half-width | MDE (80 %) | goal |",
+        "|---|---|---|---|---|---|",
+    ]
+    out_rows = {}
+    for label, key, unit in ROWS:
+        m = c["metrics"][key]
+        hw = m.get("half_width")
+        d = 3 if unit == "ms" else 2
+        goal = ""
+        if unit == "%" and key in ("throughput_overhead_pct", "step_overhead_pct"):
+            goal = f"<= {GOAL_PCT:g} %: " + ("met" if hw is not None and hw <= GOAL_PCT else "MISSED")
+        lines.append(f"| {label} ({unit}) | {f(m['mean'], d)} | [{f(m['ci_low'], d)}, {f(m['ci_high'], d)}] | "
+                     f"{f(hw, d).lstrip('+')} | {f(m.get('mde'), d).lstrip('+')} | {goal} |")
+        out_rows[key] = {"mean": m["mean"], "ci": [m["ci_low"], m["ci_high"]], "half_width": hw, "mde": m.get("mde")}
+    stab = {s["mode"]: s for s in c["stability"]}
+    lines += ["", "stability: " + "; ".join(
+        f"{mode} step CV within trials {s['step_time_cv_within_pct']:.1f} %, throughput CV across trials "
+        f"{s['throughput_cv_pct']:.2f} %" for mode, s in stab.items()), "",
+        "report line:", *[f"- {ln}" for ln in floor_lines], f"sweep dir: {sd}"]
+    text = "\n".join(lines) + "\n"
+    print(text, end="")
+    write_out(args.out, text, {"benchmark": "noise_floor", "started": started, "machine": machine_line(),
+                               "load_before": load_before, "load_after": load(), "repeats": args.repeats,
+                               "overrides": common, "sweep_dir": str(sd), "n_pairs": c["n_pairs"],
+                               "metrics": out_rows, "noise_floor_pct": data["noise_floors"],
+                               "report_line": floor_lines[0] if floor_lines else None})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
