@@ -22,14 +22,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def cpu_model() -> str:
-    """CPU model name from /proc/cpuinfo (or platform.processor())."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+    """CPU model name (the same reading trial.json's environment uses)."""
+    from ddpbench.trial.environment import cpu_model as model
+
+    return model() or "unknown"
+
+
 
 
 def load() -> str:

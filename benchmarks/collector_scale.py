@@ -24,16 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from trial_factory import make_trial  # noqa: E402
 
 from ddpbench.collect import collect_trials  # noqa: E402
+from ddpbench.trial.environment import cpu_model  # noqa: E402
 
 
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def generate(root: Path, n: int) -> None:
@@ -86,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         t_coll = best_of(lambda: collect_trials([root]), args.repeats)
     lines = [
         f"collector_scale  {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M UTC}",
-        f"machine: {_cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}",
+        f"machine: {cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}",
         f"trials: {args.trials} (mean file {size / 1024:.1f} KiB), best of {args.repeats}",
         "",
         "| method | seconds | trials/s | goal |",

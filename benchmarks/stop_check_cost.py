@@ -26,7 +26,6 @@ import argparse
 import datetime as _dt
 import json
 import os
-import platform
 import signal
 import socket
 import statistics
@@ -35,6 +34,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from ddpbench.trial.environment import cpu_model
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "src" / "ddpbench" / "workload" / "ddp_mlp.py"
@@ -58,15 +59,6 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def cpu_model() -> str:
-    """CPU model name from /proc/cpuinfo (or platform.processor())."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def run_once(stop_args: list[str], nproc: int, timeout: float, threads: int) -> list[dict[str, Any]]:
