@@ -87,3 +87,22 @@ def test_duplicate_mode_is_an_error() -> None:
 def test_no_mode_or_repeat_gives_plain_product() -> None:
     jobs = order_jobs({"model": ["model=tiny", "model=small"]})
     assert [job.overrides for job in jobs] == [("model=tiny",), ("model=small",)]
+
+
+@pytest.mark.parametrize("repeat", ["repeat=1-3", "repeat=range(1,4)", "repeat=1,2,3"])
+def test_sweeper_expands_every_hydra_repeat_syntax(repeat: str) -> None:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from hydra_plugins.ddpbench_sweeper.paired_sweeper import PairedSweeper
+
+    sweeper = PairedSweeper(max_batch_size=1)
+    sweeper.sweep_name = "s"
+    overrides = OverridesParser.create().parse_overrides(["mode=native,traceml", repeat, "model=tiny"])
+    batches = sweeper.split_arguments(overrides, max_batch_size=1)
+    jobs = [batch[0] for batch in batches]
+    assert len(jobs) == 6 and all(len(batch) == 1 for batch in batches)
+    assert [(j[1], j[2], j[3]) for j in jobs[:4]] == [
+        ("mode=native", "repeat=1", "pair_position=0"), ("mode=traceml", "repeat=1", "pair_position=1"),
+        ("mode=traceml", "repeat=2", "pair_position=0"), ("mode=native", "repeat=2", "pair_position=1"),
+    ]
+    assert all(j[0] == "model=tiny" and j[-1] == "sweep_name=s" for j in jobs)

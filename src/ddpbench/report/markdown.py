@@ -108,7 +108,7 @@ def config_differences(frame: pd.DataFrame, baseline: str) -> tuple[list[str], l
     keys = sorted({k for flat in per_mode.values() for k in flat})
     rows = []
     for key in keys:
-        if key == "repeat" or key.endswith(".repeat"):
+        if key in ("repeat", *SWEEPER_KEYS):
             continue
         values = [per_mode[m].get(key, "—") for m in modes]
         if len(set(values)) > 1:
