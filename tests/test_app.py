@@ -33,6 +33,12 @@ def test_paired_sweep_native_traceml_two_repeats(tmp_path: Path) -> None:
         assert t["traceml"] and Path(t["traceml"]["summary_path"]).is_file()
         assert t["traceml"]["steps_analyzed"] and t["traceml"]["steps_analyzed"] > 0
     assert (sweep / "report.md").stat().st_size > 0
+    plots = sorted((sweep / "plots").glob("*.png"))
+    assert {p.name.split("-", 1)[1] for p in plots} == {
+        "slope-traceml.png", "step-time.png", "wall-decomposition.png", "throughput.png"}
+    assert all(p.stat().st_size > 1000 for p in plots)
+    report = (sweep / "report.md").read_text()
+    assert all(f"plots/{p.name}" in report for p in plots)
     assert "[1/4] start" in run.stdout and "[4/4] ok" in run.stdout
     assert_nothing_left(str(tmp_path))
 

@@ -95,3 +95,23 @@ def test_cli_bad_input_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert capsys.readouterr().err.startswith("ddpbench-collect: error: no such path")
     assert main([str(tmp_path)]) == 2
     assert "no usable trial.json" in capsys.readouterr().err
+
+
+def test_load_step_times_reads_rank_zero_arrays(tmp_path) -> None:
+    import json as _json
+
+    import pandas as _pd
+
+    from ddpbench.collect import load_step_times
+
+    with_steps, without = tmp_path / "a", tmp_path / "b"
+    for folder in (with_steps, without):
+        (folder / "metrics").mkdir(parents=True)
+    (with_steps / "metrics" / "rank-0.json").write_text(_json.dumps({"step_times_ms": [1.0, 2.0, 3.0]}))
+    (without / "metrics" / "rank-0.json").write_text(_json.dumps({"rank": 0}))
+    frame = _pd.DataFrame({"mode": ["native", "traceml", "native"], "repeat": [1, 1, 2],
+                           "status": ["ok", "ok", "failed"],
+                           "job_dir": [str(with_steps), str(without), str(with_steps)]})
+    steps = load_step_times(frame)
+    assert steps.to_dict("list") == {"mode": ["native"] * 3, "repeat": [1] * 3, "step_ms": [1.0, 2.0, 3.0]}
+    assert load_step_times(frame[frame["mode"] == "traceml"]).empty

@@ -283,3 +283,25 @@ def write_results(frame: pd.DataFrame, out_dir: str | os.PathLike[str]) -> list[
         raise
     written.append(target)
     return written
+
+
+def load_step_times(frame: pd.DataFrame, rank: int = 0) -> pd.DataFrame:
+    """Every timed step's duration (ms) of each ok trial, from ``rank``'s record in its job dir.
+
+    Long format: columns ``mode``, ``repeat``, ``step_ms``. Trials whose rank record is missing or
+    has no ``step_times_ms`` (``trial.save_step_times=false``) are left out; the result may be empty.
+    """
+    parts = []
+    ok = frame[frame["status"] == "ok"] if "status" in frame.columns else frame
+    for mode, repeat, job_dir in zip(ok.get("mode", []), ok.get("repeat", []), ok.get("job_dir", [])):
+        path = Path(str(job_dir)) / "metrics" / f"rank-{rank}.json"
+        try:
+            with open(path, encoding="utf-8") as handle:
+                steps = json.load(handle).get("step_times_ms")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if steps:
+            parts.append(pd.DataFrame({"mode": mode, "repeat": repeat, "step_ms": steps}))
+    if not parts:
+        return pd.DataFrame(columns=["mode", "repeat", "step_ms"])
+    return pd.concat(parts, ignore_index=True)

@@ -4,7 +4,8 @@ One set per condition:
 
 - ``slope_<mode>``: paired slope plot, one line per repeat from the baseline to the mode, for
   wall time (s) and throughput (steps/s);
-- ``step_time``: per-trial step-time distribution (p10–p90 bar, median dot, p99 tick), per mode;
+- ``step_time``: the distribution of every timed step per mode (rank 0's ``step_times_ms``), one
+  violin per repeat; without per-step arrays, each trial's p10–p90 bar, median dot and p99 tick;
 - ``wall_decomposition``: startup / train / teardown seconds stacked, per trial;
 - ``throughput``: steps/s per repeat, one line per mode.
 """
@@ -25,6 +26,7 @@ import seaborn as sns  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from ddpbench.analysis.paired import Comparison  # noqa: E402
+from ddpbench.collect.collector import load_step_times  # noqa: E402
 
 __all__ = ["plot_condition", "save_figure", "slug"]
 
@@ -72,6 +74,24 @@ def slope_plot(comparison: Comparison) -> Figure:
             sns.move_legend(axes[1], "upper left", bbox_to_anchor=(1.02, 1), title="repeat")
         fig.suptitle(f"{comparison.mode} vs {comparison.baseline}, paired per repeat\n{comparison.condition_id}", fontsize=10)
         fig.subplots_adjust(wspace=0.4)
+    return fig
+
+
+def step_distribution_plot(steps: pd.DataFrame, baseline: str) -> Figure:
+    """Every timed step (ms) per repeat and mode, as split violins clipped at the 99.5th percentile."""
+    modes = _mode_order(steps["mode"].tolist(), baseline)
+    cap = float(steps["step_ms"].quantile(0.995))
+    shown = steps[steps["step_ms"] <= cap].copy()
+    shown["repeat"] = shown["repeat"].map(lambda r: f"r{r}")
+    with sns.axes_style(_STYLE["style"]), sns.plotting_context(_STYLE["context"]):
+        fig, ax = plt.subplots(figsize=(8, 4))
+        sns.violinplot(data=shown, x="repeat", y="step_ms", hue="mode", hue_order=modes, split=len(modes) == 2,
+                       inner="quart", cut=0, density_norm="width", palette="deep", ax=ax)
+        ax.set_xlabel("repeat")
+        ax.set_ylabel("step time (ms)")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, title="mode")
+        ax.set_title(f"Every timed step of rank 0 (dashes: quartiles; steps above {cap:.1f} ms, "
+                     "the top 0.5 %, not drawn)", fontsize=9)
     return fig
 
 
@@ -154,7 +174,9 @@ def plot_condition(
             written[f"slope_{c.mode}"] = save_figure(slope_plot(c), out_dir / f"{stem}-slope-{slug(c.mode)}.png")
     ok = trials[trials["status"] == "ok"]
     if not ok.empty:
-        written["step_time"] = save_figure(step_time_plot(trials, baseline), out_dir / f"{stem}-step-time.png")
+        steps = load_step_times(trials)
+        figure = step_distribution_plot(steps, baseline) if not steps.empty else step_time_plot(trials, baseline)
+        written["step_time"] = save_figure(figure, out_dir / f"{stem}-step-time.png")
         written["wall_decomposition"] = save_figure(
             wall_decomposition_plot(trials, baseline), out_dir / f"{stem}-wall-decomposition.png"
         )
