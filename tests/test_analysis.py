@@ -205,3 +205,17 @@ def test_pair_table_and_empty_frame() -> None:
     assert len(pairs) == 5 and not excluded
     a = analyze(pd.DataFrame(columns=["sweep_dir", "condition_id", "repeat", "mode", "status"]))
     assert a.comparisons == () and a.n_trials == 0
+
+
+def test_tool_step_coverage_flags_trials_whose_tool_missed_steps() -> None:
+    import pandas as _pd
+
+    from ddpbench.analysis.coverage import CoverageGap, tool_step_coverage
+
+    frame = _pd.DataFrame({
+        "condition_id": ["c"] * 4, "mode": ["native", "traceml", "traceml", "traceml"], "repeat": [1, 1, 2, 3],
+        "status": ["ok", "ok", "ok", "failed"], "steps": [30, 30, 30, 30], "warmup_steps": [3, 3, 3, 3],
+        "traceml_steps_analyzed": [None, 33, 0, 0],
+    })
+    assert tool_step_coverage(frame) == [CoverageGap("c", "traceml", 2, 0, 33)]
+    assert tool_step_coverage(frame.drop(columns=["traceml_steps_analyzed"])) == []

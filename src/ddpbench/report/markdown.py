@@ -14,6 +14,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
+from ddpbench.analysis.coverage import CoverageGap, tool_step_coverage
 from ddpbench.analysis.paired import Analysis, Comparison
 from ddpbench.analysis.stats import PairedSummary
 
@@ -259,8 +260,14 @@ def _details(c: Comparison) -> list[str]:
     return lines
 
 
-def _caveats(analysis: Analysis) -> list[str]:
+def _caveats(analysis: Analysis, gaps: Sequence[CoverageGap] = ()) -> list[str]:
     out: list[str] = []
+    for gap in gaps:
+        out.append(
+            f"{gap.mode} [{gap.condition_id}] repeat {gap.repeat}: the tool analysed {gap.steps_analyzed} steps of the "
+            f"{gap.steps_run} the workload ran (warmup + timed); its step instrumentation missed steps, so this "
+            "trial may understate the tool's cost."
+        )
     budget = analysis.budget_pct
     tools = [c for c in analysis.comparisons if c.role == "tool"]
     for c in analysis.comparisons:
@@ -374,7 +381,7 @@ def render_report(
     lines += ["## Details", ""]
     for c in comps:
         lines += _details(c)
-    lines += _caveats(analysis)
+    lines += _caveats(analysis, tool_step_coverage(frame))
     lines += ["## Failed trials", ""]
     if analysis.failed_trials:
         lines += ["| condition | mode | repeat | status | exit code | error | file |", "|---|---|---|---|---|---|---|"]

@@ -1,0 +1,39 @@
+"""Did the tool see every step? A pure check on the collected table.
+
+TraceML records a step only inside ``trace_step``; a workload that misses it leaves TraceML with
+0 steps ("INSUFFICIENT STEP-TIME DATA") and the comparison measures a tool that did nothing.
+ddpbench's workload wraps warmup and timed steps, so TraceML should analyse ``warmup + timed``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List
+
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class CoverageGap:
+    """One ok trial whose tool analysed a different number of steps than the workload ran."""
+
+    condition_id: str
+    mode: str
+    repeat: int
+    steps_analyzed: int
+    steps_run: int
+
+
+def tool_step_coverage(frame: pd.DataFrame) -> List[CoverageGap]:
+    """Ok trials with a TraceML summary whose ``steps_analyzed`` differs from warmup + timed steps."""
+    needed = {"traceml_steps_analyzed", "steps", "warmup_steps", "status", "mode", "repeat", "condition_id"}
+    if not needed <= set(frame.columns):
+        return []
+    rows = frame[(frame["status"] == "ok") & frame["traceml_steps_analyzed"].notna()]
+    gaps = []
+    for row in rows.itertuples(index=False):
+        analysed = int(row.traceml_steps_analyzed)
+        run = int(row.steps) + int(row.warmup_steps)
+        if analysed != run:
+            gaps.append(CoverageGap(str(row.condition_id), str(row.mode), int(row.repeat), analysed, run))
+    return gaps
