@@ -207,3 +207,26 @@ def test_plan_slurm_in_a_task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert not plan.retry_on_port_clash
     with pytest.raises(Exception, match="3 node"):
         slurm.plan_slurm(cfg, job, env={**env, "SLURM_JOB_NUM_NODES": "3"})
+
+
+@pytest.mark.slurm
+def test_one_allocation_runs_the_whole_sweep_in_one_job(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    run = run_ddpbench(
+        ["-m", "cluster=slurm_cpu_2node", "cluster.slurm.one_allocation=true", "mode=native", "repeat=1-2",
+         "model=tiny", "stop.steps=20", "stop.warmup_steps=2", f"hydra.launcher.partition={slurm_cluster.partition}"],
+        cwd=tmp_path, timeout=120, env=_env(slurm_cluster),
+    )
+    assert run.returncode == 0, run.output
+    sweep = only_sweep_dir(tmp_path)
+    trials = trials_in(sweep)
+    assert [(t["job_num"], t["status"], t["repeat"]) for t in trials] == [(0, "ok", 1), (1, "ok", 2)], run.output
+    assert {t["logs"]["slurm_job_id"] for t in trials} == {trials[0]["logs"]["slurm_job_id"]}, "one SLURM job"
+    for trial in trials:
+        assert trial["world_size"] == 2 and trial["nnodes"] == 2
+        assert sorted((r["rank"], r["node_rank"]) for r in trial["ranks"]) == [(0, 0), (1, 1)]
+        assert [(n["node_rank"], n["exit_code"]) for n in trial["nodes"]] == [(0, 0), (1, 0)]
+    assert trials[0]["nodes"][0]["exit_epoch"] <= trials[1]["nodes"][0]["spawn_epoch"]  # in order, one at a time
+    assert "[2/2] ok" in run.stdout, run.output
+    assert (sweep / "report.md").is_file()
+    _assert_queue_empty(slurm_cluster)
+    assert_nothing_left(str(sweep.name))

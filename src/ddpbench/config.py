@@ -106,6 +106,10 @@ class SlurmConfig:
     poll_s: float = 1.0
     # seconds node 0 waits, after its own agent ended, for the other nodes' records
     peer_record_wait_s: float = 60.0
+    # true: the sweep submits ONE job (nodes = cluster.nnodes) whose batch script runs the whole sweep in
+    # order on the same nodes (each trial is one `srun` step, one agent per node), instead of one job per
+    # trial: both arms of every pair run on the same machines (ddpbench.cluster.slurm_steps)
+    one_allocation: bool = False
 
 
 @dataclass

@@ -2,18 +2,25 @@
 
 Each backend turns the config into a :class:`NodePlan` for the driver that calls it:
 ``local`` runs every node agent of a trial on this host; ``slurm`` runs inside a SLURM task
-(one per node); ``static`` runs one ddpbench driver per node in lockstep.
+(one per node), or, with ``cluster.slurm.one_allocation``, in the batch script of the sweep's one job,
+where each trial is one ``srun`` step over every node (:mod:`ddpbench.cluster.slurm_steps`); ``static``
+runs one ddpbench driver per node in lockstep.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable, List, Optional
 
 from omegaconf import DictConfig
 
 if TYPE_CHECKING:
     from ddpbench.trial.runner import JobInfo
+
+#: stands for the node rank in an agent command that covers every node (see NodePlan.wrap_agent); each
+#: node replaces it with its own SLURM_NODEID
+NODE_RANK_TOKEN = "@DDPBENCH_NODE_RANK@"
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,10 @@ class NodePlan:
     skip_reason: Optional[str] = None
     # called right before the agents are launched (after an earlier attempt was set aside)
     on_launch: Optional[Callable[[], None]] = None
+    # set when the one agent of node_ranks=[0] covers every node (an srun step, slurm one_allocation): its
+    # command is rendered with node_rank = NODE_RANK_TOKEN, then wrapped by wrap_agent(argv, job_dir);
+    # the other nodes write their own nodes/node<r>.json, which node 0 reads as usual
+    wrap_agent: Optional[Callable[[List[str], Path], List[str]]] = None
 
 
 def plan_nodes(cfg: DictConfig, job: "JobInfo") -> NodePlan:
@@ -54,6 +65,10 @@ def plan_nodes(cfg: DictConfig, job: "JobInfo") -> NodePlan:
         from ddpbench.cluster.local import plan_local
 
         return plan_local(cfg)
+    if kind == "slurm" and bool(cfg.cluster.slurm.get("one_allocation", False)):
+        from ddpbench.cluster.slurm_steps import plan_slurm_steps
+
+        return plan_slurm_steps(cfg, job)
     if kind == "slurm":
         from ddpbench.cluster.slurm import plan_slurm
 

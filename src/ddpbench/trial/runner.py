@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from omegaconf import DictConfig
 
 from ddpbench import __version__
-from ddpbench.cluster import NodePlan, plan_nodes
+from ddpbench.cluster import NODE_RANK_TOKEN, NodePlan, plan_nodes
 from ddpbench.config import parse_repeat, to_plain, validate
 from ddpbench.errors import ToolMissingError
 from ddpbench.io import read_json, write_json_atomic
@@ -184,11 +184,14 @@ def _launch(cfg: DictConfig, job: JobInfo, plan: NodePlan, run_name: str, deadli
     try:
         for node_rank in plan.node_ranks:
             context = commands.make_context(
-                cfg, node_rank=node_rank, master_addr=plan.master_addr, master_port=plan.master_port,
+                cfg, node_rank=NODE_RANK_TOKEN if plan.wrap_agent else node_rank,  # type: ignore[arg-type]
+                master_addr=plan.master_addr, master_port=plan.master_port,
                 aggregator_port=plan.aggregator_port, run_name=run_name, job_dir=job.job_dir,
             )
             argv = commands.node_command(cfg, context)
             env = commands.node_environment(cfg, context)
+            if plan.wrap_agent is not None:  # one agent over every node: each fills in its own rank
+                argv = plan.wrap_agent(argv, job.job_dir)
             handles.append(spawn_agent(node_rank, argv, env, job.job_dir, job.job_dir / "logs"))
     except BaseException:
         from ddpbench.trial.process import stop_agent

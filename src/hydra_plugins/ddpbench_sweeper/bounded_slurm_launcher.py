@@ -19,6 +19,10 @@ automatic one), so the in-job watchdog fires first, then SLURM's limit, then thi
 
 Jobs of one batch are submitted together and awaited in order; the paired sweeper hands over batches of
 one (``max_batch_size: 1``), so trials run one at a time in the sweeper's order. No torch import here.
+
+With ``cluster.slurm.one_allocation=true`` the paired sweeper calls :func:`run_one_allocation` instead:
+one plain ``sbatch`` job runs the whole sweep (see :mod:`ddpbench.cluster.slurm_steps`), waited for with
+the same bounds (queue timeout, then its time limit + 60 s).
 """
 
 from __future__ import annotations
@@ -398,3 +402,144 @@ def _summary(trial: Dict[str, Any]) -> Dict[str, Any]:
     from ddpbench.app import summary_of
 
     return summary_of(trial)
+
+
+# ------------------------------------------------------------------------------------------ one_allocation
+#: launcher / sweep overrides the in-allocation driver must not get (it runs the basic launcher in the same dir)
+_OUTER_ONLY = ("hydra.launcher", "hydra/launcher", "hydra.sweep.dir", "sweep_name")
+
+
+def _hydra_quote(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def allocation_script(params: Dict[str, Any], command: List[str], sweep_dir: Path, minutes: int, cwd: Path) -> str:
+    """The sbatch script of a ``one_allocation`` sweep: its batch step (first node) runs ``command``."""
+    import shlex
+
+    slurm_dir = sweep_dir / ".slurm"
+    lines = ["#!/bin/bash", f"#SBATCH --job-name={params.get('name') or 'ddpbench'}",
+             f"#SBATCH --nodes={int(params['nodes'])}", "#SBATCH --ntasks-per-node=1",
+             f"#SBATCH --time={minutes}",
+             f"#SBATCH --output={slurm_dir}/allocation-%j.out", f"#SBATCH --error={slurm_dir}/allocation-%j.err"]
+    for key, option in (("partition", "partition"), ("cpus_per_task", "cpus-per-task"),
+                        ("gpus_per_node", "gpus-per-node")):
+        if params.get(key) is not None:
+            lines.append(f"#SBATCH --{option}={params[key]}")
+    if params.get("mem_gb") is not None:
+        lines.append(f"#SBATCH --mem={params['mem_gb']}GB")
+    for key, value in (params.get("additional_parameters") or {}).items():
+        option = str(key).replace("_", "-")
+        if value is True:
+            lines.append(f"#SBATCH --{option}")
+        elif value not in (None, False):
+            lines.append(f"#SBATCH --{option}={value}")
+    lines += [str(line) for line in (params.get("setup") or [])]
+    lines += [f"cd {shlex.quote(str(cwd))}", " ".join(shlex.quote(arg) for arg in command),
+              f'echo $? > {shlex.quote(str(slurm_dir))}/allocation-"$SLURM_JOB_ID".rc']
+    return "\n".join(lines) + "\n"
+
+
+def run_one_allocation(self: BoundedSlurmLauncher, arguments: Sequence[str], sweep_name: str,
+                        trial_timeouts_s: Sequence[float]) -> int:
+    """Submit the whole sweep as ONE job and wait for it (bounded); its exit status (1 when it left none).
+
+    The job's batch script runs the same sweep with the basic launcher in the same sweep dir, where each trial
+    is an srun step over every node (:mod:`ddpbench.cluster.slurm_steps`); its callback writes report.md.
+    """
+    import re
+    import sys
+
+    from ddpbench.cluster.slurm_state import SlurmStateError, is_terminal, job_state, wait_finished
+    from ddpbench.io import read_json, write_json_atomic
+
+    assert self.config is not None
+    sweep_dir = Path(str(self.config.hydra.sweep.dir)).resolve()
+    slurm_dir = sweep_dir / ".slurm"
+    slurm_dir.mkdir(parents=True, exist_ok=True)
+    overhead_s = 30.0  # per trial: interpreter start, srun step launch, node records
+    total_s = sum(trial_timeouts_s) + overhead_s * len(trial_timeouts_s)
+    minutes = self.params.get("timeout_min") or max(1, math.ceil((total_s + self.wait_margin_s) / 60.0))
+    keep = [a for a in arguments if not a.lstrip("+~").startswith(_OUTER_ONLY)]
+    keep += [str(o) for o in self.config.hydra.overrides.hydra if not str(o).lstrip("+~").startswith(_OUTER_ONLY)]
+    command = [sys.executable, "-m", "ddpbench", "-m", *keep, "hydra/launcher=basic", f"sweep_name={sweep_name}",
+               f"hydra.sweep.dir={_hydra_quote(str(sweep_dir))}"]
+    script = slurm_dir / "allocation.sbatch"
+    script.write_text(allocation_script(self.params, command, sweep_dir, int(minutes), Path.cwd()))
+    submitted_epoch = time.time()
+    try:
+        proc = subprocess.run(["sbatch", "--parsable", str(script)], capture_output=True, text=True,
+                              timeout=SLURM_CALL_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        print(f"ddpbench: error: sbatch failed: {error}", file=sys.stderr, flush=True)
+        return 1
+    if proc.returncode != 0:
+        print(f"ddpbench: error: sbatch failed: {proc.stderr.strip()}", file=sys.stderr, flush=True)
+        return 1
+    job_id = proc.stdout.strip().split(";")[0]
+    out, err = slurm_dir / f"allocation-{job_id}.out", slurm_dir / f"allocation-{job_id}.err"
+    print(f"ddpbench: one_allocation: SLURM job {job_id} runs all {len(trial_timeouts_s)} trials; log {out}",
+          flush=True)
+    submitted = time.monotonic()
+    started: Optional[float] = None
+    state: Optional[str] = "PENDING"
+    limit_s = float(minutes) * 60.0 + PAST_LIMIT_S
+    problem = ""
+    try:
+        while True:
+            now = time.monotonic()
+            try:
+                state = job_state(job_id, timeout=SLURM_CALL_TIMEOUT_S)
+            except SlurmStateError as error:
+                log.warning(str(error))
+            else:
+                if is_terminal(state):
+                    break
+                if started is None and (state or "").split()[0] not in ("PENDING", "REQUEUED"):
+                    started = now
+            if started is None and now >= submitted + self.queue_timeout_s:
+                problem = f"SLURM job {job_id} did not start within {self.queue_timeout_s:.0f} s; cancelled"
+            elif started is not None and now >= started + limit_s:
+                problem = f"SLURM job {job_id} still {state} {limit_s:.0f} s after it started; cancelled"
+            if problem:
+                _scancel(job_id)
+                try:
+                    state = wait_finished(job_id, timeout=30.0, poll=0.5)
+                except (TimeoutError, SlurmStateError):
+                    pass
+                break
+            time.sleep(self.poll_s)
+    except BaseException:
+        _scancel(job_id)
+        raise
+    rc_file = slurm_dir / f"allocation-{job_id}.rc"
+    deadline = time.monotonic() + RESULT_GRACE_S
+    while not rc_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    try:
+        rc = int(rc_file.read_text().strip())
+    except (OSError, ValueError):
+        rc = 1
+        problem = problem or f"SLURM job {job_id} ended {state or '(forgotten)'} without an exit status"
+    # every trial this job wrote gets the job's id, state and logs
+    slurm_logs = {"slurm_job_id": job_id, "slurm_state": state, "slurm_stdout": [str(out)], "slurm_stderr": [str(err)]}
+    for path in sorted(sweep_dir.glob("*/trial.json")):
+        try:
+            if path.stat().st_mtime < submitted_epoch:
+                continue
+            trial = read_json(path)
+            if isinstance(trial, dict) and not trial.get("resumed"):
+                trial["logs"] = {**(trial.get("logs") or {}), **slurm_logs}
+                write_json_atomic(path, trial)
+        except (OSError, ValueError) as error:
+            log.warning(f"could not add the SLURM job to {path}: {error}")
+    try:  # the in-allocation driver's progress lines
+        for line in out.read_text(errors="replace").splitlines():
+            if re.match(r"\[\d+/\d+\] ", line):
+                print(line, flush=True)
+    except OSError:
+        pass
+    if problem:
+        print(f"ddpbench: error: {problem}; see {out} and {err}", file=sys.stderr, flush=True)
+    return rc
+

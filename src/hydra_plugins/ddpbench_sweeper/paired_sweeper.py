@@ -116,6 +116,8 @@ class PairedSweeper(BasicSweeper):
         done = 0
         started = time.monotonic()
         try:
+            if self._one_allocation():  # the whole sweep ran in one SLURM job
+                return []
             while not self.is_done():
                 batch = self.get_job_batch()
                 for offset, overrides in enumerate(batch):
@@ -133,6 +135,32 @@ class PairedSweeper(BasicSweeper):
             _write_report(sweep_dir)
             raise SystemExit(130)
         return returns
+
+    def _one_allocation(self) -> bool:
+        """``cluster.slurm.one_allocation`` with the SLURM launcher: submit the whole sweep as one job, wait.
+
+        False (run as usual) otherwise, e.g. inside that job, where the sweep runs with the basic launcher.
+        """
+        from hydra_plugins.ddpbench_sweeper.bounded_slurm_launcher import BoundedSlurmLauncher, run_one_allocation
+        from ddpbench import state
+        from ddpbench.trial.runner import trial_timeout_s
+
+        if not isinstance(self.launcher, BoundedSlurmLauncher):
+            return False
+        assert self.hydra_context is not None and self.config is not None
+        cfgs = [self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+                for batch in self.overrides for overrides in batch]
+        flags = {bool(cfg.cluster.slurm.get("one_allocation", False)) for cfg in cfgs}
+        if flags == {False}:
+            return False
+        if len(flags) > 1 or len({(str(cfg.cluster.kind), int(cfg.cluster.nnodes)) for cfg in cfgs}) > 1:
+            _error("cluster.slurm.one_allocation=true needs every trial of the sweep on the same SLURM cluster")
+        arguments = [str(a) for a in self.config.hydra.overrides.task]
+        timeouts = [trial_timeout_s(OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "hydra"]))
+                    for cfg in cfgs]
+        if run_one_allocation(self.launcher, arguments, self.sweep_name, timeouts) != 0:
+            state.record_failure()
+        return True
 
     def _report_result(self, result: Any, done: int, total: int, started: float) -> None:
         from ddpbench import state
