@@ -232,15 +232,19 @@ class LiveProgress:
 
 
 def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
-    """Run the trial ``cfg`` describes in ``job.job_dir``; return its trial record (also on disk)."""
+    """Run the trial ``cfg`` describes in ``job.job_dir``; return its trial record (also on disk).
+
+    Steps: check the config, plan the nodes, resume or set aside an earlier attempt, launch and
+    wait (one retry on a port clash), then either report this node to node 0 (a peer) or gather
+    every node and rank and write trial.json (node 0).
+    """
     check_trial_config(cfg)
     plain = to_plain(cfg)
-    wanted_hash = record.config_hash(plain)
     job.job_dir.mkdir(parents=True, exist_ok=True)
     plan = plan_nodes(cfg, job)
     may_resume = plan.owner if plan.resume is None else plan.resume
     if may_resume and cfg.trial.resume:
-        previous = _previous_ok(job.job_dir, wanted_hash)
+        previous = _previous_ok(job.job_dir, record.config_hash(plain))
         if previous is not None:
             previous["resumed"] = True
             return previous
@@ -253,38 +257,19 @@ def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
 
     timeout_s = trial_timeout_s(cfg)
     started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    start_monotonic = time.monotonic()
-    outcome, context = _launch(cfg, job, plan, _run_name(cfg, job, plan), start_monotonic + timeout_s)
-    if outcome.reason != "timeout" and plan.retry_on_port_clash and _port_clash(outcome.results):
-        plan = plan_nodes(cfg, job)
-        shutil.rmtree(job.job_dir / "metrics", ignore_errors=True)
-        outcome, context = _launch(cfg, job, plan, _run_name(cfg, job, plan), time.monotonic() + timeout_s)
-
-    hostname = socket.gethostname()
-    nodes = {r.node_rank: _node_entry(r, hostname) for r in outcome.results}
+    outcome, context = _launch_with_retry(cfg, job, plan, timeout_s)
+    nodes = {r.node_rank: _node_entry(r, socket.gethostname()) for r in outcome.results}
     if not plan.owner:
-        for entry in nodes.values():
-            write_json_atomic(job.job_dir / "nodes" / f"node{entry['node_rank']}.json", entry)
-        return {"status": "node_done", "node_rank": plan.node_ranks, "mode": str(cfg.mode.name),
-                "repeat": parse_repeat(cfg.repeat), "node_ok": all(r.exit_code == 0 for r in outcome.results),
-                "wall_s": max(r.wall_s for r in outcome.results)}
+        return _report_to_owner(cfg, job, plan, nodes, outcome.results)
 
     ranks = _read_rank_records(job.job_dir / "metrics")
-    peers = [r for r in range(int(cfg.cluster.nnodes)) if r not in nodes]
-    if peers and plan.peer_source == "ranks":
-        from ddpbench.cluster.static import nodes_from_ranks
-
-        nodes.update(nodes_from_ranks(ranks, peers, int(cfg.cluster.nproc_per_node)))
-    elif peers:
-        nodes.update(_await_peer_nodes(job.job_dir / "nodes", peers, time.monotonic() + plan.peer_record_wait_s))
-
+    nodes.update(_peer_nodes(cfg, job, plan, nodes, ranks))
     status, error = classify(outcome.reason, timeout_s, nodes, ranks, cfg)
     wall_s, spawn_epoch = slowest_node_wall(nodes)
     summary_file = commands.summary_path(cfg, context) if context is not None else None
     ended_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    meta = trial_meta(cfg, job, started_at=started_at, ended_at=ended_at, timeout_s=timeout_s)
     trial = record.build_trial_record(
-        meta=meta,
+        meta=trial_meta(cfg, job, started_at=started_at, ended_at=ended_at, timeout_s=timeout_s),
         config=plain,
         status=status,
         exit_code=None if status == "timeout" else first_failing_exit_code(nodes),
@@ -299,6 +284,41 @@ def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
     )
     write_json_atomic(job.job_dir / TRIAL_FILE, trial)
     return trial
+
+
+def _launch_with_retry(cfg: DictConfig, job: JobInfo, plan: NodePlan, timeout_s: float):
+    """Launch and wait; relaunch once with fresh ports when a port was taken under us (local only)."""
+    outcome, context = _launch(cfg, job, plan, _run_name(cfg, job, plan), time.monotonic() + timeout_s)
+    if outcome.reason != "timeout" and plan.retry_on_port_clash and _port_clash(outcome.results):
+        plan = plan_nodes(cfg, job)
+        shutil.rmtree(job.job_dir / "metrics", ignore_errors=True)
+        outcome, context = _launch(cfg, job, plan, _run_name(cfg, job, plan), time.monotonic() + timeout_s)
+    return outcome, context
+
+
+def _report_to_owner(
+    cfg: DictConfig, job: JobInfo, plan: NodePlan, nodes: Mapping[int, Dict[str, Any]], results: Sequence[AgentResult]
+) -> Dict[str, Any]:
+    """A peer node's end of a trial: its node records for node 0, and a summary for its own sweeper."""
+    for entry in nodes.values():
+        write_json_atomic(job.job_dir / "nodes" / f"node{entry['node_rank']}.json", entry)
+    return {"status": "node_done", "node_rank": plan.node_ranks, "mode": str(cfg.mode.name),
+            "repeat": parse_repeat(cfg.repeat), "node_ok": all(r.exit_code == 0 for r in results),
+            "wall_s": max(r.wall_s for r in results)}
+
+
+def _peer_nodes(
+    cfg: DictConfig, job: JobInfo, plan: NodePlan, own: Mapping[int, Any], ranks: Sequence[Mapping[str, Any]]
+) -> Dict[int, Dict[str, Any]]:
+    """The other nodes' entries: from their node records in the shared job dir, or from their ranks."""
+    peers = [r for r in range(int(cfg.cluster.nnodes)) if r not in own]
+    if not peers:
+        return {}
+    if plan.peer_source == "ranks":
+        from ddpbench.cluster.static import nodes_from_ranks
+
+        return nodes_from_ranks(ranks, peers, int(cfg.cluster.nproc_per_node))
+    return _await_peer_nodes(job.job_dir / "nodes", peers, time.monotonic() + plan.peer_record_wait_s)
 
 
 def _skipped_node(cfg: DictConfig, job: JobInfo, plan: NodePlan) -> Dict[str, Any]:
