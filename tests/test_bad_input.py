@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import socket
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Dict, List, Tuple
@@ -39,6 +40,9 @@ CASES: List[Tuple[str, Dict[str, str], List[str], str]] = [
      ["mode=ghost"], "needs the Python package 'ghost-tool'"),
     ("unknown-field-in-mode-file", {"mode/typo.yaml": "defaults:\n  - native\n  - _self_\nname: typo\ncomand: []\n"},
      ["mode=typo"], "Key 'comand' not in 'ModeConfig'"),
+    ("port-already-taken", {}, ["-m", "mode=native", "cluster=static_2node", "cluster.master_addr=127.0.0.1",
+                                "sweep_name=taken", "cluster.base_port={taken_port}"],
+     "cannot listen on its coordinator port {taken_port}: Address already in use"),
     ("unknown-placeholder-in-mode", {"mode/holes.yaml": "defaults:\n  - native\n  - _self_\nname: holes\n"
                                      "tool_args: ['--x={nope}']\ncommand: ['{python}', '{tool_args}']\n"},
      ["-m", "mode=holes"], "unknown placeholder {nope}"),
@@ -55,6 +59,11 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Tuple[CliRun
     """Run every case (4 at a time) in a folder that already holds earlier results."""
     base = tmp_path_factory.mktemp("bad-input")
     results: Dict[str, Tuple[CliRun, Dict[str, str], Dict[str, str]]] = {}
+    held = socket.socket()
+    held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    held.bind(("0.0.0.0", 0))
+    held.listen()
+    taken_port = str(held.getsockname()[1])
 
     def run(case: Tuple[str, Dict[str, str], List[str], str]) -> None:
         name, files, args, _ = case
@@ -70,18 +79,29 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Tuple[CliRun
                 (conf / rel).parent.mkdir(parents=True, exist_ok=True)
                 (conf / rel).write_text(text)
             extra = ["--config-dir", str(conf)]
+        args = [arg.replace("{taken_port}", taken_port) for arg in args]
         outcome = run_ddpbench([*extra, *args, "model.num_samples=1024" if name != "samples-below-global-batch"
                                 else "model.batch_size=8"], cwd, timeout=120)
         results[name] = (outcome, before, _tree_digest(cwd / "outputs"))
 
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        list(pool.map(run, CASES))
+    try:
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            list(pool.map(run, CASES))
+    finally:
+        held.close()
+    for name, (outcome, before, after) in results.items():
+        results[name] = (outcome, before, after)
+    _PORT["taken"] = taken_port
     return results
+
+
+_PORT: Dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name,files,args,expected", CASES, ids=[case[0] for case in CASES])
 def test_bad_input_is_one_clear_line(outcomes, name: str, files, args, expected: str) -> None:
     run, before, after = outcomes[name]
+    expected = expected.replace("{taken_port}", _PORT["taken"])
     assert run.returncode != 0, run.output
     assert expected in run.stderr + run.stdout, run.output
     assert "Traceback" not in run.stderr + run.stdout, run.output

@@ -58,6 +58,17 @@ class NodePlan:
     wrap_agent: Optional[Callable[[List[str], Path], List[str]]] = None
 
 
+def prepare_sweep(cfg: DictConfig) -> None:
+    """Acquire what a backend holds for a whole sweep before its first trial (static: node 0's coordinator).
+
+    Raises DdpbenchError (one line) when that is impossible, so the sweep stops before any job dir exists.
+    """
+    if str(cfg.cluster.kind) == "static" and int(cfg.cluster.node_rank) == 0:
+        from ddpbench.cluster.static import coordinator_for, coordinator_port
+
+        coordinator_for(str(cfg.sweep_name), coordinator_port(cfg))
+
+
 def plan_nodes(cfg: DictConfig, job: "JobInfo") -> NodePlan:
     """The plan of ``cfg.cluster.kind`` for this driver."""
     kind = str(cfg.cluster.kind)

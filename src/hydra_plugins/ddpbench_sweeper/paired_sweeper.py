@@ -79,6 +79,7 @@ class PairedSweeper(BasicSweeper):
 
     def _validate_jobs(self, batches: Sequence[Sequence[Sequence[str]]]) -> None:
         """Compose and check every job's config before the first launch."""
+        from ddpbench.cluster import prepare_sweep
         from ddpbench.errors import DdpbenchError
         from ddpbench.trial.runner import check_trial_config
 
@@ -89,6 +90,7 @@ class PairedSweeper(BasicSweeper):
                 try:
                     job_cfg = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "hydra"])
                     check_trial_config(job_cfg)
+                    prepare_sweep(job_cfg)
                 except DdpbenchError as error:
                     _error(str(error))
 
