@@ -128,3 +128,29 @@ def test_write_report_raises_input_error(tmp_path: Path) -> None:
         (tmp_path / "d").mkdir()
         (tmp_path / "d" / "x.txt").write_text("")
         write_report([tmp_path / "d"], tmp_path / "out")
+
+
+def test_fixed_cost_caveat_when_start_up_dominates_the_wall_difference(tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep"
+    cond = {"cluster": "local", "model": "tiny", "stop": "steps"}
+
+    def per_trial(mode: str, repeat: int) -> dict[str, Any]:
+        if mode == "traceml":  # +3 s start-up, +2 s teardown, +1 % per step
+            return {"startup_s": 8.0 + 0.04 * repeat, "teardown_s": 3.0, "train_s": 101.0}
+        return {"startup_s": 5.0, "teardown_s": 1.0, "train_s": 100.0}
+
+    make_sweep(sweep, ("native", "traceml"), 4, cond, per_trial)
+    outcome = write_report([sweep], tmp_path / "out")
+    text = outcome.report_path.read_text()
+    line = next(l for l in text.splitlines() if "fixed per-trial cost" in l)
+    assert "5.10 s of the 6.10 s wall difference" in line
+    assert "start-up +3.10 s, teardown +2.00 s" in line
+
+
+def test_no_fixed_cost_caveat_when_the_difference_is_per_step(tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep"
+    cond = {"cluster": "local", "model": "tiny", "stop": "steps"}
+    make_sweep(sweep, ("native", "traceml"), 4, cond,
+               lambda mode, repeat: {"train_s": 110.0 + 0.1 * repeat} if mode == "traceml" else {})
+    text = write_report([sweep], tmp_path / "out").report_path.read_text()
+    assert "fixed per-trial cost" not in text

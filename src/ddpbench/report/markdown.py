@@ -260,6 +260,20 @@ def _details(c: Comparison) -> list[str]:
     return lines
 
 
+def _fixed_cost_split(c: Comparison) -> tuple[float, float, float, float] | None:
+    """(fixed s, wall difference s, start-up Δ s, teardown Δ s) when fixed costs are most of a positive wall difference."""
+    try:
+        diff = c.sides["mode_wall_s"].mean - c.sides["base_wall_s"].mean
+        startup = c.metrics["startup_diff_s"].mean
+        teardown = c.metrics["teardown_diff_s"].mean
+    except KeyError:
+        return None
+    fixed = startup + teardown
+    if not all(math.isfinite(v) for v in (diff, fixed)) or diff <= 0 or fixed < 0.5 * diff:
+        return None
+    return fixed, diff, startup, teardown
+
+
 def _caveats(analysis: Analysis, gaps: Sequence[CoverageGap] = ()) -> list[str]:
     out: list[str] = []
     for gap in gaps:
@@ -275,6 +289,17 @@ def _caveats(analysis: Analysis, gaps: Sequence[CoverageGap] = ()) -> list[str]:
             out.append(
                 f"{c.label}: duration stop — both modes train for the same time, so wall overhead reflects "
                 "fixed costs only (startup, teardown); the per-step cost shows as throughput overhead."
+            )
+    for c in tools:
+        split = _fixed_cost_split(c)
+        if split is not None:
+            fixed, diff, startup, teardown = split
+            t = c.metrics["throughput_overhead_pct"]
+            out.append(
+                f"{c.label}: {_f(fixed, 2)} s of the {_f(diff, 2)} s wall difference is fixed per-trial cost "
+                f"(start-up {_f(startup, 2, True)} s, teardown {_f(teardown, 2, True)} s), so the wall overhead "
+                f"shrinks as trials get longer (`stop.steps`); the per-step cost is the throughput overhead "
+                f"({_f(t.mean, 2, True)} %)."
             )
     for c in tools:
         if c.verdict.status == "inconclusive":
