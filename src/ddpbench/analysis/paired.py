@@ -26,11 +26,23 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import pandas as pd
 
+from ddpbench.analysis.results import (
+    CALIBRATION_TOLERANCE_PCT,
+    Analysis,
+    Calibration,
+    CalibrationItem,
+    Comparison,
+    ExcludedPair,
+    FailedTrial,
+    OrderEffect,
+    PairRecord,
+    Stability,
+    Verdict,
+)
 from ddpbench.analysis.stats import (
     INTERVAL_METHOD,
     MDE_METHOD,
@@ -76,185 +88,9 @@ METRICS: dict[str, str] = {
 }
 VERDICT_METRICS = ("wall_overhead_pct", "throughput_overhead_pct")
 SIDE_FIGURES = ("wall_s", "steps_per_s", "step_time_ms_mean", "startup_s", "teardown_s")
-CALIBRATION_TOLERANCE_PCT = 10.0
 ROLE_ORDER = {"tool": 0, "calibration": 1, "aa": 2}
 
 WITHIN, OVER, INCONCLUSIVE = "within", "over", "inconclusive"
-
-
-@dataclass(frozen=True)
-class PairRecord:
-    """One pair's figures: both sides and the per-pair overheads (units in :data:`METRICS`)."""
-
-    sweep_dir: str
-    condition_id: str
-    repeat: int
-    mode: str
-    base_wall_s: float
-    mode_wall_s: float
-    base_steps_per_s: float
-    mode_steps_per_s: float
-    base_step_ms: float
-    mode_step_ms: float
-    mode_position: int
-    base_position: int
-    hosts_differ: bool
-    wall_overhead_pct: float
-    throughput_overhead_pct: float
-    step_overhead_ms: float
-    step_overhead_pct: float
-    startup_diff_s: float
-    train_diff_s: float
-    teardown_diff_s: float
-
-
-@dataclass(frozen=True)
-class ExcludedPair:
-    """A pair left out of the statistics, and why."""
-
-    sweep_dir: str
-    condition_id: str
-    repeat: int
-    mode: str
-    reason: str
-
-
-@dataclass(frozen=True)
-class FailedTrial:
-    """A trial whose status is not ``ok``."""
-
-    source_path: str
-    sweep_dir: str
-    condition_id: str
-    mode: str
-    repeat: int
-    status: str
-    exit_code: int | None
-    error: str | None
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """``within``, ``over`` or ``inconclusive`` against ``budget_pct`` (percent), with the reason."""
-
-    status: str
-    budget_pct: float
-    reason: str
-    per_metric: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class OrderEffect:
-    """Mean of ``metric`` over pairs where the compared mode ran first vs second, and their difference."""
-
-    metric: str
-    n_mode_first: int
-    mean_mode_first: float
-    n_mode_second: int
-    mean_mode_second: float
-
-    @property
-    def difference(self) -> float:
-        """``mean_mode_first − mean_mode_second`` (units of the metric)."""
-        return self.mean_mode_first - self.mean_mode_second
-
-
-@dataclass(frozen=True)
-class Stability:
-    """Run-to-run and within-run variability of one mode over the included pairs' trials, percent.
-
-    ``step_time_cv_within_pct``: mean over trials of step_time_ms.stdev / step_time_ms.mean;
-    ``step_time_cv_across_pct``: CV across trials of step_time_ms.mean;
-    ``throughput_cv_pct``: CV across trials of steps_per_s.
-    """
-
-    mode: str
-    n_trials: int
-    step_time_cv_within_pct: float
-    step_time_cv_across_pct: float
-    throughput_cv_pct: float
-
-
-@dataclass(frozen=True)
-class CalibrationItem:
-    """Injected vs recovered value of one cost; ``within_tolerance`` None when nothing was injected."""
-
-    name: str
-    unit: str
-    injected: float
-    recovered: float
-    error_pct: float
-    within_tolerance: bool | None
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """Recovery of the injected costs (``config.inject``) by the paired differences."""
-
-    items: tuple[CalibrationItem, ...]
-    tolerance_pct: float = CALIBRATION_TOLERANCE_PCT
-
-    @property
-    def all_within(self) -> bool | None:
-        """True when every injected cost was recovered within tolerance; None when nothing was injected."""
-        checked = [i.within_tolerance for i in self.items if i.within_tolerance is not None]
-        return all(checked) if checked else None
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """One mode against the baseline in one condition, over all its pairs (possibly several sweeps).
-
-    ``metrics`` maps each name in :data:`METRICS` to the summary of its per-pair values;
-    ``sides`` maps ``base_wall_s, mode_wall_s, base_steps_per_s, mode_steps_per_s, base_step_ms,
-    mode_step_ms, base_startup_s, mode_startup_s`` to a one-sample summary (mean and t interval).
-    ``noise_floor_pct`` is the A/A throughput-overhead half-width used for caveats (None if no A/A).
-    """
-
-    condition_id: str
-    condition: dict[str, Any]
-    mode: str
-    baseline: str
-    role: str
-    stop_kind: str | None
-    sweep_dirs: tuple[str, ...]
-    n_pairs: int
-    metrics: dict[str, PairedSummary]
-    sides: dict[str, PairedSummary]
-    verdict: Verdict
-    order_effects: tuple[OrderEffect, ...]
-    stability: tuple[Stability, ...]
-    excluded: tuple[ExcludedPair, ...]
-    host_mismatch: tuple[str, ...]
-    calibration: Calibration | None
-    noise_floor_pct: float | None
-    noise_floor_source: str | None
-    pairs: tuple[PairRecord, ...]
-
-    @property
-    def n_excluded(self) -> int:
-        """Number of excluded pairs."""
-        return len(self.excluded)
-
-    @property
-    def label(self) -> str:
-        """``<mode> vs <baseline> [<condition_id>]``."""
-        return f"{self.mode} vs {self.baseline} [{self.condition_id}]"
-
-
-@dataclass(frozen=True)
-class Analysis:
-    """Everything the report needs: comparisons, failures, and the settings used."""
-
-    baseline: str
-    budget_pct: float
-    confidence: float
-    comparisons: tuple[Comparison, ...]
-    failed_trials: tuple[FailedTrial, ...]
-    n_trials: int
-    n_ok: int
-    noise_floors: dict[str, float]
-    methods: dict[str, str]
 
 
 def role_of(mode: str, baseline: str = "native") -> str:
