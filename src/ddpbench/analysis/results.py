@@ -10,6 +10,7 @@ from ddpbench.analysis.stats import PairedSummary
 #: a calibration passes when the recovered cost is within this % of the injected one
 CALIBRATION_TOLERANCE_PCT = 10.0
 
+
 @dataclass(frozen=True)
 class PairRecord:
     """One pair's figures: both sides and the per-pair overheads (units in :data:`METRICS`)."""
