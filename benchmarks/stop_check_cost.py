@@ -26,15 +26,14 @@ import argparse
 import datetime as _dt
 import json
 import os
-import signal
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from _common import env, run_cmd
 from ddpbench.trial.environment import cpu_model
 
 REPO = Path(__file__).resolve().parents[1]
@@ -68,18 +67,9 @@ def run_once(stop_args: list[str], nproc: int, timeout: float, threads: int) -> 
         cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}",
                "--master_addr=127.0.0.1", f"--master_port={free_port()}", str(SCRIPT), *model,
                "--warmup-steps=20", "--log-every=0", "--save-step-times", f"--metrics-dir={metrics}", *stop_args]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("TRACEML_")}
-        env["OMP_NUM_THREADS"] = str(threads)
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                text=True, start_new_session=True)
-        try:
-            _, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            raise RuntimeError(f"timed out: {' '.join(stop_args)}")
-        if proc.returncode != 0:
-            raise RuntimeError(f"exit {proc.returncode}: {err[-2000:]}")
+        code, _, err = run_cmd(cmd, Path.cwd(), timeout, {**env(), "OMP_NUM_THREADS": str(threads)}, quiet=True)
+        if code != 0:
+            raise RuntimeError(f"exit {code}: {err[-2000:]}")
         return [json.loads((Path(metrics) / f"rank-{r}.json").read_text()) for r in range(nproc)]
 
 
