@@ -7,6 +7,7 @@ subprocess (own session, killed on timeout), a discarded warm-up trial, and read
 
 from __future__ import annotations
 
+import argparse
 import datetime as _dt
 import json
 import os
@@ -136,3 +137,20 @@ def write_out(path: Path | None, text: str, data: dict[str, Any]) -> None:
         path.write_text(json.dumps(data, indent=2, default=str) + "\n")
     else:
         path.write_text(text)
+
+
+def signed(x: float | None, digits: int = 2) -> str:
+    """``x`` with its sign and ``digits`` decimals, ``n/a`` when missing or not finite."""
+    import math
+
+    return "n/a" if x is None or not math.isfinite(x) else f"{x:+.{digits}f}"
+
+
+def add_sweep_arguments(parser: "argparse.ArgumentParser", repeats_help: str) -> None:
+    """The options every sweep benchmark takes: --repeats, --model, --extra, --workdir, --no-warmup, --out."""
+    parser.add_argument("--repeats", type=int, default=5, help=repeats_help)
+    parser.add_argument("--model", default="small", help="model config (CPU default: small)")
+    parser.add_argument("--extra", nargs="*", default=[], help="more Hydra overrides, e.g. stop.steps=400")
+    parser.add_argument("--workdir", type=Path, default=Path.cwd(), help="where outputs/ goes (default: cwd)")
+    parser.add_argument("--no-warmup", action="store_true", help="skip the discarded warm-up trial")
+    parser.add_argument("--out", type=Path, default=None, help="also write the table (.md) or the data (.json)")

@@ -22,13 +22,12 @@ spread of start-up (~0.5-1 s on a loaded 2-core machine) and teardown (~0.1-0.3 
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import analysis, comparison, load, machine_line, now_utc, stamp, sweep, warm_up, write_out  # noqa: E402
+from _common import add_sweep_arguments, analysis, comparison, load, machine_line, now_utc, signed, stamp, sweep, warm_up, write_out  # noqa: E402
 
 DEFAULT_SIZES = ("5,6,3", "20,12,6")
 NAMES = {"per-step overhead": "per-step ms", "startup difference": "startup s", "teardown difference": "teardown s"}
@@ -44,14 +43,9 @@ def parse_size(text: str) -> tuple[float, float, float]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--repeats", type=int, default=5, help="pairs per size (repeat=1-N)")
+    add_sweep_arguments(p, "pairs per size (repeat=1-N)")
     p.add_argument("--size", action="append", type=parse_size, default=None,
                    help=f"STEP_MS,STARTUP_S,TEARDOWN_S; repeatable (default {' and '.join(DEFAULT_SIZES)})")
-    p.add_argument("--model", default="small", help="model config (CPU default: small)")
-    p.add_argument("--extra", nargs="*", default=[], help="more Hydra overrides, e.g. stop.steps=100")
-    p.add_argument("--workdir", type=Path, default=Path.cwd(), help="where outputs/multirun/ goes (default: cwd)")
-    p.add_argument("--no-warmup", action="store_true", help="skip the discarded warm-up trial")
-    p.add_argument("--out", type=Path, default=None, help="also write the table (.md) or the data (.json)")
     args = p.parse_args(argv)
     sizes = args.size or [parse_size(s) for s in DEFAULT_SIZES]
     common = [f"model={args.model}", *args.extra]
@@ -81,8 +75,6 @@ def main(argv: list[str] | None = None) -> int:
                            "all_within": c["calibration"]["all_within"] if c["calibration"] else None,
                            "report_line": cal_lines[0] if cal_lines else None})
 
-    def f(x: float | None, d: int) -> str:
-        return "n/a" if x is None or not math.isfinite(x) else f"{x:+.{d}f}"
 
     lines = [
         f"calibration  {started}",
@@ -98,8 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         d = 3 if r["cost"].endswith("ms") else 2
         within = "yes" if r["within"] else ("no" if r["within"] is False else "n/a")
         lines.append(f"| {r['size']} (native step {r['base_step_ms']:.2f} ms) | {r['cost']} | {r['injected']:g} | "
-                     f"{f(r['recovered'], d)} | [{f(r['ci'][0], d)}, {f(r['ci'][1], d)}] | "
-                     f"{f(r['error_pct'], 1)} | {within} |")
+                     f"{signed(r['recovered'], d)} | [{signed(r['ci'][0], d)}, {signed(r['ci'][1], d)}] | "
+                     f"{signed(r['error_pct'], 1)} | {within} |")
     ok = all(s["all_within"] for s in data_sizes)
     lines += ["", f"all injected costs recovered within 10 %: {'yes' if ok else 'NO'}", "",
               "report lines:", *[f"- {ln}" for ln in lines_report]]

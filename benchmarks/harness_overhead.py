@@ -33,7 +33,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import REPO, ddpbench, env, load, machine_line, now_utc, run_cmd, stamp, trials, warm_up, write_out  # noqa: E402
+from ddpbench.trial.ports import free_ports  # noqa: E402
+from _common import REPO, add_sweep_arguments, ddpbench, env, load, machine_line, now_utc, run_cmd, stamp, trials, warm_up, write_out  # noqa: E402
 
 GOAL = 1.05
 
@@ -64,7 +65,7 @@ def bare_env(config: dict) -> dict[str, str]:
 def run_bare(config: dict, timeout: float) -> float:
     """One bare torchrun of the workload; returns its wall seconds (raises on failure)."""
     with tempfile.TemporaryDirectory(prefix="ddpbench-bare-") as metrics:
-        cmd = bare_command(config, metrics, _port())
+        cmd = bare_command(config, metrics, free_ports(1)[0])
         code, wall, err = run_cmd(cmd, REPO, timeout, bare_env(config), quiet=True)
         if code != 0:
             raise RuntimeError(f"bare run exited {code}:\n{err}")
@@ -73,23 +74,11 @@ def run_bare(config: dict, timeout: float) -> float:
     return wall
 
 
-def _port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--repeats", type=int, default=5, help="trials of each kind")
-    p.add_argument("--model", default="small", help="model config (CPU default: small)")
-    p.add_argument("--extra", nargs="*", default=[], help="more Hydra overrides, e.g. stop.steps=400")
-    p.add_argument("--workdir", type=Path, default=Path.cwd(), help="where outputs/ goes (default: cwd)")
+    add_sweep_arguments(p, "trials of each kind")
     p.add_argument("--timeout", type=float, default=600.0, help="per-run bound, s")
-    p.add_argument("--no-warmup", action="store_true", help="skip the discarded warm-up trial")
-    p.add_argument("--out", type=Path, default=None, help="also write the table (.md) or the data (.json)")
     args = p.parse_args(argv)
     common = [f"model={args.model}", *args.extra]
     tag = stamp()

@@ -18,13 +18,12 @@ Noise handling: a discarded warm-up trial first, OMP_NUM_THREADS=1 per rank
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import analysis, comparison, load, machine_line, now_utc, stamp, sweep, warm_up, write_out  # noqa: E402
+from _common import add_sweep_arguments, analysis, comparison, load, machine_line, now_utc, signed, stamp, sweep, warm_up, write_out  # noqa: E402
 
 GOAL_PCT = 2.0
 ROWS = (("throughput overhead", "throughput_overhead_pct", "%"), ("per-step overhead", "step_overhead_pct", "%"),
@@ -34,12 +33,7 @@ ROWS = (("throughput overhead", "throughput_overhead_pct", "%"), ("per-step over
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--repeats", type=int, default=5, help="pairs (repeat=1-N)")
-    p.add_argument("--model", default="small", help="model config (CPU default: small)")
-    p.add_argument("--extra", nargs="*", default=[], help="more Hydra overrides, e.g. stop.steps=400")
-    p.add_argument("--workdir", type=Path, default=Path.cwd(), help="where outputs/multirun/ goes (default: cwd)")
-    p.add_argument("--no-warmup", action="store_true", help="skip the discarded warm-up trial")
-    p.add_argument("--out", type=Path, default=None, help="also write the table (.md) or the data (.json)")
+    add_sweep_arguments(p, "pairs (repeat=1-N)")
     args = p.parse_args(argv)
     common = [f"model={args.model}", *args.extra]
     tag = stamp()
@@ -52,8 +46,6 @@ def main(argv: list[str] | None = None) -> int:
     report = (sd / "report.md").read_text()
     floor_lines = [ln for ln in report.splitlines() if ln.startswith("Noise floor (")]
 
-    def f(x: float | None, d: int = 2) -> str:
-        return "n/a" if x is None or not math.isfinite(x) else f"{x:+.{d}f}"
 
     lines = [
         f"noise_floor  {started}",
@@ -74,8 +66,8 @@ def main(argv: list[str] | None = None) -> int:
         goal = ""
         if unit == "%" and key in ("throughput_overhead_pct", "step_overhead_pct"):
             goal = f"<= {GOAL_PCT:g} %: " + ("met" if hw is not None and hw <= GOAL_PCT else "MISSED")
-        lines.append(f"| {label} ({unit}) | {f(m['mean'], d)} | [{f(m['ci_low'], d)}, {f(m['ci_high'], d)}] | "
-                     f"{f(hw, d).lstrip('+')} | {f(m.get('mde'), d).lstrip('+')} | {goal} |")
+        lines.append(f"| {label} ({unit}) | {signed(m['mean'], d)} | [{signed(m['ci_low'], d)}, {signed(m['ci_high'], d)}] | "
+                     f"{signed(hw, d).lstrip('+')} | {signed(m.get('mde'), d).lstrip('+')} | {goal} |")
         out_rows[key] = {"mean": m["mean"], "ci": [m["ci_low"], m["ci_high"]], "half_width": hw, "mde": m.get("mde")}
     stab = {s["mode"]: s for s in c["stability"]}
     lines += ["", "stability: " + "; ".join(

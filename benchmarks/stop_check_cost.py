@@ -26,7 +26,6 @@ import argparse
 import datetime as _dt
 import json
 import os
-import socket
 import statistics
 import sys
 import tempfile
@@ -35,6 +34,7 @@ from typing import Any
 
 from _common import env, run_cmd
 from ddpbench.trial.environment import cpu_model
+from ddpbench.trial.ports import free_ports
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "src" / "ddpbench" / "workload" / "ddp_mlp.py"
@@ -51,12 +51,6 @@ def default_k() -> int:
     return DEFAULT_STOP_CHECK_EVERY
 
 
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
 
 
 
@@ -65,7 +59,7 @@ def run_once(stop_args: list[str], nproc: int, timeout: float, threads: int) -> 
     with tempfile.TemporaryDirectory() as metrics:
         model = [f"--{k}={v}" for k, v in SMALL.items()]
         cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}",
-               "--master_addr=127.0.0.1", f"--master_port={free_port()}", str(SCRIPT), *model,
+               "--master_addr=127.0.0.1", f"--master_port={free_ports(1)[0]}", str(SCRIPT), *model,
                "--warmup-steps=20", "--log-every=0", "--save-step-times", f"--metrics-dir={metrics}", *stop_args]
         code, _, err = run_cmd(cmd, Path.cwd(), timeout, {**env(), "OMP_NUM_THREADS": str(threads)}, quiet=True)
         if code != 0:
