@@ -177,7 +177,7 @@ def test_g4dn_2node_sbatch_script() -> None:
 def test_plan_slurm_outside_an_allocation_is_a_one_line_error(tmp_path: Path) -> None:
     from ddpbench.cluster.slurm import plan_slurm
     from ddpbench.errors import DdpbenchError
-    from ddpbench.trial.runner import JobInfo
+    from ddpbench.trial.job import JobInfo
 
     cfg = OmegaConf.create({"cluster": {"nnodes": 2, "base_port": 0, "slurm": {"peer_record_wait_s": 5}},
                             "trial": {"resume": True}})
@@ -191,7 +191,7 @@ def test_plan_slurm_in_a_task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     """Node 1 of job 42: node 0's host is the master, ports come from the job id, node 0 owns the trial."""
     from ddpbench.cluster import slurm
     from ddpbench.trial.ports import derived_ports
-    from ddpbench.trial.runner import JobInfo
+    from ddpbench.trial.job import JobInfo
 
     monkeypatch.setattr(slurm, "allocation_hosts", lambda nodelist, timeout=0: ["gpu-a", "gpu-b"])
     cfg = OmegaConf.create({"cluster": {"nnodes": 2, "base_port": 0, "slurm": {"peer_record_wait_s": 5}},

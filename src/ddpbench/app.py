@@ -10,12 +10,9 @@ from __future__ import annotations
 import os
 import sys
 import time
-from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import hydra
-from hydra.core.hydra_config import HydraConfig
-from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from hydra.core.plugins import Plugins
@@ -49,35 +46,14 @@ def fail(message: str, code: int = 2) -> None:
     raise SystemExit(code)
 
 
-def job_info() -> "Any":
-    """The running Hydra job's place in its sweep."""
-    from ddpbench.trial.runner import JobInfo
-
-    hc = HydraConfig.get()
-    multirun = hc.mode == RunMode.MULTIRUN
-    job_dir = Path(hc.runtime.output_dir)
-    return JobInfo(
-        job_dir=job_dir,
-        sweep_dir=Path(hc.sweep.dir) if multirun else job_dir,
-        job_num=int(hc.job.num) if multirun else 0,
-        overrides=list(hc.overrides.task),
-        choices={str(k): str(v) for k, v in hc.runtime.choices.items() if not str(k).startswith("hydra")},
-        multirun=multirun,
-    )
-
-
-def summary_of(trial: Dict[str, Any]) -> Dict[str, Any]:
-    """The small dict a job returns to the sweeper (progress lines, exit status)."""
-    keys = ("mode", "repeat", "status", "wall_s", "steps_per_s", "steps", "error", "job_dir", "resumed")
-    return {key: trial.get(key) for key in keys}
-
-
 @hydra.main(version_base="1.3", config_path="pkg://ddpbench.conf", config_name="config")
 def hydra_main(cfg: DictConfig) -> Optional[Dict[str, Any]]:
     """Run the one trial this Hydra job stands for."""
-    from ddpbench.trial.runner import headline, run_trial
+    from ddpbench.trial.job import current_job
+    from ddpbench.trial.runner import run_trial
+    from ddpbench.trial.summary import headline, summary_of
 
-    job = job_info()
+    job = current_job()
     try:
         trial = run_trial(cfg, job)
     except DdpbenchError as error:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable, List, Optional
 from omegaconf import DictConfig
 
 if TYPE_CHECKING:
-    from ddpbench.trial.runner import JobInfo
+    from ddpbench.trial.job import JobInfo
 
 #: stands for the node rank in an agent command that covers every node (see NodePlan.wrap_agent); each
 #: node replaces it with its own SLURM_NODEID

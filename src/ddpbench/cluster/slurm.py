@@ -31,7 +31,7 @@ from ddpbench.errors import DdpbenchError
 from ddpbench.trial.ports import derived_ports
 
 if TYPE_CHECKING:
-    from ddpbench.trial.runner import JobInfo
+    from ddpbench.trial.job import JobInfo
 
 #: seconds ``scontrol show hostnames`` may take
 SCONTROL_TIMEOUT_S = 20.0
@@ -77,13 +77,13 @@ def _prepare_as_owner(cfg: DictConfig, job: "JobInfo", job_id: str) -> None:
     from ddpbench.config import to_plain
     from ddpbench.io import write_json_atomic
     from ddpbench.trial import record
-    from ddpbench.trial.runner import _previous_ok, _set_aside_previous_attempt
+    from ddpbench.trial.attempts import previous_ok, set_aside_previous_attempt
 
     decision = READY_LAUNCH
-    if cfg.trial.resume and _previous_ok(job.job_dir, record.config_hash(to_plain(cfg))) is not None:
+    if cfg.trial.resume and previous_ok(job.job_dir, record.config_hash(to_plain(cfg))) is not None:
         decision = READY_RESUMED
     else:
-        _set_aside_previous_attempt(job.job_dir)
+        set_aside_previous_attempt(job.job_dir)
     write_json_atomic(_ready_marker(job, job_id), {"decision": decision, "time": time.time()})
 
 

@@ -36,7 +36,7 @@ from ddpbench.errors import DdpbenchError
 from ddpbench.trial.ports import derived_ports
 
 if TYPE_CHECKING:
-    from ddpbench.trial.runner import JobInfo
+    from ddpbench.trial.job import JobInfo
 
 
 def srun_argv(nnodes: int, cpus_per_task: Optional[int], gpus_per_node: Optional[int], argv: List[str],

@@ -44,7 +44,7 @@ from ddpbench.errors import ConfigError, DdpbenchError
 from ddpbench.trial.ports import derived_ports
 
 if TYPE_CHECKING:
-    from ddpbench.trial.runner import JobInfo
+    from ddpbench.trial.job import JobInfo
 
 #: a node that asks node 0 this close to the end of node 0's rendezvous window skips the trial
 JOIN_MARGIN_S = 5.0

@@ -13,7 +13,6 @@ import shutil
 import socket
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -26,22 +25,9 @@ from ddpbench.errors import ToolMissingError
 from ddpbench.io import read_json, write_json_atomic
 from ddpbench.trial import command as commands
 from ddpbench.trial import environment, record
+from ddpbench.trial.attempts import TRIAL_FILE, previous_ok, set_aside_previous_attempt
+from ddpbench.trial.job import JobInfo
 from ddpbench.trial.process import AgentResult, spawn_agent, tail, wait_agents
-
-TRIAL_FILE = "trial.json"
-
-
-@dataclass(frozen=True)
-class JobInfo:
-    """Where a trial sits in its sweep (from Hydra's runtime config)."""
-
-    job_dir: Path
-    sweep_dir: Path
-    job_num: int
-    overrides: List[str]
-    choices: Dict[str, str]
-    multirun: bool
-
 
 def trial_timeout_s(cfg: DictConfig) -> float:
     """The watchdog limit: ``trial.timeout_s`` or expected duration * factor + margin."""
@@ -94,37 +80,6 @@ def condition_of(job: JobInfo) -> Dict[str, str]:
             continue
         condition[key] = value
     return condition
-
-
-def _previous_ok(job_dir: Path, config_hash: str) -> Optional[Dict[str, Any]]:
-    path = job_dir / TRIAL_FILE
-    try:
-        previous = read_json(path)
-    except (OSError, ValueError):
-        return None
-    if (
-        isinstance(previous, dict)
-        and previous.get("schema") == record.SCHEMA
-        and previous.get("status") == "ok"
-        and previous.get("config_hash") == config_hash
-    ):
-        return previous
-    return None
-
-
-def _set_aside_previous_attempt(job_dir: Path) -> None:
-    """Move an earlier attempt's results into ``previous/<n>/`` so nothing is overwritten."""
-    names = [TRIAL_FILE, "logs", "metrics", "traceml", "nodes"]
-    present = [name for name in names if (job_dir / name).exists()]
-    if not present:
-        return
-    attempt = 1
-    while (job_dir / "previous" / str(attempt)).exists():
-        attempt += 1
-    target = job_dir / "previous" / str(attempt)
-    target.mkdir(parents=True)
-    for name in present:
-        shutil.move(str(job_dir / name), str(target / name))
 
 
 def _read_rank_records(metrics_dir: Path) -> List[Dict[str, Any]]:
@@ -244,14 +199,14 @@ def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
     plan = plan_nodes(cfg, job)
     may_resume = plan.owner if plan.resume is None else plan.resume
     if may_resume and cfg.trial.resume:
-        previous = _previous_ok(job.job_dir, record.config_hash(plain))
+        previous = previous_ok(job.job_dir, record.config_hash(plain))
         if previous is not None:
             previous["resumed"] = True
             return previous
     if plan.skip_reason is not None:
         return _skipped_node(cfg, job, plan)
     if plan.owner:
-        _set_aside_previous_attempt(job.job_dir)
+        set_aside_previous_attempt(job.job_dir)
     if plan.on_launch is not None:
         plan.on_launch()
 
@@ -423,16 +378,3 @@ def _port_clash(results: Sequence[AgentResult]) -> bool:
         return False
     return any("address already in use" in tail(r.stderr_path, 80).lower() for r in results)
 
-
-def headline(trial: Mapping[str, Any]) -> str:
-    """One line with a trial's headline figures."""
-    def fmt(value: Any, spec: str) -> str:
-        return "-" if value is None else format(value, spec)
-
-    step = (trial.get("step_time_ms") or {}).get("median")
-    return (
-        f"{trial.get('mode')} repeat={trial.get('repeat')} status={trial.get('status')} "
-        f"wall={fmt(trial.get('wall_s'), '.2f')}s steps={trial.get('steps')} "
-        f"steps/s={fmt(trial.get('steps_per_s'), '.1f')} step_median={fmt(step, '.2f')}ms "
-        f"startup={fmt(trial.get('startup_s'), '.2f')}s teardown={fmt(trial.get('teardown_s'), '.2f')}s"
-    )

@@ -157,13 +157,13 @@ class BoundedSlurmLauncher(SlurmLauncher):
         """The summary of an ok trial.json of the same config (resume), else None: nothing to submit."""
         from ddpbench.config import to_plain
         from ddpbench.trial import record
-        from ddpbench.trial.runner import _previous_ok
+        from ddpbench.trial.attempts import previous_ok
 
         cfg = OmegaConf.masked_copy(pending.cfg, [k for k in pending.cfg.keys() if k != "hydra"])
         if not cfg.trial.resume:
             return None
         try:
-            previous = _previous_ok(pending.job_dir, record.config_hash(to_plain(cfg)))
+            previous = previous_ok(pending.job_dir, record.config_hash(to_plain(cfg)))
         except Exception:  # an unreadable old record: just run the trial
             return None
         if previous is None:
@@ -328,7 +328,8 @@ class BoundedSlurmLauncher(SlurmLauncher):
         from ddpbench.io import write_json_atomic
         from ddpbench.trial import environment, record
         from ddpbench.trial.process import tail
-        from ddpbench.trial.runner import JobInfo, trial_meta
+        from ddpbench.trial.job import job_info_from_hydra
+        from ddpbench.trial.runner import trial_meta
 
         cfg = pending.cfg
         task_cfg = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "hydra"])
@@ -337,14 +338,7 @@ class BoundedSlurmLauncher(SlurmLauncher):
         tasks = job._sub_jobs or [job]
         stdout = [str(task.paths.stdout) for task in tasks]
         stderr = [str(task.paths.stderr) for task in tasks]
-        info = JobInfo(
-            job_dir=pending.job_dir,
-            sweep_dir=Path(str(cfg.hydra.sweep.dir)),
-            job_num=pending.idx,
-            overrides=[str(o) for o in cfg.hydra.overrides.task],
-            choices={str(k): str(v) for k, v in cfg.hydra.runtime.choices.items() if not str(k).startswith("hydra")},
-            multirun=True,
-        )
+        info = job_info_from_hydra(cfg.hydra, job_dir=pending.job_dir, job_num=pending.idx, multirun=True)
         started_at = dt.datetime.fromtimestamp(pending.submitted_epoch, dt.timezone.utc).isoformat(timespec="seconds")
         ended_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         meta = trial_meta(task_cfg, info, started_at=started_at, ended_at=ended_at, timeout_s=pending.trial_timeout_s)
@@ -399,7 +393,7 @@ def submission_script(launcher_params: Dict[str, Any], timeout_min: int = 10, fo
 
 
 def _summary(trial: Dict[str, Any]) -> Dict[str, Any]:
-    from ddpbench.app import summary_of
+    from ddpbench.trial.summary import summary_of
 
     return summary_of(trial)
 

@@ -1,0 +1,1 @@
+"""Versioned JSON formats: one module per format (writer, validator, reader of every earlier version)."""
