@@ -4,7 +4,7 @@ Run it as a file (``torchrun src/ddpbench/workload/ddp_mlp.py ...``,
 ``traceml run src/ddpbench/workload/ddp_mlp.py --args ...``) or as a module
 (``python -m ddpbench.workload.ddp_mlp ...``; without torchrun it runs as a world
 of one). See ``docs/workload.md`` for the argument table and the design notes;
-the rank JSON it writes is :mod:`ddpbench.workload.schema`.
+the rank JSON it writes is :mod:`ddpbench.formats.rank_record`.
 
 Design, briefly:
 
@@ -602,8 +602,8 @@ def _versions(rt: Runtime) -> dict[str, str | None]:
 def build_record(
     args: argparse.Namespace, rt: Runtime, res: LoopResult, pg_ready_epoch: float, traceml_active: bool
 ) -> dict[str, Any]:
-    """The rank JSON (schema ``ddpbench.rank``; field meanings in ddpbench.workload.schema / docs/formats.md)."""
-    from ddpbench.workload.schema import SCHEMA, SCHEMA_VERSION
+    """The rank JSON (schema ``ddpbench.rank``; field meanings in ddpbench.formats.rank_record / docs/formats.md)."""
+    from ddpbench.formats.rank_record import SCHEMA, SCHEMA_VERSION
 
     timed = len(res.durations_s)
     train_s = res.last_step_end_epoch - res.first_step_start_epoch
