@@ -1,0 +1,136 @@
+"""Was a trial disturbed by what else ran? Pure flags for trials, pairs and outlying pairs.
+
+Inputs are what the harness records around each trial (:class:`TrialLoad`): the 1-minute load
+average at start and end, the CPU seconds used by processes outside the trial's process tree while
+it ran, the hypervisor's steal time, and the trial's wall time. A trial is **disturbed** when
+other work took a share of the machine large enough to move the result by about the default 2 %
+budget; a pair is disturbed when either of its trials is. Separately, a pair's overhead is an
+**outlier** when its modified z-score, 0.6745 · (x − median) / MAD, exceeds 3.5 (Iglewicz, B. and
+Hoaglin, D. C., 1993, *How to Detect and Handle Outliers*, ASQC Basic References in Quality
+Control, vol. 16). Each flag comes with a one-line reason; None means not flagged.
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import median as _median
+from dataclasses import dataclass
+from typing import Sequence
+
+__all__ = [
+    "FOREIGN_CPU_SHARE_MAX",
+    "LOAD_EXCESS_PER_CPU_MAX",
+    "MODIFIED_Z_MAX",
+    "STEAL_SHARE_MAX",
+    "TrialLoad",
+    "modified_z_scores",
+    "outlier_pairs",
+    "pair_disturbance",
+    "trial_disturbance",
+]
+
+#: Other processes' CPU time over the machine's capacity (wall × CPUs) above which a trial is
+#: disturbed. 5 %: on a machine the trial keeps busy, that share of stolen CPU can slow it by
+#: about as much, above the 2 % default budget; the harness's own polling stays well under 1 %.
+FOREIGN_CPU_SHARE_MAX = 0.05
+#: Steal time over the machine's capacity above which a trial is disturbed. 2 %: the default
+#: budget; steal is CPU the hypervisor gave another guest while this one wanted it.
+STEAL_SHARE_MAX = 0.02
+#: Load-average excess (1-minute load minus the trial's own busy processes) per CPU above which a
+#: trial is disturbed; used only when the CPU time of other processes was not recorded. 0.5 per
+#: CPU: the load average is a damped 1-minute mean that lags (and still carries the previous
+#: trial), so only a large excess is evidence of other work.
+LOAD_EXCESS_PER_CPU_MAX = 0.5
+#: Modified z-score above which a pair's overhead is an outlier (Iglewicz and Hoaglin 1993).
+MODIFIED_Z_MAX = 3.5
+#: Consistency constants: MAD · 1.4826 and mean absolute deviation · 1.2533 estimate a normal SD.
+_MAD_TO_SD = 1.4826
+_MEAN_AD_TO_SD = 1.2533
+
+
+@dataclass(frozen=True)
+class TrialLoad:
+    """What else ran during one trial. None marks a figure that was not recorded."""
+
+    # the trial's wall time, seconds
+    wall_s: float
+    # CPUs of the machine (or of the cpuset the trial and its neighbours share)
+    n_cpus: int
+    # CPUs the trial itself keeps busy (e.g. its ranks on this host)
+    own_cpus: float
+    # 1-minute load average when the trial started and when it ended
+    load1_start: float | None = None
+    load1_end: float | None = None
+    # CPU seconds (user + system) used during the trial by processes outside its process tree
+    foreign_cpu_s: float | None = None
+    # steal time during the trial, CPU seconds summed over all CPUs (/proc/stat "steal" delta)
+    steal_s: float | None = None
+
+
+def trial_disturbance(load: TrialLoad) -> str | None:
+    """One-line reason why the trial counts as disturbed, or None when it does not.
+
+    Raises ValueError when the wall time or CPU count is not positive.
+    """
+    if not (math.isfinite(load.wall_s) and load.wall_s > 0):
+        raise ValueError(f"wall_s must be positive, got {load.wall_s}")
+    if load.n_cpus < 1:
+        raise ValueError(f"n_cpus must be at least 1, got {load.n_cpus}")
+    capacity = load.wall_s * load.n_cpus
+    reasons = []
+    if load.foreign_cpu_s is not None and load.foreign_cpu_s / capacity > FOREIGN_CPU_SHARE_MAX:
+        reasons.append(f"other processes used {load.foreign_cpu_s:.1f} CPU s "
+                       f"({100 * load.foreign_cpu_s / capacity:.0f} % of {load.n_cpus} CPUs)")
+    if load.steal_s is not None and load.steal_s / capacity > STEAL_SHARE_MAX:
+        reasons.append(f"steal time {load.steal_s:.1f} CPU s ({100 * load.steal_s / capacity:.0f} %)")
+    if load.foreign_cpu_s is None:
+        loads = [x for x in (load.load1_start, load.load1_end) if x is not None]
+        if loads and max(loads) - load.own_cpus > LOAD_EXCESS_PER_CPU_MAX * load.n_cpus:
+            reasons.append(f"load average {max(loads):.2f} with {load.own_cpus:g} own busy CPUs "
+                           f"on {load.n_cpus} CPUs")
+    return "; ".join(reasons) if reasons else None
+
+
+def pair_disturbance(baseline: TrialLoad, mode: TrialLoad) -> str | None:
+    """One-line reason why the pair counts as disturbed (either trial disturbed), or None."""
+    parts = [f"{side} trial: {why}" for side, why in
+             (("baseline", trial_disturbance(baseline)), ("mode", trial_disturbance(mode))) if why]
+    return "; ".join(parts) if parts else None
+
+
+def modified_z_scores(values: Sequence[float]) -> list[float]:
+    """Robust z-scores (x − median) / (1.4826 · MAD) of ``values`` (unitless).
+
+    When the MAD is 0 (half or more of the values equal), the mean absolute deviation from the
+    median, times 1.2533, is the scale; when that is 0 too, every score is 0. NaN scores when
+    fewer than 3 values.
+    """
+    xs = [float(v) for v in values]
+    if any(not math.isfinite(v) for v in xs):
+        raise ValueError("values must be finite numbers")
+    if len(xs) < 3:
+        return [math.nan] * len(xs)
+    med = _median(xs)
+    dev = [abs(x - med) for x in xs]
+    scale = _MAD_TO_SD * _median(dev)
+    if scale == 0.0:
+        scale = _MEAN_AD_TO_SD * math.fsum(dev) / len(dev)
+    if scale == 0.0:
+        return [0.0] * len(xs)
+    return [(x - med) / scale for x in xs]
+
+
+def outlier_pairs(overheads: Sequence[float], unit: str = "%") -> list[str | None]:
+    """Per pair: a one-line reason when its overhead (in ``unit``) is an outlier, else None.
+
+    An outlier has |modified z-score| > :data:`MODIFIED_Z_MAX`; fewer than 3 pairs flag nothing.
+    """
+    xs = [float(v) for v in overheads]
+    scores = modified_z_scores(xs)
+    med = _median(xs) if xs else math.nan
+    return [
+        f"overhead {x:+.3g} {unit} is {abs(z):.1f} robust SDs from the median {med:+.3g} {unit}"
+        if math.isfinite(z) and abs(z) > MODIFIED_Z_MAX else None
+        for x, z in zip(xs, scores)
+    ]
+
