@@ -13,8 +13,8 @@ Control, vol. 16). Each flag comes with a one-line reason; None means not flagge
 from __future__ import annotations
 
 import math
-from statistics import median as _median
 from dataclasses import dataclass
+from statistics import median as _median
 from typing import Sequence
 
 __all__ = [
