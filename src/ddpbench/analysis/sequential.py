@@ -157,9 +157,11 @@ def decide(
     ``overheads`` are the per-pair values of the metric (its unit: % or ms), in the order the
     pairs finished; ``budget`` and ``halfwidth`` are in the same unit. Checked in this order, from
     ``min_pairs`` on: ``over`` (interval wholly above the budget), ``within`` (wholly below),
-    ``precise`` (half-width ≤ ``halfwidth``; None: no precision target), ``max_pairs`` (n ≥ ``max_pairs``), ``max_minutes``
-    (``elapsed_minutes`` ≥ ``max_minutes``). Before ``min_pairs`` the sweep always continues.
-    Raises ValueError for unusable settings or a non-finite overhead.
+    ``precise`` (half-width ≤ ``halfwidth``; None: no precision target), ``max_pairs``
+    (n ≥ ``max_pairs``), ``max_minutes`` (``elapsed_minutes`` ≥ ``max_minutes``). Before
+    ``min_pairs`` the sweep always continues, whatever the time. Pairs beyond ``max_pairs`` (a
+    batch that overshot) are ignored: the last look is at the first ``max_pairs``. Raises
+    ValueError for unusable settings or a non-finite overhead.
     """
     check_rule(confidence, halfwidth, min_pairs, max_pairs, max_minutes, spending)
     xs = [float(v) for v in overheads]
