@@ -61,6 +61,15 @@ def test_prepare_gives_a_complete_consistent_set_under_the_size_limit(wheel_dir,
     assert {"ddpbench/analysis/flops.py", "ddpbench/formats/rank_record.py", "ddpbench/conf/cluster/gpu_single.yaml",
             "hydra_plugins/ddpbench_sweeper/paired_sweeper.py"} <= held
 
+    # `run` (the device's path) installs all or nothing: here, on another Python, it stops at once.
+    if sys.version_info[:2] != (3, 12):
+        proc = subprocess.run(["bash", str(SCRIPT), "run"], capture_output=True, text=True, timeout=60,
+                              env=child_env({"PYTHON": sys.executable, "WHEEL_DIR": str(wheel_dir),
+                                             "WORK_DIR": str(tmp_path / "work")}))
+        assert proc.returncode == 2
+        assert proc.stderr.strip().startswith("device-check: error: msgspec-0.23.0-cp312"), proc.stderr
+        assert "does not install on this Python" in proc.stderr
+
     # The check itself fails a broken set: a second version, a missing dependency, torch carried.
     broken = tmp_path / "broken"
     shutil.copytree(wheel_dir, broken)
