@@ -6,7 +6,7 @@
 #                                      # three time-bounded sweeps on one GPU, results bundled into $OUT
 #   scripts/device-check.sh selftest   # here: the same run path on CPU (cluster=local_cpu, tiny model, short trials)
 #
-# Environment: PYTHON (python3); WHEEL_DIR (.whl, relative to the checkout); WORK_DIR (a new /tmp folder:
+# Environment: PYTHON (python3); WHEEL_DIR (<checkout>/.whl); WORK_DIR (a new /tmp folder:
 # sweeps, install target); OUT (where the bundle goes; the device tool sets it; default WORK_DIR/out);
 # PRECISION (run: fp16, the reference, or bf16); BUDGET_S (510: the whole run's wall-clock bound, s);
 # per sweep (ref, calibration, aa): REF_PAIRS REF_SEC REF_CAP_S, CAL_PAIRS CAL_SEC CAL_CAP_S INJECT_MS,
@@ -31,7 +31,11 @@ FROM_SOURCE=(antlr4-python3-runtime==4.9.3)
 
 prepare() {
     [ $# -eq 0 ] || die "prepare takes no arguments"
-    local tmp
+    local tmp stray
+    if [ -d "$WHEEL_DIR" ]; then
+        stray=$(find "$WHEEL_DIR" -mindepth 1 -not -name '*.whl' -not -name SOURCE.txt -print -quit)
+        [ -z "$stray" ] || die "$WHEEL_DIR holds more than wheels ($stray); not replacing it"
+    fi
     tmp=$(mktemp -d "${TMPDIR:-/tmp}/ddpbench-wheels.XXXXXX")
     chmod 755 "$tmp"
     trap 'rm -rf "$tmp"' EXIT

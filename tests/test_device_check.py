@@ -164,3 +164,8 @@ def test_bad_input_is_one_line(tmp_path):
                           env=child_env({"WHEEL_DIR": str(tmp_path / "w"), "WORK_DIR": str(tmp_path / "work"),
                                          "REF_PAIRS": "two"}))
     assert proc.returncode == 2 and proc.stderr.strip() == "device-check: error: REF_PAIRS must be a whole number, got 'two'"
+    (tmp_path / "w" / "notes.md").write_text("mine")  # prepare never replaces a folder holding more than wheels
+    proc = subprocess.run(["bash", str(SCRIPT), "prepare"], capture_output=True, text=True, timeout=30,
+                          env=child_env({"WHEEL_DIR": str(tmp_path / "w")}))
+    assert proc.returncode == 2 and "holds more than wheels" in proc.stderr
+    assert (tmp_path / "w" / "notes.md").read_text() == "mine"
