@@ -19,15 +19,19 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from omegaconf import DictConfig
 
 from ddpbench import __version__
-from ddpbench.cluster import NODE_RANK_TOKEN, NodePlan, plan_nodes
+from ddpbench.cluster import LAUNCH, NODE_RANK_TOKEN, RESUMED, NodePlan, plan_nodes
+from ddpbench.cluster import validate as validate_cluster
 from ddpbench.config import parse_repeat, to_plain, validate
 from ddpbench.errors import ToolMissingError
+from ddpbench.formats import trial_record as record
+from ddpbench.formats.rank_record import read_rank_record
 from ddpbench.io import read_json, write_json_atomic
 from ddpbench.trial import command as commands
-from ddpbench.trial import environment, record
+from ddpbench.trial import environment
 from ddpbench.trial.attempts import TRIAL_FILE, previous_ok, set_aside_previous_attempt
 from ddpbench.trial.job import JobInfo
-from ddpbench.trial.process import AgentResult, spawn_agent, tail, wait_agents
+from ddpbench.trial.process import AgentResult, spawn_agent, stop_agent, tail, wait_agents
+
 
 def trial_timeout_s(cfg: DictConfig) -> float:
     """The watchdog limit: ``trial.timeout_s`` or expected duration * factor + margin."""
@@ -64,8 +68,9 @@ def check_command(cfg: DictConfig) -> None:
 
 
 def check_trial_config(cfg: DictConfig) -> None:
-    """Every check that can fail before a trial launches: values, the tool, the command templates."""
+    """Every check that can fail before a trial launches: values, the cluster backend, the tool, the command templates."""
     validate(cfg)
+    validate_cluster(cfg)
     check_tool(cfg)
     check_command(cfg)
 
@@ -82,30 +87,24 @@ def condition_of(job: JobInfo) -> Dict[str, str]:
     return condition
 
 
-def _read_rank_records(metrics_dir: Path) -> List[Dict[str, Any]]:
-    records = []
+def read_rank_records(metrics_dir: Path) -> Tuple[List[Dict[str, Any]], List[str]]:
+    """The valid rank records in ``metrics_dir`` (any known version), and one line per file that is not valid."""
+    records, problems = [], []
     for path in sorted(metrics_dir.glob("rank-*.json")):
-        try:
-            data = read_json(path)
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict) and data.get("schema") == "ddpbench.rank":
+        data, issues = read_rank_record(path)
+        if data is None:
+            problems.append(f"{path.name}: {issues[0]}" + (f" (+{len(issues) - 1} more)" if len(issues) > 1 else ""))
+        else:
             records.append(data)
-    return records
+    return records, problems
 
 
 def _node_entry(result: AgentResult, hostname: str) -> Dict[str, Any]:
-    return {
-        "node_rank": result.node_rank,
-        "hostname": hostname,
-        "wall_s": result.wall_s,
-        "exit_code": result.exit_code,
-        "spawn_epoch": result.spawn_epoch,
-        "exit_epoch": result.exit_epoch,
-        "killed_by": result.killed_by,
-        "stdout": result.stdout_path,
-        "stderr": result.stderr_path,
-    }
+    return record.node_entry(
+        result.node_rank, hostname, wall_s=result.wall_s, exit_code=result.exit_code,
+        spawn_epoch=result.spawn_epoch, exit_epoch=result.exit_epoch, killed_by=result.killed_by,
+        stdout=result.stdout_path, stderr=result.stderr_path,
+    )
 
 
 def _await_peer_nodes(nodes_dir: Path, expected: Sequence[int], deadline: float) -> Dict[int, Dict[str, Any]]:
@@ -149,8 +148,6 @@ def _launch(cfg: DictConfig, job: JobInfo, plan: NodePlan, run_name: str, deadli
                 argv = plan.wrap_agent(argv, job.job_dir)
             handles.append(spawn_agent(node_rank, argv, env, job.job_dir, job.job_dir / "logs"))
     except BaseException:
-        from ddpbench.trial.process import stop_agent
-
         for handle in handles:
             stop_agent(handle)
         raise
@@ -196,30 +193,36 @@ def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
     check_trial_config(cfg)
     plain = to_plain(cfg)
     job.job_dir.mkdir(parents=True, exist_ok=True)
-    plan = plan_nodes(cfg, job)
+    timeout_s = trial_timeout_s(cfg)
+    plan = plan_nodes(cfg, job, timeout_s)
+    if plan.await_owner is not None and plan.await_owner() == RESUMED:
+        return _node_summary(cfg, plan, node_ok=True)  # node 0 resumes an ok trial: nothing to launch here
     may_resume = plan.owner if plan.resume is None else plan.resume
     if may_resume and cfg.trial.resume:
         previous = previous_ok(job.job_dir, record.config_hash(plain))
         if previous is not None:
+            if plan.announce is not None:
+                plan.announce(RESUMED)
             previous["resumed"] = True
             return previous
     if plan.skip_reason is not None:
         return _skipped_node(cfg, job, plan)
     if plan.owner:
         set_aside_previous_attempt(job.job_dir)
+    if plan.announce is not None:
+        plan.announce(LAUNCH)
     if plan.on_launch is not None:
         plan.on_launch()
 
-    timeout_s = trial_timeout_s(cfg)
     started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     outcome, context = _launch_with_retry(cfg, job, plan, timeout_s)
     nodes = {r.node_rank: _node_entry(r, socket.gethostname()) for r in outcome.results}
     if not plan.owner:
         return _report_to_owner(cfg, job, plan, nodes, outcome.results)
 
-    ranks = _read_rank_records(job.job_dir / "metrics")
+    ranks, rank_problems = read_rank_records(job.job_dir / "metrics")
     nodes.update(_peer_nodes(cfg, job, plan, nodes, ranks))
-    status, error = classify(outcome.reason, timeout_s, nodes, ranks, cfg)
+    status, error = classify(outcome.reason, timeout_s, nodes, ranks, cfg, rank_problems)
     wall_s, spawn_epoch = slowest_node_wall(nodes)
     summary_file = commands.summary_path(cfg, context) if context is not None else None
     ended_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
@@ -245,7 +248,7 @@ def _launch_with_retry(cfg: DictConfig, job: JobInfo, plan: NodePlan, timeout_s:
     """Launch and wait; relaunch once with fresh ports when a port was taken under us (local only)."""
     outcome, context = _launch(cfg, job, plan, _run_name(cfg, job, plan), time.monotonic() + timeout_s)
     if outcome.reason != "timeout" and plan.retry_on_port_clash and _port_clash(outcome.results):
-        plan = plan_nodes(cfg, job)
+        plan = plan_nodes(cfg, job, timeout_s)
         shutil.rmtree(job.job_dir / "metrics", ignore_errors=True)
         outcome, context = _launch(cfg, job, plan, _run_name(cfg, job, plan), time.monotonic() + timeout_s)
     return outcome, context
@@ -257,9 +260,14 @@ def _report_to_owner(
     """A peer node's end of a trial: its node records for node 0, and a summary for its own sweeper."""
     for entry in nodes.values():
         write_json_atomic(job.job_dir / "nodes" / f"node{entry['node_rank']}.json", entry)
+    return _node_summary(cfg, plan, node_ok=all(r.exit_code == 0 for r in results),
+                         wall_s=max((r.wall_s for r in results), default=None))
+
+
+def _node_summary(cfg: DictConfig, plan: NodePlan, node_ok: bool, **extra: Any) -> Dict[str, Any]:
+    """What a peer node's job returns to its own sweeper (node 0's trial.json holds the trial)."""
     return {"status": "node_done", "node_rank": plan.node_ranks, "mode": str(cfg.mode.name),
-            "repeat": parse_repeat(cfg.repeat), "node_ok": all(r.exit_code == 0 for r in results),
-            "wall_s": max(r.wall_s for r in results)}
+            "repeat": parse_repeat(cfg.repeat), "node_ok": node_ok, **extra}
 
 
 def _peer_nodes(
@@ -270,9 +278,7 @@ def _peer_nodes(
     if not peers:
         return {}
     if plan.peer_source == "ranks":
-        from ddpbench.cluster.static import nodes_from_ranks
-
-        return nodes_from_ranks(ranks, peers, int(cfg.cluster.nproc_per_node))
+        return record.nodes_from_ranks(ranks, peers, int(cfg.cluster.nproc_per_node))
     return _await_peer_nodes(job.job_dir / "nodes", peers, time.monotonic() + plan.peer_record_wait_s)
 
 
@@ -280,13 +286,11 @@ def _skipped_node(cfg: DictConfig, job: JobInfo, plan: NodePlan) -> Dict[str, An
     """A non-owner that must not launch this trial (its peers left it): record why, report failure."""
     now = time.time()
     for node_rank in plan.node_ranks:
-        entry = {"node_rank": node_rank, "hostname": socket.gethostname(), "wall_s": 0.0, "exit_code": None,
-                 "spawn_epoch": now, "exit_epoch": now, "killed_by": None, "stdout": "", "stderr": "",
-                 "error": plan.skip_reason}
+        entry = record.node_entry(node_rank, socket.gethostname(), wall_s=0.0, exit_code=None, spawn_epoch=now,
+                                  exit_epoch=now, error=plan.skip_reason)
         write_json_atomic(job.job_dir / "nodes" / f"node{node_rank}.json", entry)
     print(f"ddpbench: node {plan.node_ranks} skips job {job.job_num}: {plan.skip_reason}", flush=True)
-    return {"status": "node_done", "node_rank": plan.node_ranks, "mode": str(cfg.mode.name),
-            "repeat": parse_repeat(cfg.repeat), "node_ok": False, "error": plan.skip_reason}
+    return _node_summary(cfg, plan, node_ok=False, error=plan.skip_reason)
 
 
 def trial_meta(cfg: DictConfig, job: JobInfo, *, started_at: str, ended_at: str, timeout_s: float) -> Dict[str, Any]:
@@ -315,8 +319,12 @@ def classify(
     nodes: Mapping[int, Mapping[str, Any]],
     ranks: Sequence[Mapping[str, Any]],
     cfg: DictConfig,
+    rank_problems: Sequence[str] = (),
 ) -> Tuple[str, Optional[str]]:
-    """The trial's status (ok/failed/timeout) and, unless ok, one line saying why."""
+    """The trial's status (ok/failed/timeout) and, unless ok, one line saying why.
+
+    ``rank_problems``: one line per rank record that failed validation (those records are not in ``ranks``).
+    """
     if wait_reason == "timeout":
         return "timeout", f"trial ran past its timeout of {timeout_s:.0f} s and was killed"
     missing = [r for r in range(int(cfg.cluster.nnodes)) if r not in nodes]
@@ -326,6 +334,8 @@ def classify(
     if bad is not None:
         detail = bad.get("error") or _first_error_line(tail(bad.get("stderr") or "", 60))
         return "failed", f"node {bad['node_rank']} exited with {bad.get('exit_code')}" + (f": {detail}" if detail else "")
+    if rank_problems:
+        return "failed", f"invalid rank record {rank_problems[0]}"
     error = record.rank_consistency_error(ranks, int(cfg.cluster.nnodes) * int(cfg.cluster.nproc_per_node))
     return ("failed", error) if error else ("ok", None)
 
