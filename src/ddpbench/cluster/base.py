@@ -2,7 +2,7 @@
 
 A backend is one module that subclasses :class:`Backend`, names its ``kind`` and calls :func:`register`
 at import time. ``cluster.kind: X`` in a cluster YAML selects it: :func:`backend_for` imports
-``ddpbench.cluster.X`` (or ``X`` itself when it is a dotted module path of your own) on first use.
+``ddpbench.cluster.X``, or else the module ``X`` of your own (whose backend's ``kind`` is ``X``), on first use.
 The backend owns its validation, node planning, rendezvous environment, ports and sweep preparation;
 the trial layer (:mod:`ddpbench.trial.runner`) only calls these methods.
 """
@@ -117,13 +117,16 @@ def register(backend: Backend) -> Backend:
 def backend_for(cfg: DictConfig) -> Backend:
     """The backend ``cfg.cluster.kind`` names, importing its module on first use; ConfigError when there is none."""
     kind = str(cfg.cluster.kind)
-    if kind not in _BACKENDS:
-        module = kind if "." in kind else f"{__package__}.{kind}"
+    for module in (f"{__package__}.{kind}", kind):
+        if kind in _BACKENDS:
+            break
         try:
             importlib.import_module(module)
-        except ImportError as error:
-            if error.name not in (module, None) and not module.startswith(str(error.name)):
+        except ImportError as error:  # no such module: try the next name; a backend's own import error propagates
+            if error.name is None or not module.startswith(error.name):
                 raise
+        except ValueError:  # not a module name ("", "a..b")
+            continue
     if kind not in _BACKENDS:
         known = ", ".join(sorted(set(_BACKENDS) | set(BUILTIN_KINDS)))
         raise ConfigError(f"cluster.kind={kind!r}: must be {known}, or the module path of your own backend")
