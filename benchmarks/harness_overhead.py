@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ddpbench.trial.ports import free_ports  # noqa: E402
+from ddpbench.cluster.ports import free_ports  # noqa: E402
 from _common import REPO, add_sweep_arguments, ddpbench, env, load, machine_line, now_utc, run_cmd, stamp, trials, warm_up, write_out  # noqa: E402
 
 GOAL = 1.05

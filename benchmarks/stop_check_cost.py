@@ -34,7 +34,7 @@ from typing import Any
 
 from _common import env, run_cmd
 from ddpbench.trial.environment import cpu_model
-from ddpbench.trial.ports import free_ports
+from ddpbench.cluster.ports import free_ports
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "src" / "ddpbench" / "workload" / "ddp_mlp.py"

@@ -11,7 +11,7 @@ import pytest
 
 from ddpbench.collect import collect_trials
 from ddpbench.collect.cli import main
-from trial_factory import make_sweep, make_trial, write_trial
+from trial_factory import make_rank_record, make_sweep, make_trial, write_trial
 
 
 def test_one_row_per_trial_with_documented_columns(tmp_path: Path) -> None:
@@ -107,8 +107,8 @@ def test_load_step_times_reads_rank_zero_arrays(tmp_path) -> None:
     with_steps, without = tmp_path / "a", tmp_path / "b"
     for folder in (with_steps, without):
         (folder / "metrics").mkdir(parents=True)
-    (with_steps / "metrics" / "rank-0.json").write_text(_json.dumps({"step_times_ms": [1.0, 2.0, 3.0]}))
-    (without / "metrics" / "rank-0.json").write_text(_json.dumps({"rank": 0}))
+    (with_steps / "metrics" / "rank-0.json").write_text(_json.dumps(make_rank_record(0, [1.0, 2.0, 3.0])))
+    (without / "metrics" / "rank-0.json").write_text(_json.dumps(make_rank_record(0)))
     frame = _pd.DataFrame({"mode": ["native", "traceml", "native"], "repeat": [1, 1, 2],
                            "status": ["ok", "ok", "failed"],
                            "job_dir": [str(with_steps), str(without), str(with_steps)]})

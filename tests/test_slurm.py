@@ -190,7 +190,7 @@ def test_plan_slurm_outside_an_allocation_is_a_one_line_error(tmp_path: Path) ->
 def test_plan_slurm_in_a_task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Node 1 of job 42: node 0's host is the master, ports come from the job id, node 0 owns the trial."""
     from ddpbench.cluster import slurm
-    from ddpbench.trial.ports import derived_ports
+    from ddpbench.cluster.ports import derived_ports
     from ddpbench.trial.job import JobInfo
 
     monkeypatch.setattr(slurm, "allocation_hosts", lambda nodelist, timeout=0: ["gpu-a", "gpu-b"])

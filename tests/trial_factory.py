@@ -209,3 +209,25 @@ def make_sweep(
             paths.append(write_trial(sweep_dir, make_trial(**kwargs)))
             job += 1
     return paths
+
+
+def make_rank_record(rank: int = 0, step_times_ms: list[float] | None = None, **overrides: Any) -> dict[str, Any]:
+    """A valid rank record (schema ``ddpbench.rank`` v1) of one rank; ``step_times_ms`` is included when given."""
+    steps = list(step_times_ms) if step_times_ms is not None else [10.0] * 5
+    train_s = sum(steps) / 1000.0
+    record: dict[str, Any] = {
+        "schema": "ddpbench.rank", "schema_version": 1, "rank": rank, "local_rank": rank, "world_size": max(2, rank + 1),
+        "node_rank": 0, "hostname": "node-a", "pid": 100 + rank, "device": "cpu", "backend": "gloo",
+        "precision": "fp32", "torch_version": "2.13.0", "cuda_version": None, "nccl_version": None, "gpu_name": None,
+        "args": {"batch_size": 4}, "timestamps": {"process_start": 1.0, "pg_ready": 2.0, "first_step_start": 3.0,
+                                                 "last_step_end": 3.0 + train_s, "exit": 4.0 + train_s},
+        "warmup_steps": 1, "timed_steps": len(steps), "samples": 4 * len(steps), "train_s": train_s,
+        "steps_per_s": len(steps) / train_s, "samples_per_s": 4 * len(steps) / train_s,
+        "step_time_ms": step_summary(sum(steps) / len(steps)), "final_loss": 1.0, "peak_memory_bytes": 1,
+        "peak_memory_kind": "max_rss", "stop_reason": "steps", "traceml": {"active": False, "mode": None},
+        "inject": {"step_ms": 0.0, "startup_s": 0.0, "teardown_s": 0.0},
+    }
+    if step_times_ms is not None:
+        record["step_times_ms"] = steps
+    record.update(overrides)
+    return record

@@ -2,7 +2,8 @@
 
 The YAML in ``conf/`` supplies the values; these dataclasses supply types, defaults and the
 meaning of each key. :func:`validate` checks ranges and rules that types cannot express and
-raises :class:`~ddpbench.errors.ConfigError` with one line naming the key and the rule.
+raises :class:`~ddpbench.errors.ConfigError` with one line naming the key and the rule; the rules of
+one cluster backend live with that backend (:meth:`ddpbench.cluster.base.Backend.validate`).
 """
 
 from __future__ import annotations
@@ -118,7 +119,8 @@ class ClusterConfig:
 
     # label used in reports
     name: str = MISSING
-    # what places node agents: local (this host), slurm (submitit), static (one driver per node)
+    # the backend that places node agents: local (this host), slurm (submitit), static (one driver per
+    # node), or the module path of your own (ddpbench.cluster.base.Backend)
     kind: str = "local"
     # nodes (torchrun agents) per trial
     nnodes: int = 1
@@ -267,7 +269,6 @@ def validate(cfg: DictConfig) -> None:
         )
     _require(s.warmup_steps >= 0, "stop.warmup_steps", "must be >= 0", s.warmup_steps)
     _require(s.check_every >= 1, "stop.check_every", "must be >= 1", s.check_every)
-    _require(c.kind in ("local", "slurm", "static"), "cluster.kind", "must be local, slurm or static", c.kind)
     _require(c.nnodes >= 1, "cluster.nnodes", "must be >= 1", c.nnodes)
     _require(c.nproc_per_node >= 1, "cluster.nproc_per_node", "must be >= 1", c.nproc_per_node)
     _require(c.device in ("auto", "cpu", "cuda"), "cluster.device", "must be auto, cpu or cuda", c.device)
@@ -276,10 +277,6 @@ def validate(cfg: DictConfig) -> None:
     _require(c.threads_per_rank >= 0, "cluster.threads_per_rank", "must be >= 0", c.threads_per_rank)
     _require(0 <= c.node_rank < c.nnodes, "cluster.node_rank", f"must be in [0, {c.nnodes - 1}]", c.node_rank)
     _require(c.base_port == 0 or 1024 <= c.base_port <= 65000, "cluster.base_port", "must be 0 or in [1024, 65000]", c.base_port)
-    if c.kind == "static":
-        from ddpbench.cluster.static import validate_static
-
-        validate_static(cfg)
     world = c.nnodes * c.nproc_per_node
     _require(
         m.num_samples >= m.batch_size * world,

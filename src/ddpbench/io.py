@@ -2,26 +2,29 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 
-def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
-    """Write ``text`` to ``path`` so readers see the old file or the whole new one, never a part.
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; when the block ends without error, fsync it and rename it over ``path``.
 
-    The text goes to a temporary file in the same directory, is flushed and fsynced,
-    then renamed over ``path``.
+    Readers see the old file or the whole new one, never a part; on error the temporary file is removed.
+    The one atomic write of ddpbench: every result file (JSON, CSV, Parquet, PNG) goes through it.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
+        yield Path(tmp_name)
+        with open(tmp_name, "rb") as handle:
             os.fsync(handle.fileno())
         os.replace(tmp_name, target)
     except BaseException:
@@ -30,7 +33,13 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
         except FileNotFoundError:
             pass
         raise
-    return target
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically (see :func:`atomic_path`)."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return Path(path)
 
 
 def write_json_atomic(path: str | os.PathLike[str], payload: Any) -> Path:
@@ -46,8 +55,6 @@ def read_json(path: str | os.PathLike[str]) -> Any:
 
 def writable_dir_problem(path: str | os.PathLike[str]) -> str | None:
     """Create ``path`` if needed and try writing in it; return why that failed, or None when it works."""
-    import socket
-
     folder = Path(path)
     try:
         folder.mkdir(parents=True, exist_ok=True)

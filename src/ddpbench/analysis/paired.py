@@ -24,12 +24,12 @@ interval half-width is the noise floor quoted for the other comparisons.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from typing import Any, Iterable
 
 import pandas as pd
 
+from ddpbench.analysis.calibration import applied_injection, calibration
 from ddpbench.analysis.results import (
     CALIBRATION_TOLERANCE_PCT,
     Analysis,
@@ -43,19 +43,19 @@ from ddpbench.analysis.results import (
     Stability,
     Verdict,
 )
+from ddpbench.analysis.stability import order_effects, stability
 from ddpbench.analysis.stats import (
     INTERVAL_METHOD,
     MDE_METHOD,
     TEST_METHOD,
     PairedSummary,
-    coefficient_of_variation,
-    mean,
     paired_summary,
+    to_float,
 )
+from ddpbench.formats.analysis_record import build_analysis_record
 
 __all__ = [
-    "ANALYSIS_SCHEMA",
-    "ANALYSIS_SCHEMA_VERSION",
+    "METRIC_UNITS",
     "Analysis",
     "Calibration",
     "CalibrationItem",
@@ -68,16 +68,15 @@ __all__ = [
     "Verdict",
     "analysis_to_dict",
     "analyze",
+    "applied_injection",
     "pair_table",
     "role_of",
     "verdict_for",
 ]
 
-ANALYSIS_SCHEMA = "ddpbench.analysis"
-ANALYSIS_SCHEMA_VERSION = 1
-
 PAIR_KEY = ("sweep_dir", "condition_id", "repeat")
-METRICS: dict[str, str] = {
+#: every per-pair metric and its unit: the analysis declares units, the report shows them
+METRIC_UNITS: dict[str, str] = {
     "wall_overhead_pct": "%",
     "throughput_overhead_pct": "%",
     "step_overhead_ms": "ms",
@@ -102,16 +101,8 @@ def role_of(mode: str, baseline: str = "native") -> str:
     return "tool"
 
 
-def _num(value: Any) -> float:
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return math.nan
-    return out
-
-
 def _int(value: Any) -> int | None:
-    v = _num(value)
+    v = to_float(value)
     return int(v) if math.isfinite(v) else None
 
 
@@ -137,7 +128,7 @@ def _side_problem(row: dict[str, Any] | None, label: str) -> str | None:
     if row.get("status") != "ok":
         err = _str(row.get("error"))
         return f"{label} trial {row.get('status')}" + (f": {err}" if err else "")
-    missing = [k for k in SIDE_FIGURES if not math.isfinite(_num(row.get(k)))]
+    missing = [k for k in SIDE_FIGURES if not math.isfinite(to_float(row.get(k)))]
     if missing:
         return f"{label} trial lacks {', '.join(missing)}"
     return None
@@ -148,9 +139,9 @@ def _pct(x: float, b: float) -> float:
 
 
 def _record(b: dict[str, Any], x: dict[str, Any], mode: str) -> PairRecord:
-    bw, xw = _num(b["wall_s"]), _num(x["wall_s"])
-    bs, xs = _num(b["steps_per_s"]), _num(x["steps_per_s"])
-    bm, xm = _num(b["step_time_ms_mean"]), _num(x["step_time_ms_mean"])
+    bw, xw = to_float(b["wall_s"]), to_float(x["wall_s"])
+    bs, xs = to_float(b["steps_per_s"]), to_float(x["steps_per_s"])
+    bm, xm = to_float(b["step_time_ms_mean"]), to_float(x["step_time_ms_mean"])
     return PairRecord(
         sweep_dir=str(b["sweep_dir"]),
         condition_id=str(b["condition_id"]),
@@ -162,16 +153,16 @@ def _record(b: dict[str, Any], x: dict[str, Any], mode: str) -> PairRecord:
         mode_steps_per_s=xs,
         base_step_ms=bm,
         mode_step_ms=xm,
-        mode_position=int(_num(x.get("pair_position"))),
-        base_position=int(_num(b.get("pair_position"))),
+        mode_position=int(to_float(x.get("pair_position"))),
+        base_position=int(to_float(b.get("pair_position"))),
         hosts_differ=_hosts(b.get("env_hostnames")) != _hosts(x.get("env_hostnames")),
         wall_overhead_pct=_pct(xw, bw),
         throughput_overhead_pct=100.0 * (bs / xs - 1.0) if xs else math.nan,
         step_overhead_ms=xm - bm,
         step_overhead_pct=_pct(xm, bm),
-        startup_diff_s=_num(x["startup_s"]) - _num(b["startup_s"]),
-        train_diff_s=_num(x.get("train_s")) - _num(b.get("train_s")),
-        teardown_diff_s=_num(x["teardown_s"]) - _num(b["teardown_s"]),
+        startup_diff_s=to_float(x["startup_s"]) - to_float(b["startup_s"]),
+        train_diff_s=to_float(x.get("train_s")) - to_float(b.get("train_s")),
+        teardown_diff_s=to_float(x["teardown_s"]) - to_float(b["teardown_s"]),
     )
 
 
@@ -249,84 +240,6 @@ def verdict_for(metrics: dict[str, PairedSummary], budget_pct: float) -> Verdict
     return Verdict(status, budget_pct, f"budget {budget_pct:g} %: " + "; ".join(parts), per)
 
 
-def _order_effects(pairs: list[PairRecord]) -> tuple[OrderEffect, ...]:
-    out = []
-    for metric in ("throughput_overhead_pct", "wall_overhead_pct"):
-        first = [getattr(p, metric) for p in pairs if p.mode_position < p.base_position]
-        second = [getattr(p, metric) for p in pairs if p.mode_position > p.base_position]
-        out.append(OrderEffect(metric, len(first), mean(first), len(second), mean(second)))
-    return tuple(out)
-
-
-def _stability(mode: str, rows: list[dict[str, Any]]) -> Stability:
-    within = [
-        _num(r.get("step_time_ms_stdev")) / _num(r.get("step_time_ms_mean"))
-        for r in rows
-        if _num(r.get("step_time_ms_mean")) > 0
-    ]
-    return Stability(
-        mode=mode,
-        n_trials=len(rows),
-        step_time_cv_within_pct=100.0 * mean(within),
-        step_time_cv_across_pct=100.0 * coefficient_of_variation([_num(r.get("step_time_ms_mean")) for r in rows]),
-        throughput_cv_pct=100.0 * coefficient_of_variation([_num(r.get("steps_per_s")) for r in rows]),
-    )
-
-
-#: config.inject key -> the workload flag that applies it
-INJECT_FLAGS = {"step_ms": "--inject-step-ms", "startup_s": "--inject-startup-sec", "teardown_s": "--inject-teardown-sec"}
-
-
-def applied_injection(row: dict[str, Any], key: str) -> float:
-    """The cost ``key`` (``step_ms``, ``startup_s``, ``teardown_s``) the trial's workload really got.
-
-    ``config.inject`` is present in every mode's resolved config (``native`` too, where it is
-    ignored), so it is not what was applied. When the config records ``mode.workload_args``, the
-    value of the matching ``--inject-*`` flag there is used (0 when the mode passes none); trials
-    whose config has no ``mode.workload_args`` fall back to the ``inject_<key>`` column.
-    """
-    text = row.get("config_json")
-    if isinstance(text, str) and text:
-        try:
-            config = json.loads(text)
-        except ValueError:
-            config = None
-        args = (config.get("mode") or {}).get("workload_args") if isinstance(config, dict) else None
-        if isinstance(args, list):
-            flag = INJECT_FLAGS[key]
-            value = 0.0
-            for i, arg in enumerate(str(a) for a in args):
-                if arg.startswith(flag + "="):
-                    value = _num(arg.split("=", 1)[1])
-                elif arg == flag and i + 1 < len(args):
-                    value = _num(args[i + 1])
-            return value
-    value = _num(row.get(f"inject_{key}"))
-    return value if math.isfinite(value) else 0.0
-
-
-def _calibration(
-    pairs: list[PairRecord], sides: list[tuple[dict, dict]], tolerance_pct: float
-) -> Calibration | None:
-    spec = (
-        ("step_ms", "per-step overhead", "ms", "step_overhead_ms"),
-        ("startup_s", "startup difference", "s", "startup_diff_s"),
-        ("teardown_s", "teardown difference", "s", "teardown_diff_s"),
-    )
-    items = []
-    for key, name, unit, metric in spec:
-        injected = mean([applied_injection(x, key) - applied_injection(b, key) for b, x in sides])
-        if not math.isfinite(injected):
-            continue
-        recovered = mean([getattr(p, metric) for p in pairs])
-        if injected == 0:
-            items.append(CalibrationItem(name, unit, 0.0, recovered, math.nan, None))
-            continue
-        err = 100.0 * (recovered - injected) / injected
-        items.append(CalibrationItem(name, unit, injected, recovered, err, abs(err) <= tolerance_pct))
-    return Calibration(tuple(items), tolerance_pct) if items else None
-
-
 def _first_str(rows: Iterable[dict[str, Any]], key: str) -> str | None:
     for r in rows:
         v = _str(r.get(key))
@@ -374,7 +287,7 @@ def analyze(
         cp = [p for p in pairs if p.condition_id == cond and p.mode == mode]
         cx = tuple(e for e in excluded if e.condition_id == cond and e.mode == mode)
         cs = [sides[(p.sweep_dir, p.condition_id, p.repeat, p.mode)] for p in cp]
-        metrics = {m: paired_summary([getattr(p, m) for p in cp], confidence) for m in METRICS}
+        metrics = {m: paired_summary([getattr(p, m) for p in cp], confidence) for m in METRIC_UNITS}
         side_summ = {
             "base_wall_s": [p.base_wall_s for p in cp],
             "mode_wall_s": [p.mode_wall_s for p in cp],
@@ -382,8 +295,8 @@ def analyze(
             "mode_steps_per_s": [p.mode_steps_per_s for p in cp],
             "base_step_ms": [p.base_step_ms for p in cp],
             "mode_step_ms": [p.mode_step_ms for p in cp],
-            "base_startup_s": [_num(b["startup_s"]) for b, _ in cs],
-            "mode_startup_s": [_num(x["startup_s"]) for _, x in cs],
+            "base_startup_s": [to_float(b["startup_s"]) for b, _ in cs],
+            "mode_startup_s": [to_float(x["startup_s"]) for _, x in cs],
         }
         role = role_of(mode, baseline)
         all_rows = [r for r in records if str(r.get("condition_id")) == cond and r.get("mode") in (mode, baseline)]
@@ -400,14 +313,14 @@ def analyze(
                 metrics=metrics,
                 sides={k: paired_summary(v, confidence) for k, v in side_summ.items()},
                 verdict=verdict_for(metrics, budget_pct),
-                order_effects=_order_effects(cp),
+                order_effects=order_effects(cp),
                 stability=(
-                    _stability(baseline, [b for b, _ in cs]),
-                    _stability(mode, [x for _, x in cs]),
+                    stability(baseline, [b for b, _ in cs]),
+                    stability(mode, [x for _, x in cs]),
                 ),
                 excluded=cx,
                 host_mismatch=tuple(f"{p.sweep_dir} repeat {p.repeat}" for p in cp if p.hosts_differ),
-                calibration=_calibration(cp, cs, calibration_tolerance_pct) if role == "calibration" else None,
+                calibration=calibration(cp, cs, calibration_tolerance_pct) if role == "calibration" else None,
                 noise_floor_pct=None,
                 noise_floor_source=None,
                 pairs=tuple(cp),
@@ -466,5 +379,5 @@ def _jsonable(value: Any) -> Any:
 
 
 def analysis_to_dict(analysis: Analysis) -> dict[str, Any]:
-    """The analysis as JSON-ready data, schema ``ddpbench.analysis`` v1 (NaN → null)."""
-    return {"schema": ANALYSIS_SCHEMA, "schema_version": ANALYSIS_SCHEMA_VERSION, **_jsonable(analysis)}
+    """The analysis as its ``analysis.json`` record (:mod:`ddpbench.formats.analysis_record`; NaN → null)."""
+    return build_analysis_record(_jsonable(analysis))

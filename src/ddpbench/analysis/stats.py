@@ -33,6 +33,7 @@ __all__ = [
     "sample_std",
     "t_cdf",
     "t_ppf",
+    "to_float",
 ]
 
 NAN = float("nan")
@@ -40,6 +41,14 @@ NAN = float("nan")
 INTERVAL_METHOD = "Student's paired t interval"
 TEST_METHOD = "two-sided paired t test"
 MDE_METHOD = "paired t, alpha=0.05 two-sided, power=0.80"
+
+
+def to_float(value: object) -> float:
+    """``value`` as a float; NaN when it is not a number (None, text, ...)."""
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return NAN
 
 
 def _finite(values: Sequence[float]) -> list[float]:

@@ -1,4 +1,4 @@
-"""Local backend: every node agent of a trial on this host, ports chosen free at launch."""
+"""Local backend (``cluster.kind: local``): every node agent of a trial on this host, ports chosen free at launch."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import uuid
 
 from omegaconf import DictConfig
 
-from ddpbench.cluster import NodePlan
-from ddpbench.trial.ports import free_ports
+from ddpbench.cluster.base import Backend, NodePlan, TrialSlot, register
+from ddpbench.cluster.ports import free_ports
 
 
 def plan_local(cfg: DictConfig) -> NodePlan:
@@ -22,3 +22,15 @@ def plan_local(cfg: DictConfig) -> NodePlan:
         retry_on_port_clash=True,
         run_token=uuid.uuid4().hex[:8],
     )
+
+
+class LocalBackend(Backend):
+    """This host runs every node agent; nothing to validate or hold for a sweep."""
+
+    kind = "local"
+
+    def plan(self, cfg: DictConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
+        return plan_local(cfg)
+
+
+register(LocalBackend())

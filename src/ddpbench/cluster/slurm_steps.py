@@ -7,7 +7,7 @@ node. That in-allocation driver plans each trial here:
 
 - one agent (``node_ranks=[0]``, owner) whose argv is
   ``srun --nodes=N --ntasks-per-node=1 --kill-on-bad-exit=1 python -m ddpbench.cluster.slurm_steps ... -- CMD``;
-  CMD is the node command rendered with node rank :data:`~ddpbench.cluster.NODE_RANK_TOKEN`, which
+  CMD is the node command rendered with node rank :data:`~ddpbench.cluster.base.NODE_RANK_TOKEN`, which
   :func:`main` replaces on each node with ``SLURM_NODEID`` (no shell quoting involved);
 - master address = the first host of the allocation; ports derived from the job id and the trial number;
 - node 0's output goes to the agent's own logs (through srun); every other node writes its own
@@ -27,16 +27,16 @@ import sys
 import time
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Mapping, Optional
+from typing import List, Mapping, Optional
 
 from omegaconf import DictConfig
 
-from ddpbench.cluster import NODE_RANK_TOKEN, NodePlan
+from ddpbench.cluster.base import NODE_RANK_TOKEN, NodePlan, TrialSlot
+from ddpbench.cluster.ports import derived_ports
+from ddpbench.cluster.slurm_env import SlurmTask, allocation_hosts
 from ddpbench.errors import DdpbenchError
-from ddpbench.trial.ports import derived_ports
-
-if TYPE_CHECKING:
-    from ddpbench.trial.job import JobInfo
+from ddpbench.formats.trial_record import node_entry
+from ddpbench.io import write_json_atomic
 
 
 def srun_argv(nnodes: int, cpus_per_task: Optional[int], gpus_per_node: Optional[int], argv: List[str],
@@ -50,23 +50,18 @@ def srun_argv(nnodes: int, cpus_per_task: Optional[int], gpus_per_node: Optional
     return [*step, sys.executable, "-m", "ddpbench.cluster.slurm_steps", "--job-dir", str(job_dir), "--", *argv]
 
 
-def plan_slurm_steps(cfg: DictConfig, job: "JobInfo", env: Optional[Mapping[str, str]] = None) -> NodePlan:
+def plan_slurm_steps(cfg: DictConfig, job: TrialSlot, env: Optional[Mapping[str, str]] = None) -> NodePlan:
     """The plan of one trial inside the sweep's allocation: one srun step covering every node."""
-    from ddpbench.cluster.slurm import allocation_hosts
-
-    e = os.environ if env is None else env
-    job_id = str(e.get("SLURM_JOB_ID") or "")
-    if not job_id:
+    task = SlurmTask.from_env(env)
+    if not task.job_id:
         raise DdpbenchError(
             "cluster.slurm.one_allocation=true runs the sweep inside its own SLURM job (SLURM_JOB_ID is not "
             "set): run the sweep with -m and the ddpbench_slurm launcher, which submits that job"
         )
     nnodes = int(cfg.cluster.nnodes)
-    allocated = int(e.get("SLURM_JOB_NUM_NODES") or e.get("SLURM_NNODES") or 0)
-    if allocated and allocated != nnodes:
-        raise DdpbenchError(f"cluster.nnodes={nnodes} but SLURM job {job_id} has {allocated} node(s)")
-    nodelist = e.get("SLURM_JOB_NODELIST") or e.get("SLURM_NODELIST") or ""
-    master_addr = allocation_hosts(nodelist)[0] if nodelist else "127.0.0.1"
+    task.check_nodes(nnodes)
+    job_id = task.job_id
+    master_addr = allocation_hosts(task.nodelist)[0] if task.nodelist else "127.0.0.1"
     master_port, aggregator_port = derived_ports(f"{job_id}-{job.job_num}", 2, int(cfg.cluster.base_port))
     slurm = cfg.cluster.slurm
     return NodePlan(
@@ -89,7 +84,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    node_rank = int(os.environ.get("SLURM_NODEID", "0"))
+    node_rank = SlurmTask.from_env().node_rank or 0
     command = [arg.replace(NODE_RANK_TOKEN, str(node_rank)) for arg in command]
     env = {key: value.replace(NODE_RANK_TOKEN, str(node_rank)) for key, value in os.environ.items()}
     job_dir = Path(args.job_dir)
@@ -112,13 +107,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     code = child.wait()
     wall_s = time.monotonic() - start
     if node_rank != 0:
-        from ddpbench.io import write_json_atomic
-
-        write_json_atomic(job_dir / "nodes" / f"node{node_rank}.json", {
-            "node_rank": node_rank, "hostname": socket.gethostname(), "wall_s": wall_s, "exit_code": code,
-            "spawn_epoch": spawn_epoch, "exit_epoch": spawn_epoch + wall_s, "killed_by": None,
-            "stdout": str(logs / f"node{node_rank}.stdout.log"), "stderr": str(logs / f"node{node_rank}.stderr.log"),
-        })
+        write_json_atomic(job_dir / "nodes" / f"node{node_rank}.json", node_entry(
+            node_rank, socket.gethostname(), wall_s=wall_s, exit_code=code, spawn_epoch=spawn_epoch,
+            exit_epoch=spawn_epoch + wall_s, stdout=str(logs / f"node{node_rank}.stdout.log"),
+            stderr=str(logs / f"node{node_rank}.stderr.log"),
+        ))
     return code if code >= 0 else 128 - code
 
 

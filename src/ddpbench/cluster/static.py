@@ -27,7 +27,6 @@ Lockstep (see docs/multinode.md):
 from __future__ import annotations
 
 import functools
-
 import hashlib
 import json
 import re
@@ -35,16 +34,13 @@ import socket
 import socketserver
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from omegaconf import DictConfig, OmegaConf
 
-from ddpbench.cluster import NodePlan
+from ddpbench.cluster.base import Backend, NodePlan, TrialSlot, register
+from ddpbench.cluster.ports import derived_ports
 from ddpbench.errors import ConfigError, DdpbenchError
-from ddpbench.trial.ports import derived_ports
-
-if TYPE_CHECKING:
-    from ddpbench.trial.job import JobInfo
 
 #: a node that asks node 0 this close to the end of node 0's rendezvous window skips the trial
 JOIN_MARGIN_S = 5.0
@@ -249,43 +245,11 @@ def wait_for_owner(
         time.sleep(POLL_S)
 
 
-def nodes_from_ranks(ranks: Sequence[Dict[str, Any]], node_ranks: Sequence[int], nproc_per_node: int) -> Dict[int, Dict[str, Any]]:
-    """Node entries for nodes whose driver node 0 cannot read, inferred from their ranks' records.
-
-    The agent's wall time, exit code and spawn/exit epochs are unknown (null); ``ranks_span_s`` is
-    the span from the node's first rank process start to its last record (a lower bound of the
-    agent's wall, on that node's clock). ``exit_code`` is 0 when every rank of the node reported.
-    """
-    entries: Dict[int, Dict[str, Any]] = {}
-    for node_rank in node_ranks:
-        mine = [r for r in ranks if int(r.get("node_rank", -1)) == node_rank]
-        if not mine:
-            continue
-        starts = [float(r["timestamps"]["process_start"]) for r in mine]
-        ends = [float(r["timestamps"]["exit"]) for r in mine]
-        entries[node_rank] = {
-            "node_rank": node_rank,
-            "hostname": mine[0].get("hostname"),
-            "wall_s": None,
-            "exit_code": 0 if len(mine) >= nproc_per_node else None,
-            "spawn_epoch": None,
-            "exit_epoch": None,
-            "killed_by": None,
-            "stdout": "",
-            "stderr": "",
-            "source": "ranks",
-            "ranks_span_s": max(ends) - min(starts),
-        }
-    return entries
-
-
 # --------------------------------------------------------------------------- plan
 
 
-def plan_static(cfg: DictConfig, job: "JobInfo") -> NodePlan:
-    """The plan of this node's driver for trial ``job.job_num``."""
-    from ddpbench.trial.runner import trial_timeout_s
-
+def plan_static(cfg: DictConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
+    """The plan of this node's driver for trial ``job.job_num``; ``timeout_s`` is node 0's watchdog limit."""
     c = cfg.cluster
     node_rank = int(c.node_rank)
     sweep_name = str(cfg.sweep_name)
@@ -302,7 +266,7 @@ def plan_static(cfg: DictConfig, job: "JobInfo") -> NodePlan:
         on_launch = functools.partial(coordinator.open, trial)
     else:
         peer_wait = join_s + PEER_RECORD_MARGIN_S if shared else 0.0
-        behind_s = trial_timeout_s(cfg) + peer_wait + join_s + 30.0
+        behind_s = timeout_s + peer_wait + join_s + 30.0
         skip_reason = wait_for_owner(str(c.master_addr), port, sweep_name, node_rank, trial, join_s, behind_s)
     return NodePlan(
         node_ranks=[node_rank],
@@ -325,7 +289,35 @@ def rendezvous_env(cfg: DictConfig, run_name: str) -> Dict[str, str]:
     return {"PET_RDZV_CONF": f"timeout={int(round(float(cfg.cluster.rendezvous_timeout_s)))}", "PET_RDZV_ID": run_name}
 
 
+class StaticBackend(Backend):
+    """One driver per node, no scheduler; node 0 coordinates and writes the trial records and the report."""
+
+    kind = "static"
+
+    def validate(self, cfg: DictConfig) -> None:
+        validate_static(cfg)
+
+    def prepare_sweep(self, cfg: DictConfig) -> None:
+        if int(cfg.cluster.node_rank) == 0:
+            coordinator_for(str(cfg.sweep_name), coordinator_port(cfg))
+
+    def plan(self, cfg: DictConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
+        return plan_static(cfg, job, timeout_s)
+
+    def rendezvous_env(self, cfg: DictConfig, run_name: str) -> Dict[str, str]:
+        return rendezvous_env(cfg, run_name)  # bounded torchrun join, rendezvous id = trial
+
+    def workload_args(self, cfg: DictConfig) -> List[str]:
+        # without a shared dir node 0 cannot read the other nodes' rank records: rank 0 writes every rank's
+        return [] if bool(cfg.cluster.shared_dir) else ["--gather-metrics"]
+
+    def writes_report(self, cfg: DictConfig) -> bool:
+        return int(cfg.cluster.node_rank) == 0
+
+
+register(StaticBackend())
+
 __all__: List[str] = [
-    "Coordinator", "ask_owner", "coordinator_port", "mode_needs_shared_dir", "nodes_from_ranks", "plan_static",
+    "Coordinator", "StaticBackend", "ask_owner", "coordinator_port", "mode_needs_shared_dir", "plan_static",
     "rendezvous_env", "run_token", "trial_ports", "validate_static", "wait_for_owner",
 ]

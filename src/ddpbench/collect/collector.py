@@ -2,8 +2,9 @@
 
 Files are found by a recursive :func:`os.scandir` walk that skips hidden directories
 (``.hydra``, ``.git``, ...). A file is accepted when it parses as a JSON object whose ``schema`` is
-``ddpbench.trial`` and whose ``schema_version`` is one this reader knows (1), and which has the
-fields pairing needs. Anything else is skipped and listed with its reason, never fatal.
+``ddpbench.trial`` of any version this ddpbench knows, and which has the fields pairing needs
+(:func:`ddpbench.formats.trial_record.read_trial_record`, which upgrades earlier versions in
+memory). Anything else is skipped and listed with its reason, never fatal.
 
 Columns (see also ``docs/results-columns.md``):
 
@@ -42,22 +43,11 @@ from typing import Any, Iterable, Iterator
 
 import pandas as pd
 
-__all__ = ["CollectResult", "KNOWN_VERSIONS", "SCHEMA", "collect_trials", "find_trial_files", "flatten_trial"]
+from ddpbench.formats.rank_record import INJECT_KEYS, STEP_STAT_KEYS, read_rank_record
+from ddpbench.formats.trial_record import TRIAL_FILE, read_trial_record
+from ddpbench.io import atomic_path, write_text_atomic
 
-SCHEMA = "ddpbench.trial"
-KNOWN_VERSIONS = frozenset({1})
-TRIAL_FILENAME = "trial.json"
-
-REQUIRED_FIELDS: dict[str, tuple[type, ...]] = {
-    "sweep_dir": (str,),
-    "mode": (str,),
-    "repeat": (int,),
-    "pair_position": (int,),
-    "condition": (dict,),
-    "condition_id": (str,),
-    "status": (str,),
-}
-OK_NUMERIC_FIELDS = ("wall_s", "startup_s", "train_s", "teardown_s", "steps_per_s")
+__all__ = ["CollectResult", "collect_trials", "find_trial_files", "flatten_trial", "load_step_times", "write_results"]
 
 _SCALAR_FIELDS = (
     "schema", "schema_version", "ddpbench_version", "sweep_dir", "job_dir", "job_num", "mode",
@@ -66,11 +56,9 @@ _SCALAR_FIELDS = (
     "nnodes", "nproc_per_node", "steps", "warmup_steps", "samples", "steps_per_s",
     "samples_per_s", "final_loss", "peak_memory_bytes",
 )
-STEP_STATS = ("mean", "median", "p10", "p90", "p99", "min", "max", "stdev")
-INJECT_KEYS = ("step_ms", "startup_s", "teardown_s")
 FLOAT_COLUMNS = (
     "wall_s", "startup_s", "train_s", "teardown_s", "steps_per_s", "samples_per_s", "final_loss",
-    *(f"step_time_ms_{s}" for s in STEP_STATS), *(f"inject_{k}" for k in INJECT_KEYS),
+    *(f"step_time_ms_{s}" for s in STEP_STAT_KEYS), *(f"inject_{k}" for k in INJECT_KEYS),
     "rank_steps_per_s_min", "rank_steps_per_s_max",
 )
 
@@ -100,7 +88,7 @@ def _walk(root: str) -> Iterator[str]:
                     try:
                         if entry.is_dir(follow_symlinks=False):
                             stack.append(entry.path)
-                        elif entry.name == TRIAL_FILENAME:
+                        elif entry.name == TRIAL_FILE:
                             yield entry.path
                     except OSError:
                         continue
@@ -157,7 +145,7 @@ def flatten_trial(trial: dict[str, Any], source_path: str = "") -> dict[str, Any
     for name in _SCALAR_FIELDS:
         row[name] = trial.get(name)
     stt = trial.get("step_time_ms") or {}
-    for stat in STEP_STATS:
+    for stat in STEP_STAT_KEYS:
         row[f"step_time_ms_{stat}"] = stt.get(stat) if isinstance(stt, dict) else None
     condition = trial["condition"]
     for k, v in condition.items():
@@ -193,52 +181,6 @@ def flatten_trial(trial: dict[str, Any], source_path: str = "") -> dict[str, Any
     return row
 
 
-def validate_trial(trial: Any) -> str | None:
-    """Why ``trial`` cannot be used, or None when it can."""
-    if not isinstance(trial, dict):
-        return f"not a JSON object ({type(trial).__name__})"
-    schema = trial.get("schema")
-    if schema != SCHEMA:
-        return f"unknown schema {schema!r} (expected {SCHEMA!r})"
-    version = trial.get("schema_version")
-    if version not in KNOWN_VERSIONS or isinstance(version, bool):
-        known = ", ".join(str(v) for v in sorted(KNOWN_VERSIONS))
-        return f"unknown schema_version {version!r} of {SCHEMA} (this reader knows {known})"
-    missing = [k for k in REQUIRED_FIELDS if k not in trial]
-    if missing:
-        return "partial record: missing " + ", ".join(missing)
-    for key, types in REQUIRED_FIELDS.items():
-        value = trial[key]
-        if not isinstance(value, types) or isinstance(value, bool):
-            return f"field {key!r} has type {type(value).__name__}"
-    if trial["status"] == "ok":
-        bad = [
-            k for k in OK_NUMERIC_FIELDS
-            if not isinstance(trial.get(k), (int, float)) or isinstance(trial.get(k), bool)
-        ]
-        if bad:
-            return "status ok but not a number: " + ", ".join(bad)
-    return None
-
-
-def _read(path: str) -> tuple[dict[str, Any] | None, str | None]:
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        return None, f"unreadable: {exc.strerror or exc}"
-    if not data.strip():
-        return None, "empty file"
-    try:
-        trial = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as exc:
-        return None, f"malformed JSON: {exc}"
-    reason = validate_trial(trial)
-    if reason is not None:
-        return None, reason
-    return trial, None
-
-
 def collect_trials(paths: Iterable[str | os.PathLike[str]]) -> CollectResult:
     """Collect every usable ``trial.json`` below ``paths`` into one DataFrame.
 
@@ -248,7 +190,7 @@ def collect_trials(paths: Iterable[str | os.PathLike[str]]) -> CollectResult:
     files, skipped = find_trial_files(paths)
     rows = []
     for path in files:
-        trial, reason = _read(path)
+        trial, reason = read_trial_record(path)
         if trial is None:
             skipped.append((path, reason or "unusable"))
             continue
@@ -265,22 +207,15 @@ def collect_trials(paths: Iterable[str | os.PathLike[str]]) -> CollectResult:
 
 def write_results(frame: pd.DataFrame, out_dir: str | os.PathLike[str]) -> list[Path]:
     """Write ``results.csv`` (and ``results.parquet`` when pyarrow imports) atomically into ``out_dir``."""
-    from ddpbench.io import write_text_atomic
-
     out = Path(out_dir)
     written = [write_text_atomic(out / "results.csv", frame.to_csv(index=False))]
     try:
-        import pyarrow  # noqa: F401
+        import pyarrow  # noqa: F401  (optional: Parquet only when it is installed)
     except ImportError:
         return written
     target = out / "results.parquet"
-    tmp = out / f".{target.name}.{os.getpid()}.tmp"
-    try:
+    with atomic_path(target) as tmp:
         frame.to_parquet(tmp, index=False)
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
     written.append(target)
     return written
 
@@ -294,12 +229,8 @@ def load_step_times(frame: pd.DataFrame, rank: int = 0) -> pd.DataFrame:
     parts = []
     ok = frame[frame["status"] == "ok"] if "status" in frame.columns else frame
     for mode, repeat, job_dir in zip(ok.get("mode", []), ok.get("repeat", []), ok.get("job_dir", [])):
-        path = Path(str(job_dir)) / "metrics" / f"rank-{rank}.json"
-        try:
-            with open(path, encoding="utf-8") as handle:
-                steps = json.load(handle).get("step_times_ms")
-        except (OSError, ValueError, AttributeError):
-            continue
+        record, _ = read_rank_record(Path(str(job_dir)) / "metrics" / f"rank-{rank}.json")
+        steps = record.get("step_times_ms") if record is not None else None
         if steps:
             parts.append(pd.DataFrame({"mode": mode, "repeat": repeat, "step_ms": steps}))
     if not parts:

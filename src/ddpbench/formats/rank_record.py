@@ -6,7 +6,8 @@ them back. This module is the code of record for the format; ``docs/formats.md``
 describes the same fields for humans. It must stay import-light (no torch): the
 workload imports it at start-up.
 
-Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice):
+Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice; list the required
+fields a version adds in :data:`ADDED_FIELDS` so records of earlier versions stay valid):
 
 - 1 (ddpbench 0.1.0): first version.
 """
@@ -14,6 +15,8 @@ Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice
 from __future__ import annotations
 
 import math
+import json
+import os
 from typing import Any, Final, Mapping
 
 SCHEMA: Final[str] = "ddpbench.rank"
@@ -21,6 +24,9 @@ SCHEMA: Final[str] = "ddpbench.rank"
 
 SCHEMA_VERSION: Final[int] = 1
 """Value of the record's ``schema_version`` field."""
+
+KNOWN_VERSIONS: Final[frozenset[int]] = frozenset(range(1, SCHEMA_VERSION + 1))
+"""Every version the validator and :func:`read_rank_record` accept."""
 
 STEP_STAT_KEYS: Final[tuple[str, ...]] = (
     "mean",
@@ -94,6 +100,10 @@ FIELDS: Final[dict[str, tuple[tuple[type, ...], bool]]] = {
 }
 """Required fields: name -> (accepted JSON-decoded types, nullable)."""
 
+ADDED_FIELDS: Final[dict[int, dict[str, tuple[tuple[type, ...], bool]]]] = {}
+"""Required fields added after version 1: version -> {name: (types, nullable)}. A record of version v
+must hold :data:`FIELDS` and the fields every version <= v added."""
+
 OPTIONAL_FIELDS: Final[dict[str, tuple[tuple[type, ...], bool]]] = {
     "step_times_ms": ((list,), False),
 }
@@ -121,7 +131,12 @@ def _is_number(value: Any) -> bool:
 def _check_types(obj: Mapping[str, Any]) -> list[str]:
     """Presence and type of every required and optional top-level field."""
     problems: list[str] = []
-    for name, (types, nullable) in FIELDS.items():
+    version = obj.get("schema_version")
+    required = dict(FIELDS)
+    for added_in, fields in ADDED_FIELDS.items():
+        if isinstance(version, int) and version >= added_in:
+            required.update(fields)
+    for name, (types, nullable) in required.items():
         if name not in obj:
             problems.append(f"{name}: missing")
             continue
@@ -148,8 +163,10 @@ def _check_identity(obj: Mapping[str, Any]) -> list[str]:
     problems: list[str] = []
     if obj.get("schema") != SCHEMA:
         problems.append(f"schema: expected {SCHEMA!r}, got {obj.get('schema')!r}")
-    if obj.get("schema_version") != SCHEMA_VERSION:
-        problems.append(f"schema_version: expected {SCHEMA_VERSION}, got {obj.get('schema_version')!r}")
+    version = obj.get("schema_version")
+    if isinstance(version, bool) or version not in KNOWN_VERSIONS:
+        known = ", ".join(str(v) for v in sorted(KNOWN_VERSIONS))
+        problems.append(f"schema_version: expected one of {known}, got {version!r}")
     rank, world = obj.get("rank"), obj.get("world_size")
     if _is_number(rank) and _is_number(world) and not (world >= 1 and 0 <= rank < world):
         problems.append(f"rank: {rank} not in [0, world_size={world})")
@@ -230,14 +247,30 @@ def validate_rank_record(obj: Any) -> list[str]:
     return problems
 
 
+def read_rank_record(path: "str | os.PathLike[str]") -> tuple[dict[str, Any] | None, list[str]]:
+    """``(record, [])`` for a valid rank record of any known version; ``(None, problems)`` otherwise."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            record = json.load(handle)
+    except OSError as exc:
+        return None, [f"unreadable: {exc.strerror or exc}"]
+    except ValueError as exc:
+        return None, [f"malformed JSON: {exc}"]
+    problems = validate_rank_record(record)
+    return (None, problems) if problems else (record, [])
+
+
 __all__ = [
     "SCHEMA",
     "SCHEMA_VERSION",
+    "KNOWN_VERSIONS",
+    "ADDED_FIELDS",
     "FIELDS",
     "OPTIONAL_FIELDS",
     "STEP_STAT_KEYS",
     "TIMESTAMP_KEYS",
     "STOP_REASONS",
     "INJECT_KEYS",
+    "read_rank_record",
     "validate_rank_record",
 ]

@@ -1,9 +1,9 @@
 """Build a report from sweep dirs: collect, analyse, plot, and write every file atomically.
 
 Outputs in ``out_dir``: ``report.md``, ``plots/*.png``, ``results.csv`` (+ ``results.parquet``
-when pyarrow imports) and ``analysis.json`` (schema ``ddpbench.analysis`` v1, see
-:func:`ddpbench.analysis.paired.analysis_to_dict`; adds ``sweep_dirs``, ``skipped`` and
-``generated_at``).
+when pyarrow imports) and ``analysis.json`` (:mod:`ddpbench.formats.analysis_record`, from
+:func:`ddpbench.analysis.paired.analysis_to_dict`; adds ``sweep_dirs``, ``skipped``, ``generated_at``
+and ``ddpbench_version``).
 """
 
 from __future__ import annotations
@@ -14,10 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from ddpbench import __version__
 from ddpbench.analysis.paired import INCONCLUSIVE, OVER, Analysis, analysis_to_dict, analyze
 from ddpbench.collect.collector import collect_trials, write_results
+from ddpbench.formats.analysis_record import ANALYSIS_FILE
 from ddpbench.io import write_json_atomic, write_text_atomic
 from ddpbench.report.markdown import render_report
+from ddpbench.report.plots import plot_condition
 
 __all__ = ["ReportInputError", "ReportOutcome", "write_report"]
 
@@ -99,9 +102,6 @@ def write_report(
     ``out_dir`` defaults to the first sweep dir. Raises :class:`ReportInputError` for a
     nonexistent or empty sweep dir, no usable trial.json, or an unwritable ``out_dir``.
     """
-    from ddpbench import __version__ as version
-    from ddpbench.report.plots import plot_condition
-
     dirs = [Path(d) for d in sweep_dirs]
     _check_inputs(dirs)
     collected = collect_trials(dirs)
@@ -134,11 +134,11 @@ def write_report(
         sweep_dirs=[str(d) for d in dirs],
         skipped=[{"path": p, "reason": r} for p, r in collected.skipped],
         generated_at=generated,
-        ddpbench_version=version,
+        ddpbench_version=__version__,
     )
-    analysis_path = write_json_atomic(out / "analysis.json", payload)
+    analysis_path = write_json_atomic(out / ANALYSIS_FILE, payload)
     text = render_report(
-        analysis, frame, plot_refs, [str(d) for d in dirs], collected.skipped, generated, version
+        analysis, frame, plot_refs, [str(d) for d in dirs], collected.skipped, generated, __version__
     )
     report_path = write_text_atomic(out / "report.md", text)
     return ReportOutcome(

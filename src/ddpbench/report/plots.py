@@ -12,7 +12,6 @@ One set per condition:
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from ddpbench.analysis.paired import Comparison  # noqa: E402
 from ddpbench.collect.collector import load_step_times  # noqa: E402
+from ddpbench.io import atomic_path  # noqa: E402
 
 __all__ = ["plot_condition", "save_figure", "slug"]
 
@@ -39,16 +39,12 @@ def slug(text: str) -> str:
 
 
 def save_figure(fig: Figure, path: Path) -> Path:
-    """Save ``fig`` as PNG to a temporary name beside ``path``, then rename it over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    """Save ``fig`` as PNG at ``path``, atomically (:func:`ddpbench.io.atomic_path`)."""
     try:
-        fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
     finally:
         plt.close(fig)
-        if tmp.exists():
-            tmp.unlink()
     return path
 
 

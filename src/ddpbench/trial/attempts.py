@@ -4,27 +4,18 @@ import shutil
 from pathlib import Path
 from typing import Any, Dict, Optional
 
-from ddpbench.io import read_json
-from ddpbench.trial import record
+from ddpbench.formats.trial_record import TRIAL_FILE, read_trial_record
 
-#: the trial record's file name inside a job dir
-TRIAL_FILE = "trial.json"
+__all__ = ["ATTEMPT_ENTRIES", "TRIAL_FILE", "previous_ok", "set_aside_previous_attempt"]
+
 #: what one attempt leaves in its job dir; moved together into previous/<n>/
 ATTEMPT_ENTRIES = (TRIAL_FILE, "logs", "metrics", "traceml", "nodes")
 
 
 def previous_ok(job_dir: Path, config_hash: str) -> Optional[Dict[str, Any]]:
     """The trial record in ``job_dir`` if it is ok and was made from the same resolved config, else None."""
-    try:
-        previous = read_json(job_dir / TRIAL_FILE)
-    except (OSError, ValueError):
-        return None
-    if (
-        isinstance(previous, dict)
-        and previous.get("schema") == record.SCHEMA
-        and previous.get("status") == "ok"
-        and previous.get("config_hash") == config_hash
-    ):
+    previous, _ = read_trial_record(job_dir / TRIAL_FILE)
+    if previous is not None and previous.get("status") == "ok" and previous.get("config_hash") == config_hash:
         return previous
     return None
 

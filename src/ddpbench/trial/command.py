@@ -16,6 +16,7 @@ from typing import Dict, List, Mapping, Sequence
 
 from omegaconf import DictConfig
 
+from ddpbench.cluster import backend_for
 from ddpbench.errors import ConfigError
 
 #: the workload script, run by path (``traceml run`` needs a path)
@@ -101,8 +102,7 @@ def workload_args(cfg: DictConfig, metrics_dir: str) -> List[str]:
             args.append("--no-sync-stop")
     if trial.save_step_times:
         args.append("--save-step-times")
-    if cluster.kind == "static" and not cluster.shared_dir:
-        args.append("--gather-metrics")  # rank 0 writes every rank's record: node 0 cannot read the others'
+    args += backend_for(cfg).workload_args(cfg)
     if fault.crash_at_step is not None:
         args.append(f"--fault-crash-at-step={fault.crash_at_step}")
     if fault.hang_at_step is not None:
@@ -157,10 +157,7 @@ def node_environment(cfg: DictConfig, context: LaunchContext, base: Mapping[str,
         env["OMP_NUM_THREADS"] = str(threads)
         env["MKL_NUM_THREADS"] = str(threads)
     env["PYTHONUNBUFFERED"] = "1"
-    if cfg.cluster.kind == "static":
-        from ddpbench.cluster.static import rendezvous_env
-
-        env.update(rendezvous_env(cfg, context.run_name))  # bounded torchrun join, rendezvous id = trial
+    env.update(backend_for(cfg).rendezvous_env(cfg, context.run_name))
     values = context.placeholders()
     for key, value in cfg.mode.env.items():
         env[str(key)] = _fill(str(value), values)

@@ -7,6 +7,7 @@ facts come from the ranks' own records.
 from __future__ import annotations
 
 import functools
+import os
 import platform
 import subprocess
 import sys
@@ -53,8 +54,6 @@ def cpu_model() -> Optional[str]:
 
 def describe(ranks: Sequence[Mapping[str, Any]], node_hostnames: Sequence[str]) -> Dict[str, Any]:
     """The environment section of a trial record."""
-    import os
-
     first = ranks[0] if ranks else {}
     hostnames = sorted({*node_hostnames, *(str(r["hostname"]) for r in ranks if r.get("hostname"))})
     return {

@@ -16,13 +16,14 @@ It imports nothing heavy: its start-up cost is a bare interpreter's, paid equall
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import signal
 import subprocess
 import sys
 import time
 from typing import List, Optional
+
+from ddpbench.io import write_json_atomic
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -91,15 +92,6 @@ def kill_descendants(root_pid: int, deadline_s: float = 5.0) -> int:
     return killed
 
 
-def _write_record(path: str, record: dict) -> None:
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(record, handle)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-
-
 def main(argv: Optional[List[str]] = None) -> int:
     """Run the command after ``--``; see the module docstring."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -122,7 +114,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     def on_signal(signum: int, _frame: object) -> None:
         caught.append(signum)
         kill_descendants(me)
-        _write_record(
+        write_json_atomic(
             record_path,
             {"spawn_epoch": spawn_epoch, "exit_epoch": time.time(), "wall_s": time.monotonic() - start,
              "exit_code": None, "signal": signum, "leftovers_killed": None},
@@ -138,7 +130,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     wall_s = time.monotonic() - start
     exit_epoch = time.time()
     leftovers = kill_descendants(me)
-    _write_record(
+    write_json_atomic(
         record_path,
         {"spawn_epoch": spawn_epoch, "exit_epoch": exit_epoch, "wall_s": wall_s, "exit_code": code,
          "signal": None, "leftovers_killed": leftovers},

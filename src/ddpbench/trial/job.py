@@ -4,6 +4,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List
 
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+
 
 @dataclass(frozen=True)
 class JobInfo:
@@ -37,9 +40,6 @@ def job_info_from_hydra(hydra_cfg: Any, *, job_dir: Path, job_num: int, multirun
 
 def current_job() -> JobInfo:
     """The running Hydra job's place in its sweep."""
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
     hc = HydraConfig.get()
     multirun = hc.mode == RunMode.MULTIRUN
     return job_info_from_hydra(

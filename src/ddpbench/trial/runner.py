@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib.util
-import shutil
 import socket
-import sys
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -19,15 +17,20 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from omegaconf import DictConfig
 
 from ddpbench import __version__
-from ddpbench.cluster import NODE_RANK_TOKEN, NodePlan, plan_nodes
+from ddpbench.cluster import LAUNCH, RESUMED, NodePlan, plan_nodes
+from ddpbench.cluster import validate as validate_cluster
 from ddpbench.config import parse_repeat, to_plain, validate
 from ddpbench.errors import ToolMissingError
+from ddpbench.formats import trial_record as record
+from ddpbench.formats.rank_record import read_rank_record
 from ddpbench.io import read_json, write_json_atomic
 from ddpbench.trial import command as commands
-from ddpbench.trial import environment, record
+from ddpbench.trial import environment
 from ddpbench.trial.attempts import TRIAL_FILE, previous_ok, set_aside_previous_attempt
 from ddpbench.trial.job import JobInfo
-from ddpbench.trial.process import AgentResult, spawn_agent, tail, wait_agents
+from ddpbench.trial.launch import launch_with_retry
+from ddpbench.trial.process import AgentResult, tail
+
 
 def trial_timeout_s(cfg: DictConfig) -> float:
     """The watchdog limit: ``trial.timeout_s`` or expected duration * factor + margin."""
@@ -64,8 +67,9 @@ def check_command(cfg: DictConfig) -> None:
 
 
 def check_trial_config(cfg: DictConfig) -> None:
-    """Every check that can fail before a trial launches: values, the tool, the command templates."""
+    """Every check that can fail before a trial launches: values, the cluster backend, the tool, the command templates."""
     validate(cfg)
+    validate_cluster(cfg)
     check_tool(cfg)
     check_command(cfg)
 
@@ -82,30 +86,24 @@ def condition_of(job: JobInfo) -> Dict[str, str]:
     return condition
 
 
-def _read_rank_records(metrics_dir: Path) -> List[Dict[str, Any]]:
-    records = []
+def read_rank_records(metrics_dir: Path) -> Tuple[List[Dict[str, Any]], List[str]]:
+    """The valid rank records in ``metrics_dir`` (any known version), and one line per file that is not valid."""
+    records, problems = [], []
     for path in sorted(metrics_dir.glob("rank-*.json")):
-        try:
-            data = read_json(path)
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict) and data.get("schema") == "ddpbench.rank":
+        data, issues = read_rank_record(path)
+        if data is None:
+            problems.append(f"{path.name}: {issues[0]}" + (f" (+{len(issues) - 1} more)" if len(issues) > 1 else ""))
+        else:
             records.append(data)
-    return records
+    return records, problems
 
 
 def _node_entry(result: AgentResult, hostname: str) -> Dict[str, Any]:
-    return {
-        "node_rank": result.node_rank,
-        "hostname": hostname,
-        "wall_s": result.wall_s,
-        "exit_code": result.exit_code,
-        "spawn_epoch": result.spawn_epoch,
-        "exit_epoch": result.exit_epoch,
-        "killed_by": result.killed_by,
-        "stdout": result.stdout_path,
-        "stderr": result.stderr_path,
-    }
+    return record.node_entry(
+        result.node_rank, hostname, wall_s=result.wall_s, exit_code=result.exit_code,
+        spawn_epoch=result.spawn_epoch, exit_epoch=result.exit_epoch, killed_by=result.killed_by,
+        stdout=result.stdout_path, stderr=result.stderr_path,
+    )
 
 
 def _await_peer_nodes(nodes_dir: Path, expected: Sequence[int], deadline: float) -> Dict[int, Dict[str, Any]]:
@@ -131,61 +129,6 @@ def _first_error_line(text: str) -> str:
     return ""
 
 
-def _launch(cfg: DictConfig, job: JobInfo, plan: NodePlan, run_name: str, deadline: float):
-    metrics_dir = job.job_dir / "metrics"
-    metrics_dir.mkdir(parents=True, exist_ok=True)
-    handles = []
-    context = None
-    try:
-        for node_rank in plan.node_ranks:
-            context = commands.make_context(
-                cfg, node_rank=NODE_RANK_TOKEN if plan.wrap_agent else node_rank,  # type: ignore[arg-type]
-                master_addr=plan.master_addr, master_port=plan.master_port,
-                aggregator_port=plan.aggregator_port, run_name=run_name, job_dir=job.job_dir,
-            )
-            argv = commands.node_command(cfg, context)
-            env = commands.node_environment(cfg, context)
-            if plan.wrap_agent is not None:  # one agent over every node: each fills in its own rank
-                argv = plan.wrap_agent(argv, job.job_dir)
-            handles.append(spawn_agent(node_rank, argv, env, job.job_dir, job.job_dir / "logs"))
-    except BaseException:
-        from ddpbench.trial.process import stop_agent
-
-        for handle in handles:
-            stop_agent(handle)
-        raise
-    progress = LiveProgress(handles[0].stdout_path) if handles and sys.stdout.isatty() else None
-    outcome = wait_agents(handles, deadline, on_tick=progress.tick if progress else None)
-    if progress is not None:
-        progress.clear()
-    return outcome, context
-
-
-class LiveProgress:
-    """Shows rank 0's latest ``step=...`` line in place, for a terminal (never written to a pipe)."""
-
-    def __init__(self, stdout_log: Path) -> None:
-        self.stdout_log = stdout_log
-        self.shown = ""
-        self.last_check = 0.0
-
-    def tick(self) -> None:
-        now = time.monotonic()
-        if now - self.last_check < 0.5:
-            return
-        self.last_check = now
-        lines = [line for line in tail(self.stdout_log, 5).splitlines() if line.startswith("step=")]
-        if lines and lines[-1] != self.shown:
-            self.shown = lines[-1]
-            sys.stdout.write(f"\r    {self.shown[:100]}\x1b[K")
-            sys.stdout.flush()
-
-    def clear(self) -> None:
-        if self.shown:
-            sys.stdout.write("\r\x1b[K")
-            sys.stdout.flush()
-
-
 def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
     """Run the trial ``cfg`` describes in ``job.job_dir``; return its trial record (also on disk).
 
@@ -196,30 +139,36 @@ def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
     check_trial_config(cfg)
     plain = to_plain(cfg)
     job.job_dir.mkdir(parents=True, exist_ok=True)
-    plan = plan_nodes(cfg, job)
+    timeout_s = trial_timeout_s(cfg)
+    plan = plan_nodes(cfg, job, timeout_s)
+    if plan.await_owner is not None and plan.await_owner() == RESUMED:
+        return _node_summary(cfg, plan, node_ok=True)  # node 0 resumes an ok trial: nothing to launch here
     may_resume = plan.owner if plan.resume is None else plan.resume
     if may_resume and cfg.trial.resume:
         previous = previous_ok(job.job_dir, record.config_hash(plain))
         if previous is not None:
+            if plan.announce is not None:
+                plan.announce(RESUMED)
             previous["resumed"] = True
             return previous
     if plan.skip_reason is not None:
         return _skipped_node(cfg, job, plan)
     if plan.owner:
         set_aside_previous_attempt(job.job_dir)
+    if plan.announce is not None:
+        plan.announce(LAUNCH)
     if plan.on_launch is not None:
         plan.on_launch()
 
-    timeout_s = trial_timeout_s(cfg)
     started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    outcome, context = _launch_with_retry(cfg, job, plan, timeout_s)
+    outcome, context = launch_with_retry(cfg, job, plan, timeout_s)
     nodes = {r.node_rank: _node_entry(r, socket.gethostname()) for r in outcome.results}
     if not plan.owner:
         return _report_to_owner(cfg, job, plan, nodes, outcome.results)
 
-    ranks = _read_rank_records(job.job_dir / "metrics")
+    ranks, rank_problems = read_rank_records(job.job_dir / "metrics")
     nodes.update(_peer_nodes(cfg, job, plan, nodes, ranks))
-    status, error = classify(outcome.reason, timeout_s, nodes, ranks, cfg)
+    status, error = classify(outcome.reason, timeout_s, nodes, ranks, cfg, rank_problems)
     wall_s, spawn_epoch = slowest_node_wall(nodes)
     summary_file = commands.summary_path(cfg, context) if context is not None else None
     ended_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
@@ -241,25 +190,20 @@ def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
     return trial
 
 
-def _launch_with_retry(cfg: DictConfig, job: JobInfo, plan: NodePlan, timeout_s: float):
-    """Launch and wait; relaunch once with fresh ports when a port was taken under us (local only)."""
-    outcome, context = _launch(cfg, job, plan, _run_name(cfg, job, plan), time.monotonic() + timeout_s)
-    if outcome.reason != "timeout" and plan.retry_on_port_clash and _port_clash(outcome.results):
-        plan = plan_nodes(cfg, job)
-        shutil.rmtree(job.job_dir / "metrics", ignore_errors=True)
-        outcome, context = _launch(cfg, job, plan, _run_name(cfg, job, plan), time.monotonic() + timeout_s)
-    return outcome, context
-
-
 def _report_to_owner(
     cfg: DictConfig, job: JobInfo, plan: NodePlan, nodes: Mapping[int, Dict[str, Any]], results: Sequence[AgentResult]
 ) -> Dict[str, Any]:
     """A peer node's end of a trial: its node records for node 0, and a summary for its own sweeper."""
     for entry in nodes.values():
         write_json_atomic(job.job_dir / "nodes" / f"node{entry['node_rank']}.json", entry)
+    return _node_summary(cfg, plan, node_ok=all(r.exit_code == 0 for r in results),
+                         wall_s=max((r.wall_s for r in results), default=None))
+
+
+def _node_summary(cfg: DictConfig, plan: NodePlan, node_ok: bool, **extra: Any) -> Dict[str, Any]:
+    """What a peer node's job returns to its own sweeper (node 0's trial.json holds the trial)."""
     return {"status": "node_done", "node_rank": plan.node_ranks, "mode": str(cfg.mode.name),
-            "repeat": parse_repeat(cfg.repeat), "node_ok": all(r.exit_code == 0 for r in results),
-            "wall_s": max(r.wall_s for r in results)}
+            "repeat": parse_repeat(cfg.repeat), "node_ok": node_ok, **extra}
 
 
 def _peer_nodes(
@@ -270,9 +214,7 @@ def _peer_nodes(
     if not peers:
         return {}
     if plan.peer_source == "ranks":
-        from ddpbench.cluster.static import nodes_from_ranks
-
-        return nodes_from_ranks(ranks, peers, int(cfg.cluster.nproc_per_node))
+        return record.nodes_from_ranks(ranks, peers, int(cfg.cluster.nproc_per_node))
     return _await_peer_nodes(job.job_dir / "nodes", peers, time.monotonic() + plan.peer_record_wait_s)
 
 
@@ -280,13 +222,11 @@ def _skipped_node(cfg: DictConfig, job: JobInfo, plan: NodePlan) -> Dict[str, An
     """A non-owner that must not launch this trial (its peers left it): record why, report failure."""
     now = time.time()
     for node_rank in plan.node_ranks:
-        entry = {"node_rank": node_rank, "hostname": socket.gethostname(), "wall_s": 0.0, "exit_code": None,
-                 "spawn_epoch": now, "exit_epoch": now, "killed_by": None, "stdout": "", "stderr": "",
-                 "error": plan.skip_reason}
+        entry = record.node_entry(node_rank, socket.gethostname(), wall_s=0.0, exit_code=None, spawn_epoch=now,
+                                  exit_epoch=now, error=plan.skip_reason)
         write_json_atomic(job.job_dir / "nodes" / f"node{node_rank}.json", entry)
     print(f"ddpbench: node {plan.node_ranks} skips job {job.job_num}: {plan.skip_reason}", flush=True)
-    return {"status": "node_done", "node_rank": plan.node_ranks, "mode": str(cfg.mode.name),
-            "repeat": parse_repeat(cfg.repeat), "node_ok": False, "error": plan.skip_reason}
+    return _node_summary(cfg, plan, node_ok=False, error=plan.skip_reason)
 
 
 def trial_meta(cfg: DictConfig, job: JobInfo, *, started_at: str, ended_at: str, timeout_s: float) -> Dict[str, Any]:
@@ -315,8 +255,12 @@ def classify(
     nodes: Mapping[int, Mapping[str, Any]],
     ranks: Sequence[Mapping[str, Any]],
     cfg: DictConfig,
+    rank_problems: Sequence[str] = (),
 ) -> Tuple[str, Optional[str]]:
-    """The trial's status (ok/failed/timeout) and, unless ok, one line saying why."""
+    """The trial's status (ok/failed/timeout) and, unless ok, one line saying why.
+
+    ``rank_problems``: one line per rank record that failed validation (those records are not in ``ranks``).
+    """
     if wait_reason == "timeout":
         return "timeout", f"trial ran past its timeout of {timeout_s:.0f} s and was killed"
     missing = [r for r in range(int(cfg.cluster.nnodes)) if r not in nodes]
@@ -326,6 +270,8 @@ def classify(
     if bad is not None:
         detail = bad.get("error") or _first_error_line(tail(bad.get("stderr") or "", 60))
         return "failed", f"node {bad['node_rank']} exited with {bad.get('exit_code')}" + (f": {detail}" if detail else "")
+    if rank_problems:
+        return "failed", f"invalid rank record {rank_problems[0]}"
     error = record.rank_consistency_error(ranks, int(cfg.cluster.nnodes) * int(cfg.cluster.nproc_per_node))
     return ("failed", error) if error else ("ok", None)
 
@@ -366,15 +312,3 @@ def _logs_section(nodes: Mapping[int, Mapping[str, Any]], status: str) -> Dict[s
         "stderr": stderr_paths,
         "tail": None if status == "ok" else "\n".join(tail(p, 20) for p in stderr_paths if p),
     }
-
-
-def _run_name(cfg: DictConfig, job: JobInfo, plan: NodePlan) -> str:
-    """TraceML's --run-name: new for every launch, the same on every node of the trial."""
-    return f"{cfg.sweep_name}-{job.job_num}-{plan.run_token}"
-
-
-def _port_clash(results: Sequence[AgentResult]) -> bool:
-    if all(r.exit_code == 0 for r in results):
-        return False
-    return any("address already in use" in tail(r.stderr_path, 80).lower() for r in results)
-

@@ -156,7 +156,7 @@ class BoundedSlurmLauncher(SlurmLauncher):
     def _already_ok(self, pending: _Pending) -> Optional[Dict[str, Any]]:
         """The summary of an ok trial.json of the same config (resume), else None: nothing to submit."""
         from ddpbench.config import to_plain
-        from ddpbench.trial import record
+        from ddpbench.formats import trial_record as record
         from ddpbench.trial.attempts import previous_ok
 
         cfg = OmegaConf.masked_copy(pending.cfg, [k for k in pending.cfg.keys() if k != "hydra"])
@@ -326,7 +326,8 @@ class BoundedSlurmLauncher(SlurmLauncher):
     def _failed_record(self, pending: _Pending, status: str, error: str) -> Dict[str, Any]:
         from ddpbench.config import to_plain
         from ddpbench.io import write_json_atomic
-        from ddpbench.trial import environment, record
+        from ddpbench.formats import trial_record as record
+        from ddpbench.trial import environment
         from ddpbench.trial.process import tail
         from ddpbench.trial.job import job_info_from_hydra
         from ddpbench.trial.runner import trial_meta

@@ -1,7 +1,14 @@
-"""The trial record (``trial.json``, schema ``ddpbench.trial``): pure construction from measurements.
+"""The trial record (``trial.json``, schema ``ddpbench.trial``): writer, validator and reader.
 
-Version history:
-- 1 (ddpbench 0.1.0): first version. Fields are documented in docs/formats.md.
+The driver builds one record per trial (:func:`build_trial_record`, from the rank records and the
+node entries, each built by :func:`node_entry`); the collector and resume read it back through
+:func:`read_trial_record`, which accepts every version listed below and upgrades it in memory to
+the current one. ``docs/formats.md`` describes the fields for humans.
+
+Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice, and teach
+:func:`upgrade` to turn the previous version into the new one):
+
+- 1 (ddpbench 0.1.0): first version.
 
 Combining ranks: ``steps_per_s`` is the slowest rank's; ``step_time_ms`` holds the mean over ranks
 of each rank's statistic, except ``min`` and ``max``, which are the min and max over ranks. In DDP
@@ -12,12 +19,31 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+import os
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ddpbench.formats.rank_record import STEP_STAT_KEYS
 
 SCHEMA = "ddpbench.trial"
 SCHEMA_VERSION = 1
-STEP_STATS = ("mean", "median", "p10", "p90", "p99", "min", "max", "stdev")
+#: every version :func:`read_trial_record` reads (and upgrades to :data:`SCHEMA_VERSION`)
+KNOWN_VERSIONS = frozenset(range(1, SCHEMA_VERSION + 1))
+#: the record's file name inside a job dir
+TRIAL_FILE = "trial.json"
 STATUSES = ("ok", "failed", "timeout")
+
+#: fields a reader needs to pair a trial, with their JSON types
+REQUIRED_FIELDS: Dict[str, Tuple[type, ...]] = {
+    "sweep_dir": (str,),
+    "mode": (str,),
+    "repeat": (int,),
+    "pair_position": (int,),
+    "condition": (dict,),
+    "condition_id": (str,),
+    "status": (str,),
+}
+#: figures an ``ok`` record must hold as numbers
+OK_NUMERIC_FIELDS = ("wall_s", "startup_s", "train_s", "teardown_s", "steps_per_s")
 
 
 def config_hash(config: Mapping[str, Any]) -> str:
@@ -32,7 +58,7 @@ def combine_step_times(ranks: Sequence[Mapping[str, Any]]) -> Optional[Dict[str,
     if not stats or any(not s for s in stats):
         return None
     combined: Dict[str, float] = {}
-    for key in STEP_STATS:
+    for key in STEP_STAT_KEYS:
         values = [float(s[key]) for s in stats]
         if key == "min":
             combined[key] = min(values)
@@ -61,6 +87,63 @@ def wall_decomposition(
     startup = first - spawn_epoch
     train = last - first
     return {"startup_s": startup, "train_s": train, "teardown_s": wall_s - startup - train}
+
+
+def node_entry(
+    node_rank: int,
+    hostname: Optional[str],
+    *,
+    wall_s: Optional[float],
+    exit_code: Optional[int],
+    spawn_epoch: Optional[float],
+    exit_epoch: Optional[float],
+    killed_by: Optional[str] = None,
+    stdout: str = "",
+    stderr: str = "",
+    **extra: Any,
+) -> Dict[str, Any]:
+    """One entry of the record's ``nodes`` list (and of a peer's ``nodes/node<r>.json``).
+
+    ``wall_s``: the node agent's spawn-to-exit wall, s; epochs are Unix seconds; ``killed_by`` is
+    ``timeout``/``peer_failed``/None; ``extra`` adds ``error`` (a node that skipped the trial) or
+    ``source``/``ranks_span_s`` (a node seen only through its ranks).
+    """
+    return {
+        "node_rank": node_rank,
+        "hostname": hostname,
+        "wall_s": wall_s,
+        "exit_code": exit_code,
+        "spawn_epoch": spawn_epoch,
+        "exit_epoch": exit_epoch,
+        "killed_by": killed_by,
+        "stdout": stdout,
+        "stderr": stderr,
+        **extra,
+    }
+
+
+def nodes_from_ranks(
+    ranks: Sequence[Mapping[str, Any]], node_ranks: Sequence[int], nproc_per_node: int
+) -> Dict[int, Dict[str, Any]]:
+    """Node entries for nodes whose own record cannot be read, inferred from their ranks' records.
+
+    The agent's wall time, exit code and spawn/exit epochs are unknown (null); ``ranks_span_s`` is
+    the span from the node's first rank process start to its last record (a lower bound of the
+    agent's wall, on that node's clock). ``exit_code`` is 0 when every rank of the node reported.
+    """
+    entries: Dict[int, Dict[str, Any]] = {}
+    for node_rank in node_ranks:
+        mine = [r for r in ranks if int(r.get("node_rank", -1)) == node_rank]
+        if not mine:
+            continue
+        starts = [float(r["timestamps"]["process_start"]) for r in mine]
+        ends = [float(r["timestamps"]["exit"]) for r in mine]
+        entries[node_rank] = node_entry(
+            node_rank, mine[0].get("hostname"), wall_s=None,
+            exit_code=0 if len(mine) >= nproc_per_node else None, spawn_epoch=None, exit_epoch=None,
+            source="ranks", ranks_span_s=max(ends) - min(starts),
+        )
+    return entries
 
 
 def rank_summaries(ranks: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
@@ -170,3 +253,57 @@ def build_trial_record(
         "logs": dict(logs),
     }
     return record
+
+
+def validate_trial_record(record: Any) -> Optional[str]:
+    """Why a decoded ``trial.json`` cannot be used (one line), or None when it can.
+
+    Accepts every version in :data:`KNOWN_VERSIONS`; checks the fields pairing needs and, for an
+    ``ok`` record, that its figures are numbers. Unknown extra fields are allowed.
+    """
+    if not isinstance(record, dict):
+        return f"not a JSON object ({type(record).__name__})"
+    schema = record.get("schema")
+    if schema != SCHEMA:
+        return f"unknown schema {schema!r} (expected {SCHEMA!r})"
+    version = record.get("schema_version")
+    if version not in KNOWN_VERSIONS or isinstance(version, bool):
+        known = ", ".join(str(v) for v in sorted(KNOWN_VERSIONS))
+        return f"unknown schema_version {version!r} of {SCHEMA} (this reader knows {known})"
+    missing = [k for k in REQUIRED_FIELDS if k not in record]
+    if missing:
+        return "partial record: missing " + ", ".join(missing)
+    for key, types in REQUIRED_FIELDS.items():
+        value = record[key]
+        if not isinstance(value, types) or isinstance(value, bool):
+            return f"field {key!r} has type {type(value).__name__}"
+    if record["status"] == "ok":
+        bad = [k for k in OK_NUMERIC_FIELDS
+               if not isinstance(record.get(k), (int, float)) or isinstance(record.get(k), bool)]
+        if bad:
+            return "status ok but not a number: " + ", ".join(bad)
+    return None
+
+
+def upgrade(record: Dict[str, Any]) -> Dict[str, Any]:
+    """A valid record of any known version as the current version (in memory; version 1 is current)."""
+    return record
+
+
+def read_trial_record(path: "str | os.PathLike[str]") -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+    """``(record, None)`` for a usable ``trial.json`` of any known version, upgraded; else ``(None, why)``."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        return None, f"unreadable: {exc.strerror or exc}"
+    if not data.strip():
+        return None, "empty file"
+    try:
+        record = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return None, f"malformed JSON: {exc}"
+    reason = validate_trial_record(record)
+    if reason is not None:
+        return None, reason
+    return upgrade(record), None

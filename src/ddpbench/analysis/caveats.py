@@ -1,0 +1,110 @@
+"""Caveats: the rules that say when a report's figures must be read with care, as sentences.
+
+A pure function of the :class:`~ddpbench.analysis.results.Analysis` and the tool-coverage check
+(:mod:`ddpbench.analysis.coverage`): duration stops, fixed costs, inconclusive verdicts, excluded
+pairs, host mismatches, order effects, the A/A noise floor and failed calibrations. The report lists
+the sentences as they are.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from ddpbench.analysis.coverage import CoverageGap
+from ddpbench.analysis.results import Analysis, Comparison
+
+__all__ = ["caveats", "fixed_cost_split", "fmt"]
+
+
+def fmt(x: float, digits: int = 2, sign: bool = False) -> str:
+    """``x`` with ``digits`` decimals (and a sign with ``sign``); ``n/a`` when it is not a finite number."""
+    if x is None or not math.isfinite(x):
+        return "n/a"
+    return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
+
+
+def fixed_cost_split(c: Comparison) -> tuple[float, float, float, float] | None:
+    """(fixed s, wall difference s, start-up Δ s, teardown Δ s) when fixed costs are most of a positive wall difference."""
+    try:
+        diff = c.sides["mode_wall_s"].mean - c.sides["base_wall_s"].mean
+        startup = c.metrics["startup_diff_s"].mean
+        teardown = c.metrics["teardown_diff_s"].mean
+    except KeyError:
+        return None
+    fixed = startup + teardown
+    if not all(math.isfinite(v) for v in (diff, fixed)) or diff <= 0 or fixed < 0.5 * diff:
+        return None
+    return fixed, diff, startup, teardown
+
+
+def caveats(analysis: Analysis, gaps: Sequence[CoverageGap] = ()) -> list[str]:
+    """Every caveat of ``analysis`` as one sentence each (``gaps``: trials whose tool missed steps), in report order."""
+    out: list[str] = []
+    for gap in gaps:
+        out.append(
+            f"{gap.mode} [{gap.condition_id}] repeat {gap.repeat}: the tool analysed {gap.steps_analyzed} steps of the "
+            f"{gap.steps_run} the workload ran (warmup + timed); its step instrumentation missed steps, so this "
+            "trial may understate the tool's cost."
+        )
+    budget = analysis.budget_pct
+    tools = [c for c in analysis.comparisons if c.role == "tool"]
+    for c in analysis.comparisons:
+        if c.stop_kind and "duration" in str(c.stop_kind) and c.role != "aa":
+            out.append(
+                f"{c.label}: duration stop — both modes train for the same time, so wall overhead reflects "
+                "fixed costs only (startup, teardown); the per-step cost shows as throughput overhead."
+            )
+    for c in tools:
+        split = fixed_cost_split(c)
+        if split is not None:
+            fixed, diff, startup, teardown = split
+            t = c.metrics["throughput_overhead_pct"]
+            out.append(
+                f"{c.label}: {fmt(fixed, 2)} s of the {fmt(diff, 2)} s wall difference is fixed per-trial cost "
+                f"(start-up {fmt(startup, 2, True)} s, teardown {fmt(teardown, 2, True)} s), so the wall overhead "
+                f"shrinks as trials get longer (`stop.steps`); the per-step cost is the throughput overhead "
+                f"({fmt(t.mean, 2, True)} %)."
+            )
+    for c in tools:
+        if c.verdict.status == "inconclusive":
+            t = c.metrics["throughput_overhead_pct"]
+            out.append(
+                f"{c.label}: inconclusive — an interval straddles the {budget:g} % budget or n < 2 "
+                f"(throughput MDE {fmt(t.mde)} %); run more pairs."
+            )
+    for c in analysis.comparisons:
+        if c.excluded:
+            reasons = sorted({e.reason for e in c.excluded})
+            out.append(f"{c.label}: {c.n_excluded} pair(s) excluded ({'; '.join(reasons)}).")
+        if c.host_mismatch:
+            out.append(f"{c.label}: {len(c.host_mismatch)} pair(s) ran their two sides on different hosts.")
+        if c.n_pairs and c.role != "aa":
+            t = c.metrics["throughput_overhead_pct"]
+            for o in c.order_effects[:1]:
+                if o.n_mode_first and o.n_mode_second and math.isfinite(t.half_width) and abs(o.difference) > max(t.half_width, 1e-9):
+                    out.append(
+                        f"{c.label}: order effect — throughput overhead differs by {fmt(o.difference, 2, True)} pp "
+                        f"between running first and second, more than the interval half-width {fmt(t.half_width)} pp."
+                    )
+    if analysis.noise_floors:
+        for c in tools:
+            if c.noise_floor_pct is None:
+                continue
+            t = c.metrics["throughput_overhead_pct"]
+            small = math.isfinite(t.mean) and abs(t.mean) <= c.noise_floor_pct
+            out.append(
+                f"{c.label}: noise floor ±{fmt(c.noise_floor_pct)} % ({c.noise_floor_source})"
+                + (f"; the throughput overhead {fmt(t.mean, 2, True)} % is within it, not resolvable." if small else ".")
+            )
+    elif tools:
+        out.append(
+            f"No A/A comparison (`{analysis.baseline}` vs `{analysis.baseline}_aa`) in this report: "
+            "the noise floor of this machine is unknown."
+        )
+    for c in analysis.comparisons:
+        if c.calibration is not None and c.calibration.all_within is False:
+            out.append(f"{c.label}: calibration did not recover the injected cost within tolerance; distrust small overheads.")
+    if analysis.failed_trials:
+        out.append(f"{len(analysis.failed_trials)} trial(s) did not finish ok (listed below).")
+    return out

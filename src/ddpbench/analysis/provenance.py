@@ -1,0 +1,136 @@
+"""Provenance of a report: what the trials ran on and how they were started, read from the collected table.
+
+Pure functions of the collected table (``ddpbench.collect``): hardware, topology and versions seen,
+a command line equivalent to the trials' overrides, and the resolved-config keys that differ between
+modes. The report renders them; it extracts nothing itself.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import pandas as pd
+
+__all__ = ["Provenance", "SWEEPER_KEYS", "command_line", "config_differences", "provenance"]
+
+#: (label, column) of the versions the report's setup names, in that order
+VERSION_COLUMNS = (
+    ("Python", "env_python"), ("torch", "env_torch"), ("CUDA", "env_cuda"), ("NCCL", "env_nccl"),
+    ("traceml-ai", "env_traceml_ai"), ("ddpbench", "env_ddpbench"), ("git", "env_git_commit"),
+    ("platform", "env_platform"),
+)
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What the trials of a report ran on; each list holds the distinct values seen, in first-seen order."""
+
+    cpu_models: list[str]
+    cpu_counts: list[str]
+    gpu_names: list[str]
+    hostnames: list[str]
+    # "<world> ranks = <nnodes> node(s) × <nproc>" per distinct topology
+    topologies: list[str]
+    # (label, [values]) for each version column that has a value
+    versions: list[tuple[str, list[str]]]
+    # a `python3 -m ddpbench -m ...` command equivalent to the trials' overrides
+    command: str
+    # condition_id -> (modes, [(dotted key, [value per mode])]) of its config differences between modes
+    config_differences: dict[str, tuple[list[str], list[tuple[str, list[str]]]]]
+
+
+def _unique(values: Iterable[Any]) -> list[str]:
+    out: dict[str, None] = {}
+    for v in values:
+        if v is None or (isinstance(v, float) and math.isnan(v)) or v == "":
+            continue
+        out.setdefault(str(v), None)
+    return list(out)
+
+
+def _col(frame: pd.DataFrame, name: str) -> list[Any]:
+    return frame[name].tolist() if name in frame.columns else []
+
+
+#: overrides the paired sweeper adds to every job; not part of what the user typed
+SWEEPER_KEYS = ("pair_position", "sweep_name")
+
+
+def command_line(frame: pd.DataFrame) -> str:
+    """A ``ddpbench --multirun`` command equivalent to the trials' Hydra overrides (values in first-seen order)."""
+    keys: "OrderedDict[str, dict[str, None]]" = OrderedDict()
+    for text in _col(frame, "overrides_json"):
+        try:
+            overrides = json.loads(text) if isinstance(text, str) else None
+        except ValueError:
+            continue
+        for item in overrides or []:
+            key, sep, value = str(item).partition("=")
+            if sep and key not in SWEEPER_KEYS:
+                keys.setdefault(key, {}).setdefault(value, None)
+    parts = [f"{k}={','.join(v)}" for k, v in keys.items()]
+    return "python3 -m ddpbench -m " + " ".join(parts) if parts else "(no overrides recorded)"
+
+
+def _flatten(prefix: str, value: Any, out: dict[str, str]) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flatten(f"{prefix}.{k}" if prefix else str(k), v, out)
+    else:
+        out[prefix] = json.dumps(value, default=str)
+
+
+def config_differences(frame: pd.DataFrame, baseline: str) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    """Resolved-config keys whose values differ between modes (one ok trial per mode, ``repeat`` ignored).
+
+    Returns ``(modes, [(dotted key, [value per mode])])``.
+    """
+    per_mode: dict[str, dict[str, str]] = {}
+    if "config_json" not in frame.columns:
+        return [], []
+    ok = frame[frame["status"] == "ok"] if "status" in frame.columns else frame
+    for mode, text in zip(ok["mode"], ok["config_json"]):
+        if mode in per_mode or not isinstance(text, str):
+            continue
+        try:
+            cfg = json.loads(text)
+        except ValueError:
+            continue
+        flat: dict[str, str] = {}
+        _flatten("", cfg, flat)
+        per_mode[str(mode)] = flat
+    modes = sorted(per_mode, key=lambda m: (m != baseline, m))
+    keys = sorted({k for flat in per_mode.values() for k in flat})
+    rows = []
+    for key in keys:
+        if key in ("repeat", *SWEEPER_KEYS):
+            continue
+        values = [per_mode[m].get(key, "—") for m in modes]
+        if len(set(values)) > 1:
+            rows.append((key, values))
+    return modes, rows
+
+
+def provenance(frame: pd.DataFrame, baseline: str) -> Provenance:
+    """The :class:`Provenance` of the trials in ``frame`` (config differences per condition)."""
+    hosts = sorted({h for v in _unique(_col(frame, "env_hostnames")) for h in v.split(",") if h})
+    topologies = _unique(
+        f"{w} ranks = {n} node(s) × {p}"
+        for w, n, p in zip(_col(frame, "world_size"), _col(frame, "nnodes"), _col(frame, "nproc_per_node"))
+    )
+    versions = [(label, _unique(_col(frame, col))) for label, col in VERSION_COLUMNS]
+    groups = frame.groupby("condition_id", sort=True) if "condition_id" in frame.columns else []
+    return Provenance(
+        cpu_models=_unique(_col(frame, "env_cpu_model")),
+        cpu_counts=_unique(_col(frame, "env_cpu_count")),
+        gpu_names=_unique(_col(frame, "env_gpu_names")),
+        hostnames=hosts,
+        topologies=topologies,
+        versions=[(label, values) for label, values in versions if values],
+        command=command_line(frame),
+        config_differences={str(cond): config_differences(sub, baseline) for cond, sub in groups},
+    )

@@ -1,0 +1,137 @@
+"""The backend interface: what a cluster backend decides for one trial, and the registry of backends by name.
+
+A backend is one module that subclasses :class:`Backend`, names its ``kind`` and calls :func:`register`
+at import time. ``cluster.kind: X`` in a cluster YAML selects it: :func:`backend_for` imports
+``ddpbench.cluster.X``, or else the module ``X`` of your own (whose backend's ``kind`` is ``X``), on first use.
+The backend owns its validation, node planning, rendezvous environment, ports and sweep preparation;
+the trial layer (:mod:`ddpbench.trial.runner`) only calls these methods.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, ClassVar, Dict, List, Optional, Protocol
+
+from omegaconf import DictConfig
+
+from ddpbench.errors import ConfigError
+
+#: stands for the node rank in an agent command that covers every node (see NodePlan.wrap_agent); each
+#: node replaces it with its own SLURM_NODEID
+NODE_RANK_TOKEN = "@DDPBENCH_NODE_RANK@"
+#: node 0's decision on a job dir, told to the other nodes (NodePlan.announce / await_owner)
+LAUNCH, RESUMED = "launch", "resumed"
+
+
+class TrialSlot(Protocol):
+    """The trial a backend plans for: its number in the sweep and its job dir (``ddpbench.trial.job.JobInfo`` is one)."""
+
+    @property
+    def job_dir(self) -> Path: ...
+
+    @property
+    def job_num(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    """What this driver launches for one trial."""
+
+    # node ranks whose agents this driver starts
+    node_ranks: List[int]
+    # rendezvous host (node 0)
+    master_addr: str
+    # torch rendezvous port
+    master_port: int
+    # a tool's aggregator port (TraceML)
+    aggregator_port: int
+    # whether this driver writes trial.json (node 0's driver)
+    owner: bool
+    # relaunch once with fresh ports when a port was taken between choosing and binding
+    retry_on_port_clash: bool
+    # identifies this launch; every node of the trial must get the same one (TraceML's --run-name)
+    run_token: str
+    # seconds node 0 waits, after its own agent ended, for the other nodes' records
+    peer_record_wait_s: float = 30.0
+    # where node 0 finds the other nodes' entries: "records" (nodes/node<r>.json in a shared job dir)
+    # or "ranks" (inferred from the rank records gathered through the process group; agent wall unknown)
+    peer_source: str = "records"
+    # whether this driver may skip a trial whose trial.json is already ok (None = only the owner)
+    resume: Optional[bool] = None
+    # set when this driver must not launch the trial (its peers already left it): the trial fails
+    skip_reason: Optional[str] = None
+    # called right before the agents are launched (after an earlier attempt was set aside)
+    on_launch: Optional[Callable[[], None]] = None
+    # owner: called with LAUNCH or RESUMED once the job dir is ready (earlier attempt resumed or set aside)
+    announce: Optional[Callable[[str], None]] = None
+    # other nodes: waits (bounded) for the owner's announcement and returns it; RESUMED = launch nothing
+    await_owner: Optional[Callable[[], str]] = None
+    # set when the one agent of node_ranks=[0] covers every node (an srun step, slurm one_allocation): its
+    # command is rendered with node_rank = NODE_RANK_TOKEN, then wrapped by wrap_agent(argv, job_dir);
+    # the other nodes write their own nodes/node<r>.json, which node 0 reads as usual
+    wrap_agent: Optional[Callable[[List[str], Path], List[str]]] = None
+
+
+class Backend:
+    """One way of placing a trial's node agents; subclass it in a module of its own and :func:`register` it."""
+
+    #: the ``cluster.kind`` value that selects this backend
+    kind: ClassVar[str] = ""
+
+    def validate(self, cfg: DictConfig) -> None:
+        """Raise ConfigError (one line) for a config this backend cannot run; the default accepts all."""
+
+    def prepare_sweep(self, cfg: DictConfig) -> None:
+        """Acquire what the backend holds for a whole sweep before its first trial; raise DdpbenchError if impossible."""
+
+    def plan(self, cfg: DictConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
+        """This driver's plan for trial ``job`` (its ports included); ``timeout_s`` is the trial's watchdog limit."""
+        raise NotImplementedError
+
+    def rendezvous_env(self, cfg: DictConfig, run_name: str) -> Dict[str, str]:
+        """Environment every node agent of the trial ``run_name`` gets for its rendezvous; default none."""
+        return {}
+
+    def workload_args(self, cfg: DictConfig) -> List[str]:
+        """Workload arguments this backend needs (every mode gets them); default none."""
+        return []
+
+    def writes_report(self, cfg: DictConfig) -> bool:
+        """Whether this driver writes the sweep's report (only one driver of a sweep does); default yes."""
+        return True
+
+
+_BACKENDS: Dict[str, Backend] = {}
+
+
+def register(backend: Backend) -> Backend:
+    """Make ``backend`` the one ``cluster.kind == backend.kind`` selects; returns it."""
+    if not backend.kind:
+        raise ValueError(f"{type(backend).__name__} has no kind")
+    _BACKENDS[backend.kind] = backend
+    return backend
+
+
+def backend_for(cfg: DictConfig) -> Backend:
+    """The backend ``cfg.cluster.kind`` names, importing its module on first use; ConfigError when there is none."""
+    kind = str(cfg.cluster.kind)
+    for module in (f"{__package__}.{kind}", kind):
+        if kind in _BACKENDS:
+            break
+        try:
+            importlib.import_module(module)
+        except ImportError as error:  # no such module: try the next name; a backend's own import error propagates
+            if error.name is None or not module.startswith(error.name):
+                raise
+        except ValueError:  # not a module name ("", "a..b")
+            continue
+    if kind not in _BACKENDS:
+        known = ", ".join(sorted(set(_BACKENDS) | set(BUILTIN_KINDS)))
+        raise ConfigError(f"cluster.kind={kind!r}: must be {known}, or the module path of your own backend")
+    return _BACKENDS[kind]
+
+
+#: the backends that ship with ddpbench (each the module ddpbench.cluster.<kind>)
+BUILTIN_KINDS = ("local", "slurm", "static")

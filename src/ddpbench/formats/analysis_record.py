@@ -1,0 +1,79 @@
+"""The analysis record (``analysis.json``, schema ``ddpbench.analysis``): writer, validator and reader.
+
+``ddpbench-report`` writes one per report: the paired analysis as plain JSON (every non-finite number
+as null) plus ``sweep_dirs``, ``skipped``, ``generated_at`` and ``ddpbench_version``. The body's fields
+are the attributes of :class:`ddpbench.analysis.results.Analysis` (docs/analysis.md); this module owns
+the envelope and what a reader may rely on. Readers use :func:`read_analysis_record`, which accepts
+every version below and upgrades it in memory.
+
+Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice):
+
+- 1 (ddpbench 0.1.0): first version.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+SCHEMA = "ddpbench.analysis"
+SCHEMA_VERSION = 1
+#: every version :func:`read_analysis_record` reads
+KNOWN_VERSIONS = frozenset(range(1, SCHEMA_VERSION + 1))
+#: the record's file name in a report's output dir
+ANALYSIS_FILE = "analysis.json"
+
+#: top-level fields every version holds, with their JSON types
+REQUIRED_FIELDS: Dict[str, Tuple[type, ...]] = {
+    "baseline": (str,),
+    "budget_pct": (int, float),
+    "confidence": (int, float),
+    "comparisons": (list,),
+    "failed_trials": (list,),
+    "n_trials": (int,),
+    "n_ok": (int,),
+    "noise_floors": (dict,),
+    "methods": (dict,),
+}
+
+
+def build_analysis_record(body: Mapping[str, Any]) -> Dict[str, Any]:
+    """The record for ``body`` (the analysis as JSON-ready data): schema and version first."""
+    return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, **body}
+
+
+def validate_analysis_record(record: Any) -> Optional[str]:
+    """Why a decoded ``analysis.json`` cannot be used (one line), or None when it can (any known version)."""
+    if not isinstance(record, dict):
+        return f"not a JSON object ({type(record).__name__})"
+    if record.get("schema") != SCHEMA:
+        return f"unknown schema {record.get('schema')!r} (expected {SCHEMA!r})"
+    version = record.get("schema_version")
+    if isinstance(version, bool) or version not in KNOWN_VERSIONS:
+        known = ", ".join(str(v) for v in sorted(KNOWN_VERSIONS))
+        return f"unknown schema_version {version!r} of {SCHEMA} (this reader knows {known})"
+    for key, types in REQUIRED_FIELDS.items():
+        if key not in record:
+            return f"partial record: missing {key}"
+        if not isinstance(record[key], types) or isinstance(record[key], bool):
+            return f"field {key!r} has type {type(record[key]).__name__}"
+    return None
+
+
+def upgrade(record: Dict[str, Any]) -> Dict[str, Any]:
+    """A valid record of any known version as the current version (in memory; version 1 is current)."""
+    return record
+
+
+def read_analysis_record(path: "str | os.PathLike[str]") -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+    """``(record, None)`` for a usable ``analysis.json`` of any known version, upgraded; else ``(None, why)``."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            record = json.load(handle)
+    except OSError as exc:
+        return None, f"unreadable: {exc.strerror or exc}"
+    except ValueError as exc:
+        return None, f"malformed JSON: {exc}"
+    reason = validate_analysis_record(record)
+    return (None, reason) if reason is not None else (upgrade(record), None)

@@ -1,0 +1,97 @@
+"""Launch a trial's node agents from a plan and wait for them: commands, live progress, one retry on a port clash."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Optional, Sequence, Tuple
+
+from omegaconf import DictConfig
+
+from ddpbench.cluster import NODE_RANK_TOKEN, NodePlan, plan_nodes
+from ddpbench.trial import command as commands
+from ddpbench.trial.job import JobInfo
+from ddpbench.trial.process import AgentResult, WaitOutcome, spawn_agent, stop_agent, tail, wait_agents
+
+__all__ = ["LiveProgress", "launch", "launch_with_retry", "run_name"]
+
+
+def launch(
+    cfg: DictConfig, job: JobInfo, plan: NodePlan, run_name: str, deadline: float
+) -> Tuple[WaitOutcome, Optional[commands.LaunchContext]]:
+    """Start the plan's agents in ``job.job_dir`` and wait until ``deadline`` (monotonic); the outcome and the last context."""
+    metrics_dir = job.job_dir / "metrics"
+    metrics_dir.mkdir(parents=True, exist_ok=True)
+    handles = []
+    context = None
+    try:
+        for node_rank in plan.node_ranks:
+            context = commands.make_context(
+                cfg, node_rank=NODE_RANK_TOKEN if plan.wrap_agent else node_rank,  # type: ignore[arg-type]
+                master_addr=plan.master_addr, master_port=plan.master_port,
+                aggregator_port=plan.aggregator_port, run_name=run_name, job_dir=job.job_dir,
+            )
+            argv = commands.node_command(cfg, context)
+            env = commands.node_environment(cfg, context)
+            if plan.wrap_agent is not None:  # one agent over every node: each fills in its own rank
+                argv = plan.wrap_agent(argv, job.job_dir)
+            handles.append(spawn_agent(node_rank, argv, env, job.job_dir, job.job_dir / "logs"))
+    except BaseException:
+        for handle in handles:
+            stop_agent(handle)
+        raise
+    progress = LiveProgress(handles[0].stdout_path) if handles and sys.stdout.isatty() else None
+    outcome = wait_agents(handles, deadline, on_tick=progress.tick if progress else None)
+    if progress is not None:
+        progress.clear()
+    return outcome, context
+
+
+class LiveProgress:
+    """Shows rank 0's latest ``step=...`` line in place, for a terminal (never written to a pipe)."""
+
+    def __init__(self, stdout_log: Path) -> None:
+        self.stdout_log = stdout_log
+        self.shown = ""
+        self.last_check = 0.0
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        if now - self.last_check < 0.5:
+            return
+        self.last_check = now
+        lines = [line for line in tail(self.stdout_log, 5).splitlines() if line.startswith("step=")]
+        if lines and lines[-1] != self.shown:
+            self.shown = lines[-1]
+            sys.stdout.write(f"\r    {self.shown[:100]}\x1b[K")
+            sys.stdout.flush()
+
+    def clear(self) -> None:
+        if self.shown:
+            sys.stdout.write("\r\x1b[K")
+            sys.stdout.flush()
+
+
+def launch_with_retry(
+    cfg: DictConfig, job: JobInfo, plan: NodePlan, timeout_s: float
+) -> Tuple[WaitOutcome, Optional[commands.LaunchContext]]:
+    """Launch and wait; relaunch once with fresh ports when a port was taken under us (local only)."""
+    outcome, context = launch(cfg, job, plan, run_name(cfg, job, plan), time.monotonic() + timeout_s)
+    if outcome.reason != "timeout" and plan.retry_on_port_clash and _port_clash(outcome.results):
+        plan = plan_nodes(cfg, job, timeout_s)
+        shutil.rmtree(job.job_dir / "metrics", ignore_errors=True)
+        outcome, context = launch(cfg, job, plan, run_name(cfg, job, plan), time.monotonic() + timeout_s)
+    return outcome, context
+
+
+def run_name(cfg: DictConfig, job: JobInfo, plan: NodePlan) -> str:
+    """TraceML's --run-name: new for every launch, the same on every node of the trial."""
+    return f"{cfg.sweep_name}-{job.job_num}-{plan.run_token}"
+
+
+def _port_clash(results: Sequence[AgentResult]) -> bool:
+    if all(r.exit_code == 0 for r in results):
+        return False
+    return any("address already in use" in tail(r.stderr_path, 80).lower() for r in results)

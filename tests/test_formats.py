@@ -1,0 +1,82 @@
+"""The versioned formats: each module's writer, validator and reader, and readers of earlier versions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from ddpbench.analysis.paired import analysis_to_dict, analyze
+from ddpbench.collect import collect_trials
+from ddpbench.formats import analysis_record, rank_record, trial_record
+from ddpbench.trial.runner import classify, read_rank_records
+from trial_factory import make_rank_record, make_sweep, make_trial
+
+
+def test_trial_record_reader_accepts_every_known_version(tmp_path: Path) -> None:
+    assert trial_record.KNOWN_VERSIONS == frozenset(range(1, trial_record.SCHEMA_VERSION + 1))
+    for version in sorted(trial_record.KNOWN_VERSIONS):
+        path = tmp_path / f"v{version}.json"
+        path.write_text(json.dumps({**make_trial(), "schema_version": version}))
+        record, reason = trial_record.read_trial_record(path)
+        assert reason is None and record is not None
+        assert record["schema_version"] == version and record["mode"] == "native"
+    path = tmp_path / "future.json"
+    path.write_text(json.dumps({**make_trial(), "schema_version": trial_record.SCHEMA_VERSION + 1}))
+    record, reason = trial_record.read_trial_record(path)
+    assert record is None and "unknown schema_version" in str(reason)
+
+
+def test_node_entries_are_built_in_one_shape() -> None:
+    entry = trial_record.node_entry(1, "h", wall_s=2.0, exit_code=0, spawn_epoch=10.0, exit_epoch=12.0)
+    assert list(entry) == ["node_rank", "hostname", "wall_s", "exit_code", "spawn_epoch", "exit_epoch",
+                           "killed_by", "stdout", "stderr"]
+    ranks = [make_rank_record(0, node_rank=1), make_rank_record(1, node_rank=1)]
+    inferred = trial_record.nodes_from_ranks(ranks, [1, 2], nproc_per_node=2)
+    assert list(inferred) == [1]
+    assert inferred[1]["source"] == "ranks" and inferred[1]["exit_code"] == 0 and inferred[1]["wall_s"] is None
+    assert inferred[1]["ranks_span_s"] == pytest.approx(ranks[0]["timestamps"]["exit"] - 1.0)
+    assert set(entry) <= set(inferred[1])
+
+
+def test_rank_record_checks_accept_earlier_versions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A field a later version requires is not asked of a record of an earlier version."""
+    v1 = make_rank_record(0)
+    assert rank_record.validate_rank_record(v1) == []
+    monkeypatch.setattr(rank_record, "KNOWN_VERSIONS", frozenset({1, 2}))
+    monkeypatch.setitem(rank_record.ADDED_FIELDS, 2, {"data_loader_ms": ((float,), False)})
+    assert rank_record.validate_rank_record(v1) == []
+    v2 = {**v1, "schema_version": 2}
+    assert rank_record.validate_rank_record(v2) == ["data_loader_ms: missing"]
+    assert rank_record.validate_rank_record({**v2, "data_loader_ms": 1.5}) == []
+    assert any("schema_version" in p for p in rank_record.validate_rank_record({**v1, "schema_version": 3}))
+
+
+def test_runner_rejects_invalid_rank_records(tmp_path: Path) -> None:
+    (tmp_path / "rank-0.json").write_text(json.dumps(make_rank_record(0)))
+    (tmp_path / "rank-1.json").write_text(json.dumps({**make_rank_record(1), "timed_steps": "many"}))
+    records, problems = read_rank_records(tmp_path)
+    assert [r["rank"] for r in records] == [0]
+    assert len(problems) == 1 and problems[0].startswith("rank-1.json: timed_steps")
+    cfg = OmegaConf.create({"cluster": {"nnodes": 1, "nproc_per_node": 2}})
+    nodes = {0: trial_record.node_entry(0, "h", wall_s=1.0, exit_code=0, spawn_epoch=0.0, exit_epoch=1.0)}
+    status, error = classify("exited", 60.0, nodes, records, cfg, problems)
+    assert status == "failed" and "invalid rank record rank-1.json" in str(error)
+    assert classify("exited", 60.0, nodes, [make_rank_record(0), make_rank_record(1)], cfg) == ("ok", None)
+
+
+def test_analysis_record_round_trip(tmp_path: Path) -> None:
+    make_sweep(tmp_path / "s", ("native", "traceml"), 3)
+    payload = analysis_to_dict(analyze(collect_trials([tmp_path / "s"]).frame))
+    assert (payload["schema"], payload["schema_version"]) == (analysis_record.SCHEMA, analysis_record.SCHEMA_VERSION)
+    assert analysis_record.validate_analysis_record(payload) is None
+    path = tmp_path / analysis_record.ANALYSIS_FILE
+    path.write_text(json.dumps(payload))
+    record, reason = analysis_record.read_analysis_record(path)
+    assert reason is None and record is not None and record["comparisons"][0]["mode"] == "traceml"
+    path.write_text(json.dumps({**payload, "schema_version": 99}))
+    assert "unknown schema_version" in str(analysis_record.read_analysis_record(path)[1])
+    path.write_text(json.dumps({k: v for k, v in payload.items() if k != "comparisons"}))
+    assert analysis_record.read_analysis_record(path)[1] == "partial record: missing comparisons"
