@@ -13,6 +13,8 @@ import math
 import os
 from typing import TYPE_CHECKING, Callable, NoReturn, Sequence
 
+from ddpbench.formats.rank_record import LOADERS, TIMINGS
+
 if TYPE_CHECKING:  # pragma: no cover
     from ddpbench.workload.base import Workload
 
@@ -103,6 +105,14 @@ def build_parser(workload: "Workload") -> OneLineParser:
     model.add_argument("--num-samples", type=positive_int, default=262144, help="synthetic dataset size (all ranks)")
     model.add_argument("--lr", type=positive_float, default=1e-3, help="AdamW learning rate")
     model.add_argument("--seed", type=int, default=42)
+    model.add_argument("--loader", choices=LOADERS, default="synthetic",
+                       help="synthetic: the stored samples in the training process; realistic: DataLoader workers, "
+                            "pinned memory on CUDA, prefetching and the workload's per-sample transform")
+    model.add_argument("--loader-workers", type=positive_int, default=2, help="realistic loader: worker processes per rank")
+    model.add_argument("--prefetch-factor", type=positive_int, default=2, help="realistic loader: batches prefetched per worker")
+    model.add_argument("--timing", choices=TIMINGS, default="step",
+                       help="step: host clock at step boundaries only; phase: also data wait, h2d, forward, backward, "
+                            "optimizer per step (CUDA: synchronize after each phase; intrusive)")
 
     run = p.add_argument_group("runtime")
     run.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")

@@ -13,6 +13,8 @@ import abc
 import argparse
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
+from ddpbench.workload.data import FeatureJitter
+
 if TYPE_CHECKING:  # pragma: no cover
     import torch
     from torch.utils.data import Dataset
@@ -45,6 +47,14 @@ class Workload(abc.ABC):
     @abc.abstractmethod
     def build_dataset(self, args: argparse.Namespace) -> "Dataset[Any]":
         """A map-style dataset of ``args.num_samples`` (input, target) CPU samples, deterministic from ``args.seed``."""
+
+    def sample_transform(self, args: argparse.Namespace) -> Callable[[Any, Any], "tuple[Any, Any]"]:
+        """The realistic loader's per-sample augmentation ``(input, target) -> (input, target)``.
+
+        It runs in the loader's worker processes and should cost real CPU time, as a training
+        job's input pipeline does. Default: :class:`ddpbench.workload.data.FeatureJitter`.
+        """
+        return FeatureJitter()
 
     def loss_function(self, args: argparse.Namespace) -> Callable[[Any, Any], "torch.Tensor"]:
         """``loss(model_output, target)``; cross-entropy by default."""

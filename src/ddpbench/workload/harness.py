@@ -18,7 +18,7 @@ from typing import Sequence
 
 from ddpbench.workload.args import build_parser, parse_args
 from ddpbench.workload.base import Workload
-from ddpbench.workload.data import build_loader, endless_batches
+from ddpbench.workload.data import build_loader, endless_batches, loader_description
 from ddpbench.workload.loop import Trainer, run_timed, run_warmup
 from ddpbench.workload.record import build_record, gather_records, write_record
 from ddpbench.workload.runtime import Runtime, ensure_single_process_env, init_process_group, init_traceml
@@ -49,7 +49,7 @@ def run(workload: Workload, argv: Sequence[str] | None = None, *, process_start_
     pg_ready = time.time()
 
     trainer = Trainer(workload, args, rt, trace_step)
-    loader, sampler = build_loader(args, rt, workload.build_dataset(args))
+    loader, sampler = build_loader(args, rt, workload.build_dataset(args), workload.sample_transform(args))
     batches = endless_batches(loader, sampler)
     if args.inject_startup_sec:
         time.sleep(args.inject_startup_sec)
@@ -65,7 +65,7 @@ def run(workload: Workload, argv: Sequence[str] | None = None, *, process_start_
         print(f"Done. steps={n} elapsed_s={elapsed:.3f} steps_per_s={n / elapsed if elapsed > 0 else 0.0:.3f}", flush=True)
     if args.metrics_dir:
         record = build_record(
-            args, rt, res, process_start_epoch=started, pg_ready_epoch=pg_ready,
+            args, rt, res, workload=workload.name, data=loader_description(args, rt), process_start_epoch=started, pg_ready_epoch=pg_ready,
             traceml_active=trace_step is not None, stop_reason=stop.reason,
         )
         write_record(args.metrics_dir, record)

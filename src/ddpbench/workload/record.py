@@ -13,23 +13,24 @@ import sys
 import time
 from typing import Any
 
-from ddpbench.formats.rank_record import SCHEMA, SCHEMA_VERSION
+from ddpbench.formats.rank_record import PHASES, SCHEMA, SCHEMA_VERSION
 from ddpbench.io import write_json_atomic
 from ddpbench.workload.loop import LoopResult
 from ddpbench.workload.runtime import Runtime
-from ddpbench.workload.timing import step_time_stats
+from ddpbench.workload.timing import phase_stats, step_time_stats
 
 
-def _peak_memory(device: str) -> tuple[int, str]:
-    """Peak memory in bytes and its kind: CUDA max allocated, else the process's peak RSS."""
+def peak_memory(device: str) -> dict[str, int | None]:
+    """The rank record's ``memory``: this process's peak RSS and CUDA peak allocated (null on CPU), bytes."""
+    import resource
+
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+    cuda: int | None = None
     if device == "cuda":
         import torch
 
-        return int(torch.cuda.max_memory_allocated()), "cuda_max_allocated"
-    import resource
-
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return int(rss if sys.platform == "darwin" else rss * 1024), "max_rss"
+        cuda = int(torch.cuda.max_memory_allocated())
+    return {"host_peak_rss_bytes": int(rss if sys.platform == "darwin" else rss * 1024), "cuda_peak_allocated_bytes": cuda}
 
 
 def _versions(rt: Runtime) -> dict[str, str | None]:
@@ -54,6 +55,8 @@ def build_record(
     rt: Runtime,
     res: LoopResult,
     *,
+    workload: str,
+    data: dict[str, Any],
     process_start_epoch: float,
     pg_ready_epoch: float,
     traceml_active: bool,
@@ -64,7 +67,9 @@ def build_record(
     train_s = res.last_step_end_epoch - res.first_step_start_epoch
     train_s = train_s if train_s > 0 else sum(res.durations_s)
     samples = timed * args.batch_size
-    peak, peak_kind = _peak_memory(rt.device)
+    memory = peak_memory(rt.device)
+    on_cuda = memory["cuda_peak_allocated_bytes"] is not None
+    phases = phase_stats(PHASES, res.durations_s, res.phases_s) if args.timing == "phase" else None
     record: dict[str, Any] = {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
@@ -77,6 +82,9 @@ def build_record(
         "device": rt.device,
         "backend": rt.backend,
         "precision": rt.precision,
+        "workload": workload,
+        "data": data,
+        "timing": args.timing,
         **_versions(rt),
         "args": dict(vars(args)),
         "timestamps": {
@@ -93,9 +101,11 @@ def build_record(
         "steps_per_s": timed / train_s,
         "samples_per_s": samples / train_s,
         "step_time_ms": step_time_stats(res.durations_s),
+        "phase_time_ms": phases,
         "final_loss": res.final_loss,
-        "peak_memory_bytes": peak,
-        "peak_memory_kind": peak_kind,
+        "memory": memory,
+        "peak_memory_bytes": memory["cuda_peak_allocated_bytes" if on_cuda else "host_peak_rss_bytes"],
+        "peak_memory_kind": "cuda_max_allocated" if on_cuda else "max_rss",
         "stop_reason": stop_reason,
         "traceml": {"active": traceml_active, "mode": args.traceml_mode if traceml_active else None},
         "inject": {

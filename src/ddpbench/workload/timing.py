@@ -49,3 +49,11 @@ def step_time_stats(durations_s: Sequence[float]) -> dict[str, float]:
         "max": ms[-1],
         "stdev": statistics.stdev(ms) if len(ms) > 1 else 0.0,
     }
+
+
+def phase_stats(names: Sequence[str], durations_s: Sequence[float], phases_s: Sequence[Sequence[float]]) -> dict[str, dict[str, float]]:
+    """Per-phase statistics in ms: ``names[:-1]`` are the timed phases (one tuple of seconds per step in
+    ``phases_s``), ``names[-1]`` is the rest of each step (its duration minus its timed phases, floored at 0)."""
+    columns = [list(column) for column in zip(*phases_s)]
+    rest = [max(0.0, total - sum(parts)) for total, parts in zip(durations_s, phases_s)]
+    return {name: step_time_stats(values) for name, values in zip(names, [*columns, rest])}
