@@ -46,7 +46,7 @@ SMALL = {"input-dim": 512, "hidden-dim": 512, "hidden-layers": 2, "num-classes":
 def default_k() -> int:
     """The workload's default ``--stop-check-every``."""
     sys.path.insert(0, str(REPO / "src"))
-    from ddpbench.workload.ddp_mlp import DEFAULT_STOP_CHECK_EVERY
+    from ddpbench.workload.args import DEFAULT_STOP_CHECK_EVERY
 
     return DEFAULT_STOP_CHECK_EVERY
 

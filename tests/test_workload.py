@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from ddpbench.workload import ddp_mlp
+from ddpbench.workload import ddp_mlp, timing
 from ddpbench.formats.rank_record import SCHEMA, SCHEMA_VERSION, validate_rank_record
 from helpers_proc import CompletedRun, assert_no_leftover, child_env, free_port, free_ports, run_bounded
 
@@ -57,10 +57,10 @@ def steps_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[CompletedRun, l
 
 def test_percentile_matches_linear_interpolation() -> None:
     values = [1.0, 2.0, 3.0, 4.0, 10.0]
-    assert ddp_mlp.percentile(values, 50) == 3.0
-    assert ddp_mlp.percentile(values, 90) == pytest.approx(7.6)  # numpy.percentile(values, 90)
-    assert ddp_mlp.percentile(values, 0) == 1.0 and ddp_mlp.percentile(values, 100) == 10.0
-    stats = ddp_mlp.step_time_stats([0.001, 0.002, 0.003])
+    assert timing.percentile(values, 50) == 3.0
+    assert timing.percentile(values, 90) == pytest.approx(7.6)  # numpy.percentile(values, 90)
+    assert timing.percentile(values, 0) == 1.0 and timing.percentile(values, 100) == 10.0
+    stats = timing.step_time_stats([0.001, 0.002, 0.003])
     assert stats["median"] == pytest.approx(2.0) and stats["stdev"] == pytest.approx(1.0)
 
 
@@ -68,7 +68,7 @@ def test_busy_wait_is_at_least_the_request() -> None:
     import time
 
     t0 = time.perf_counter()
-    ddp_mlp.busy_wait(0.005)
+    timing.busy_wait(0.005)
     assert 0.005 <= time.perf_counter() - t0 < 0.05
 
 

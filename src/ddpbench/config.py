@@ -16,6 +16,68 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from ddpbench.errors import ConfigError
+from ddpbench.formats.rank_record import LOADERS, TIMINGS
+
+
+# --- workloads, data loaders, timing (issue 13) ---
+@dataclass
+class TransformerSizeConfig:
+    """Size of the transformer workload (model.transformer)."""
+
+    # embedding width
+    d_model: int = 64
+    # transformer blocks
+    layers: int = 2
+    # attention heads; must divide d_model
+    heads: int = 4
+    # tokens per sample
+    seq_len: int = 16
+    # vocabulary size
+    vocab: int = 512
+
+
+@dataclass
+class ConvnetSizeConfig:
+    """Size of the convnet workload (model.convnet); its classes are model.num_classes."""
+
+    # channels of the stem and the first stage (doubled at each later stage)
+    width: int = 16
+    # residual blocks per stage
+    blocks: int = 1
+    # stages; each after the first halves the resolution
+    stages: int = 2
+    # image height and width, pixels
+    image_size: int = 16
+    # image channels
+    channels: int = 3
+
+
+@dataclass
+class WorkloadConfig:
+    """Which training script every mode runs (conf/workload/*.yaml)."""
+
+    # label written into the rank records (mlp, transformer, convnet)
+    name: str = MISSING
+    # script run by path: relative to the ddpbench.workload package, or absolute
+    script: str = MISSING
+    # the script's model-size arguments, --<key>=<value> (values interpolate the model group)
+    size_args: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class DataConfig:
+    """How the workload serves batches."""
+
+    # synthetic (stored samples, no workers) | realistic (workers, per-sample transform, pinned memory on
+    # CUDA, prefetching)
+    loader: str = "synthetic"
+    # realistic loader: DataLoader worker processes per rank
+    workers: int = 2
+    # realistic loader: batches prefetched per worker
+    prefetch_factor: int = 2
+
+
+# --- end of workloads, data loaders, timing ---
 
 
 @dataclass
@@ -36,6 +98,10 @@ class ModelConfig:
     num_samples: int = 65536
     # AdamW learning rate
     lr: float = 1e-3
+    # workload=transformer sizes
+    transformer: TransformerSizeConfig = field(default_factory=TransformerSizeConfig)
+    # workload=convnet sizes
+    convnet: ConvnetSizeConfig = field(default_factory=ConvnetSizeConfig)
 
 
 @dataclass
@@ -206,6 +272,10 @@ class DdpbenchConfig:
     """The whole composed config of one trial."""
 
     model: ModelConfig = field(default_factory=ModelConfig)
+    workload: WorkloadConfig = field(default_factory=WorkloadConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    # step: host clock at step boundaries (quote this) | phase: per-phase times, CUDA sync after each phase
+    timing: str = "step"
     stop: StopConfig = field(default_factory=StopConfig)
     mode: ModeConfig = field(default_factory=ModeConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
@@ -257,6 +327,15 @@ def validate(cfg: DictConfig) -> None:
     for key in ("batch_size", "input_dim", "hidden_dim", "hidden_layers", "num_classes", "num_samples"):
         _require(m[key] >= 1, f"model.{key}", "must be >= 1", m[key])
     _require(m.lr > 0, "model.lr", "must be > 0", m.lr)
+    for group in ("transformer", "convnet"):
+        for key, value in m[group].items():
+            _require(value >= 1, f"model.{group}.{key}", "must be >= 1", value)
+    _require(m.transformer.d_model % m.transformer.heads == 0, "model.transformer.d_model",
+             f"must be a multiple of model.transformer.heads={m.transformer.heads}", m.transformer.d_model)
+    _require(cfg.data.loader in LOADERS, "data.loader", "must be synthetic or realistic", cfg.data.loader)
+    _require(cfg.data.workers >= 1, "data.workers", "must be >= 1", cfg.data.workers)
+    _require(cfg.data.prefetch_factor >= 1, "data.prefetch_factor", "must be >= 1", cfg.data.prefetch_factor)
+    _require(cfg.timing in TIMINGS, "timing", "must be step or phase", cfg.timing)
     _require(s.kind in ("steps", "duration"), "stop.kind", "must be 'steps' or 'duration'", s.kind)
     if s.kind == "steps":
         _require(s.steps is not None and s.steps >= 1, "stop.steps", "must be >= 1 with stop=steps", s.steps)

@@ -1,6 +1,6 @@
 """Rank record schema: the ``rank-<global rank>.json`` file each workload rank writes.
 
-The workload (:mod:`ddpbench.workload.ddp_mlp`) writes one record per rank into
+The workload harness (:mod:`ddpbench.workload.record`) writes one record per rank into
 ``--metrics-dir`` after the rank has finished its timed loop; the trial code reads
 them back. This module is the code of record for the format; ``docs/formats.md``
 describes the same fields for humans. It must stay import-light (no torch): the
@@ -10,6 +10,10 @@ Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice
 fields a version adds in :data:`ADDED_FIELDS` so records of earlier versions stay valid):
 
 - 1 (ddpbench 0.1.0): first version.
+- 2: several workloads, loaders and timing modes. New required fields ``workload``, ``data``,
+  ``timing``, ``phase_time_ms`` (null unless ``timing`` is ``phase``) and ``memory`` (peak host
+  RSS and peak CUDA memory allocated). :func:`validate_rank_record` accepts version 1 records
+  as they are; :func:`upgrade_rank_record` gives a version 1 record the version 2 fields.
 """
 
 from __future__ import annotations
@@ -22,8 +26,8 @@ from typing import Any, Final, Mapping
 SCHEMA: Final[str] = "ddpbench.rank"
 """Value of the record's ``schema`` field."""
 
-SCHEMA_VERSION: Final[int] = 1
-"""Value of the record's ``schema_version`` field."""
+SCHEMA_VERSION: Final[int] = 2
+"""Value of the ``schema_version`` field of the records the workload writes now."""
 
 KNOWN_VERSIONS: Final[frozenset[int]] = frozenset(range(1, SCHEMA_VERSION + 1))
 """Every version the validator and :func:`read_rank_record` accept."""
@@ -57,6 +61,27 @@ BACKENDS: Final[tuple[str, ...]] = ("gloo", "nccl")
 PRECISIONS: Final[tuple[str, ...]] = ("fp32", "bf16", "fp16")
 TRACEML_MODES: Final[tuple[str, ...]] = ("auto", "manual")
 PEAK_MEMORY_KINDS: Final[tuple[str, ...]] = ("cuda_max_allocated", "max_rss")
+
+LOADERS: Final[tuple[str, ...]] = ("synthetic", "realistic")
+"""Allowed ``data.loader`` values (version 2)."""
+
+TIMINGS: Final[tuple[str, ...]] = ("step", "phase")
+"""Allowed ``timing`` values (version 2)."""
+
+PHASES: Final[tuple[str, ...]] = ("data_wait", "h2d", "forward", "backward", "optimizer", "other")
+"""Keys of ``phase_time_ms`` (version 2, ``timing`` = ``phase``), each holding :data:`STEP_STAT_KEYS`
+statistics in ms: waiting for the next batch, host-to-device copy, zero_grad + forward + loss, backward,
+optimizer step (+ scaler update), and ``other``: the rest of the step (step marker, stop check, injected
+cost, loop bookkeeping)."""
+
+DATA_KEYS: Final[tuple[str, ...]] = ("loader", "workers", "prefetch_factor", "pin_memory")
+"""Keys of ``data`` (version 2): loader kind, worker processes per rank (0 = in the training process),
+batches prefetched per worker (null without workers), pinned host memory."""
+
+MEMORY_KEYS: Final[tuple[str, ...]] = ("host_peak_rss_bytes", "cuda_peak_allocated_bytes")
+"""Keys of ``memory`` (version 2): the rank process's peak resident set size (bytes, its own process
+only, not loader workers) and ``torch.cuda.max_memory_allocated`` (bytes; null on CPU), read after the
+timed loop."""
 
 INJECT_KEYS: Final[tuple[str, ...]] = ("step_ms", "startup_s", "teardown_s")
 """Keys of ``inject``: the calibration costs applied (ms per timed step, s, s)."""
@@ -100,7 +125,16 @@ FIELDS: Final[dict[str, tuple[tuple[type, ...], bool]]] = {
 }
 """Required fields: name -> (accepted JSON-decoded types, nullable)."""
 
-ADDED_FIELDS: Final[dict[int, dict[str, tuple[tuple[type, ...], bool]]]] = {}
+FIELDS_V2: Final[dict[str, tuple[tuple[type, ...], bool]]] = {
+    "workload": (_STR, False),
+    "data": ((dict,), False),
+    "timing": (_STR, False),
+    "phase_time_ms": ((dict,), True),
+    "memory": ((dict,), False),
+}
+"""Fields required from version 2 on, beside :data:`FIELDS`."""
+
+ADDED_FIELDS: Final[dict[int, dict[str, tuple[tuple[type, ...], bool]]]] = {2: FIELDS_V2}
 """Required fields added after version 1: version -> {name: (types, nullable)}. A record of version v
 must hold :data:`FIELDS` and the fields every version <= v added."""
 
@@ -230,6 +264,59 @@ def _check_nested(obj: Mapping[str, Any]) -> list[str]:
     return problems
 
 
+def _check_v2(obj: Mapping[str, Any]) -> list[str]:
+    """Version 2's ``workload``, ``data``, ``timing``, ``phase_time_ms`` and ``memory``."""
+    problems: list[str] = []
+    timing, data, phases, memory = obj.get("timing"), obj.get("data"), obj.get("phase_time_ms"), obj.get("memory")
+    if isinstance(obj.get("workload"), str) and not obj["workload"]:
+        problems.append("workload: must not be empty")
+    if isinstance(timing, str) and timing not in TIMINGS:
+        problems.append(f"timing: {timing!r} not one of {TIMINGS}")
+    if isinstance(data, dict):
+        problems += [f"data.{key}: missing" for key in DATA_KEYS if key not in data]
+        if "loader" in data and data["loader"] not in LOADERS:
+            problems.append(f"data.loader: {data['loader']!r} not one of {LOADERS}")
+        if "workers" in data and not (_is_number(data["workers"]) and data["workers"] >= 0):
+            problems.append("data.workers: must be an integer >= 0")
+    if timing == "phase" and not isinstance(phases, dict):
+        problems.append("phase_time_ms: must be an object when timing is 'phase'")
+    if timing == "step" and phases is not None:
+        problems.append("phase_time_ms: must be null when timing is 'step'")
+    if isinstance(phases, dict):
+        for phase in PHASES:
+            problems += _check_number_map(f"phase_time_ms.{phase}", phases.get(phase, {}), STEP_STAT_KEYS)
+    if isinstance(memory, dict):
+        problems += [f"memory.{key}: missing" for key in MEMORY_KEYS if key not in memory]
+        rss, cuda = memory.get("host_peak_rss_bytes"), memory.get("cuda_peak_allocated_bytes")
+        if "host_peak_rss_bytes" in memory and not (_is_number(rss) and rss > 0):
+            problems.append("memory.host_peak_rss_bytes: must be a number > 0")
+        if cuda is not None and not (_is_number(cuda) and cuda >= 0):
+            problems.append("memory.cuda_peak_allocated_bytes: must be null or a number >= 0")
+        if obj.get("device") == "cuda" and cuda is None:
+            problems.append("memory.cuda_peak_allocated_bytes: null on a cuda rank")
+    return problems
+
+
+def upgrade_rank_record(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a valid record with every current field: a version 1 record gets version 2's.
+
+    Version 1 records come from the MLP with the synthetic loader and step timing; their one peak
+    memory figure (``peak_memory_kind``) becomes the matching ``memory`` key, the other is null.
+    The copy keeps its ``schema_version``, so a reader can still tell where it came from.
+    """
+    record = dict(obj)
+    if record.get("schema_version") == 1:
+        kind, peak = record.get("peak_memory_kind"), record.get("peak_memory_bytes")
+        record.setdefault("workload", "mlp")
+        record.setdefault("data", {"loader": "synthetic", "workers": 0, "prefetch_factor": None,
+                                   "pin_memory": record.get("device") == "cuda"})
+        record.setdefault("timing", "step")
+        record.setdefault("phase_time_ms", None)
+        record.setdefault("memory", {"host_peak_rss_bytes": peak if kind == "max_rss" else None,
+                                     "cuda_peak_allocated_bytes": peak if kind == "cuda_max_allocated" else None})
+    return record
+
+
 def validate_rank_record(obj: Any) -> list[str]:
     """Check a decoded rank record against this schema.
 
@@ -244,6 +331,8 @@ def validate_rank_record(obj: Any) -> list[str]:
     problems += _check_timestamps(obj.get("timestamps"))
     problems += _check_counts(obj)
     problems += _check_nested(obj)
+    if obj.get("schema_version") == 2:
+        problems += _check_v2(obj)
     return problems
 
 
@@ -257,7 +346,7 @@ def read_rank_record(path: "str | os.PathLike[str]") -> tuple[dict[str, Any] | N
     except ValueError as exc:
         return None, [f"malformed JSON: {exc}"]
     problems = validate_rank_record(record)
-    return (None, problems) if problems else (record, [])
+    return (None, problems) if problems else (upgrade_rank_record(record), [])
 
 
 __all__ = [
@@ -266,6 +355,7 @@ __all__ = [
     "KNOWN_VERSIONS",
     "ADDED_FIELDS",
     "FIELDS",
+    "FIELDS_V2",
     "OPTIONAL_FIELDS",
     "STEP_STAT_KEYS",
     "TIMESTAMP_KEYS",

@@ -19,8 +19,8 @@ from omegaconf import DictConfig
 from ddpbench.cluster import backend_for
 from ddpbench.errors import ConfigError
 
-#: the workload script, run by path (``traceml run`` needs a path)
-WORKLOAD_SCRIPT = Path(__file__).resolve().parent.parent / "workload" / "ddp_mlp.py"
+#: the folder of the built-in workload scripts, run by path (``traceml run`` needs a path)
+WORKLOAD_DIR = Path(__file__).resolve().parent.parent / "workload"
 
 LIST_TOKENS = ("{workload_args}", "{tool_args}")
 
@@ -60,7 +60,7 @@ def make_context(
     """Fill a :class:`LaunchContext` from the config and the values chosen at launch."""
     return LaunchContext(
         python=sys.executable,
-        script=str(WORKLOAD_SCRIPT),
+        script=str(WORKLOAD_DIR / str(cfg.workload.script)),  # an absolute script stays as it is
         nnodes=int(cfg.cluster.nnodes),
         nproc_per_node=int(cfg.cluster.nproc_per_node),
         node_rank=node_rank,
@@ -79,10 +79,6 @@ def workload_args(cfg: DictConfig, metrics_dir: str) -> List[str]:
     model, stop, cluster, fault, trial = cfg.model, cfg.stop, cfg.cluster, cfg.fault, cfg.trial
     args = [
         f"--batch-size={model.batch_size}",
-        f"--input-dim={model.input_dim}",
-        f"--hidden-dim={model.hidden_dim}",
-        f"--hidden-layers={model.hidden_layers}",
-        f"--num-classes={model.num_classes}",
         f"--num-samples={model.num_samples}",
         f"--lr={model.lr}",
         f"--seed={cfg.seed}",
@@ -93,6 +89,11 @@ def workload_args(cfg: DictConfig, metrics_dir: str) -> List[str]:
         f"--log-every={trial.log_every}",
         f"--collective-timeout-sec={trial.collective_timeout_s}",
         f"--metrics-dir={metrics_dir}",
+        *(f"--{key}={value}" for key, value in cfg.workload.size_args.items()),
+        f"--loader={cfg.data.loader}",
+        f"--loader-workers={cfg.data.workers}",
+        f"--prefetch-factor={cfg.data.prefetch_factor}",
+        f"--timing={cfg.timing}",
     ]
     if stop.kind == "steps":
         args.append(f"--steps={stop.steps}")

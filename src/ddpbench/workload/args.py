@@ -1,0 +1,178 @@
+"""The workload harness's command line: the arguments every workload shares, plus the model's own.
+
+Every built-in workload script accepts the same stop, data, runtime, fault and calibration
+arguments (docs/workload.md has the table); a :class:`~ddpbench.workload.base.Workload` adds its
+model-size arguments to the ``model and data`` group. Parsing never imports torch, so bad input
+fails in a fraction of a second with one line and exit status 2, before any process group exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from typing import TYPE_CHECKING, Callable, NoReturn, Sequence
+
+from ddpbench.formats.rank_record import LOADERS, TIMINGS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ddpbench.workload.base import Workload
+
+TRACEML_MODE_ENV = "DDPBENCH_TRACEML_MODE"
+"""Environment variable selecting the TraceML init mode (``auto`` or ``manual``)."""
+
+DEFAULT_STOP_CHECK_EVERY = 50
+"""Default K of ``--stop-check-every``: measured by benchmarks/stop_check_cost.py (docs/workload.md)."""
+
+
+def _named(name: str) -> Callable[[Callable[[str], object]], Callable[[str], object]]:
+    """Give an argparse type function a readable name: argparse quotes it in its errors."""
+
+    def rename(fn: Callable[[str], object]) -> Callable[[str], object]:
+        fn.__name__ = name
+        return fn
+
+    return rename
+
+
+@_named("positive int")
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+@_named("non-negative int")
+def non_negative_int(text: str) -> int:
+    """argparse type: an integer >= 0."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+@_named("float")
+def finite_float(text: str) -> float:
+    """argparse type: a finite float."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be finite, got {text}")
+    return value
+
+
+@_named("positive float")
+def positive_float(text: str) -> float:
+    """argparse type: a finite float > 0."""
+    value = finite_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
+    return value
+
+
+@_named("non-negative float")
+def non_negative_float(text: str) -> float:
+    """argparse type: a finite float >= 0."""
+    value = finite_float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """ArgumentParser whose errors are one line on stderr (no usage block), exit status 2."""
+
+    def error(self, message: str) -> "NoReturn":  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def build_parser(workload: "Workload") -> OneLineParser:
+    """The command line of ``workload``'s script: the shared arguments plus the model's own."""
+    p = OneLineParser(prog=workload.prog, description=workload.description)
+    stop = p.add_argument_group("stop (exactly one of --steps/--duration-sec)")
+    stop.add_argument("--steps", type=positive_int, default=None, help="timed steps per rank")
+    stop.add_argument("--duration-sec", type=positive_float, default=None, help="timed seconds (lockstep stop)")
+    stop.add_argument("--warmup-steps", type=non_negative_int, default=5, help="untimed steps before timing (default 5)")
+    stop.add_argument("--stop-check-every", type=positive_int, default=DEFAULT_STOP_CHECK_EVERY,
+                      help=f"duration mode: all-reduce the stop flag every K timed steps (default {DEFAULT_STOP_CHECK_EVERY})")
+    stop.add_argument("--no-sync-stop", action="store_true",
+                      help="duration mode: each rank stops on its own clock (reference behaviour; can hang)")
+
+    model = p.add_argument_group("model and data")
+    model.add_argument("--batch-size", type=positive_int, default=256, help="per-rank batch (samples)")
+    workload.add_arguments(model)
+    model.add_argument("--num-samples", type=positive_int, default=262144, help="synthetic dataset size (all ranks)")
+    model.add_argument("--lr", type=positive_float, default=1e-3, help="AdamW learning rate")
+    model.add_argument("--seed", type=int, default=42)
+    model.add_argument("--loader", choices=LOADERS, default="synthetic",
+                       help="synthetic: the stored samples in the training process; realistic: DataLoader workers, "
+                            "pinned memory on CUDA, prefetching and the workload's per-sample transform")
+    model.add_argument("--loader-workers", type=positive_int, default=2, help="realistic loader: worker processes per rank")
+    model.add_argument("--prefetch-factor", type=positive_int, default=2, help="realistic loader: batches prefetched per worker")
+    model.add_argument("--timing", choices=TIMINGS, default="step",
+                       help="step: host clock at step boundaries only; phase: also data wait, h2d, forward, backward, "
+                            "optimizer per step (CUDA: synchronize after each phase; intrusive)")
+
+    run = p.add_argument_group("runtime")
+    run.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    run.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto")
+    run.add_argument("--precision", choices=("auto", "fp32", "bf16", "fp16"), default="auto",
+                     help="autocast dtype; auto = fp16 (+GradScaler) on CUDA, fp32 on CPU")
+    run.add_argument("--threads", type=positive_int, default=None,
+                     help="torch.set_num_threads per rank (default: torch's, i.e. OMP_NUM_THREADS when set)")
+    run.add_argument("--collective-timeout-sec", type=positive_float, default=None,
+                     help="process-group timeout, s (default: torch's)")
+    run.add_argument("--log-every", type=non_negative_int, default=100, help="rank-0 progress line every N timed steps (0 = off)")
+    run.add_argument("--metrics-dir", default=None, help="write rank-<rank>.json here")
+    run.add_argument("--save-step-times", action="store_true", help="add step_times_ms to the rank JSON")
+    run.add_argument("--gather-metrics", action="store_true",
+                     help="after timing, rank 0 gathers every rank's record and writes all rank files "
+                          "(nodes without a shared --metrics-dir)")
+    run.add_argument("--traceml-mode", choices=("auto", "manual"), default=None,
+                     help=f"TraceML init mode under traceml run (default: ${TRACEML_MODE_ENV} or auto)")
+
+    fault = p.add_argument_group("fault and calibration knobs (off by default)")
+    fault.add_argument("--fault-rank", type=non_negative_int, default=None, help="rank the faults apply to (default: all)")
+    fault.add_argument("--fault-clock-skew-sec", type=finite_float, default=0.0, help="stop clock reads S s ahead")
+    fault.add_argument("--fault-crash-at-step", type=positive_int, default=None, help="os._exit(3) at timed step N")
+    fault.add_argument("--fault-hang-at-step", type=positive_int, default=None, help="sleep forever at timed step N")
+    fault.add_argument("--inject-step-ms", type=non_negative_float, default=0.0, help="busy-wait X ms in every timed step")
+    fault.add_argument("--inject-startup-sec", type=non_negative_float, default=0.0, help="sleep X s before warmup")
+    fault.add_argument("--inject-teardown-sec", type=non_negative_float, default=0.0, help="sleep X s after the timed loop")
+    return p
+
+
+def env_world_size() -> int:
+    """World size the launcher announced (``WORLD_SIZE``), 1 when run without torchrun."""
+    try:
+        return max(1, int(os.environ.get("WORLD_SIZE", "1")))
+    except ValueError:
+        return 1
+
+
+def parse_args(workload: "Workload", argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parse and cross-check the arguments; any problem exits 2 with one line, before torch is touched."""
+    parser = build_parser(workload)
+    args = parser.parse_args(argv)
+    if (args.steps is None) == (args.duration_sec is None):
+        parser.error("exactly one of --steps and --duration-sec is required")
+    world = env_world_size()
+    if args.num_samples < args.batch_size * world:
+        parser.error(
+            f"--num-samples {args.num_samples} is smaller than one global batch "
+            f"(--batch-size {args.batch_size} x world size {world})"
+        )
+    if args.fault_rank is not None and args.fault_rank >= world:
+        parser.error(f"--fault-rank {args.fault_rank} is outside the world (size {world})")
+    if args.no_sync_stop and args.duration_sec is None:
+        parser.error("--no-sync-stop only applies with --duration-sec")
+    problem = workload.check_arguments(args)
+    if problem:
+        parser.error(problem)
+    if args.traceml_mode is None:
+        env_mode = os.environ.get(TRACEML_MODE_ENV, "auto") or "auto"
+        if env_mode not in ("auto", "manual"):
+            parser.error(f"${TRACEML_MODE_ENV}={env_mode!r}: expected auto or manual")
+        args.traceml_mode = env_mode
+    return args

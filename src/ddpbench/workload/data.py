@@ -1,0 +1,101 @@
+"""Batches for the timed loop: the workload's dataset through a DistributedSampler + DataLoader.
+
+Two loaders (``--loader``):
+
+* ``synthetic``: the stored samples, batched in the training process (``num_workers=0``); the
+  data costs almost nothing, so the step is the model's.
+* ``realistic``: ``--loader-workers`` worker processes per rank (persistent across epochs), each
+  applying the workload's per-sample transform (augmentation that costs real CPU time), pinned
+  memory on CUDA and ``--prefetch-factor`` batches prefetched per worker: what a training job's
+  input pipeline looks like, and what a tool's data-loader patches see.
+
+Both cycle the dataset epoch after epoch (``sampler.set_epoch``) with ``drop_last=True``, so
+every step is a full batch.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, Callable, Iterator
+
+from ddpbench.workload.runtime import Runtime
+
+Transform = Callable[[Any, Any], "tuple[Any, Any]"]
+"""A per-sample transform: ``(input, target) -> (input, target)``."""
+
+
+class FeatureJitter:
+    """Default per-sample transform: floating inputs get Gaussian noise (sd 0.01) and are standardised.
+
+    Integer inputs and the target pass unchanged. Randomness comes from torch's per-worker seed.
+    """
+
+    def __call__(self, x: Any, y: Any) -> "tuple[Any, Any]":
+        import torch
+
+        if not torch.is_floating_point(x):
+            return x, y
+        x = x + 0.01 * torch.randn_like(x)
+        return (x - x.mean()) / (x.std() + 1e-6), y
+
+
+class TransformedDataset:
+    """``dataset[i]`` passed through ``transform`` (runs in the loader's worker processes)."""
+
+    def __init__(self, dataset: Any, transform: Transform) -> None:
+        self.dataset = dataset
+        self.transform = transform
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, index: int) -> "tuple[Any, Any]":
+        x, y = self.dataset[index]
+        return self.transform(x, y)
+
+
+def build_loader(args: argparse.Namespace, rt: Runtime, dataset: Any, transform: Transform) -> tuple[Any, Any]:
+    """``dataset`` through a seeded DistributedSampler (shuffle, drop_last) and a DataLoader per ``--loader``."""
+    import torch
+    from torch.utils.data import DataLoader
+    from torch.utils.data.distributed import DistributedSampler
+
+    sampler = DistributedSampler(
+        dataset, num_replicas=rt.world_size, rank=rt.rank, shuffle=True, seed=args.seed, drop_last=True
+    )
+    pin = rt.device == "cuda"
+    if args.loader == "synthetic":
+        loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler, drop_last=True,
+                            num_workers=0, pin_memory=pin)
+    else:
+        loader = DataLoader(
+            TransformedDataset(dataset, transform), batch_size=args.batch_size, sampler=sampler, drop_last=True,
+            num_workers=args.loader_workers, pin_memory=pin, prefetch_factor=args.prefetch_factor,
+            persistent_workers=True, generator=torch.Generator().manual_seed(args.seed + rt.rank),
+        )
+    return loader, sampler
+
+
+def loader_description(args: argparse.Namespace, rt: Runtime) -> dict[str, Any]:
+    """The rank record's ``data`` object: how batches were served."""
+    realistic = args.loader == "realistic"
+    return {
+        "loader": args.loader,
+        "workers": args.loader_workers if realistic else 0,
+        "prefetch_factor": args.prefetch_factor if realistic else None,
+        "pin_memory": rt.device == "cuda",
+    }
+
+
+def endless_batches(loader: Any, sampler: Any) -> Iterator[Any]:
+    """Batches forever, advancing the sampler's epoch at each pass."""
+    epoch = 0
+    while True:
+        sampler.set_epoch(epoch)
+        yielded = False
+        for batch in loader:
+            yielded = True
+            yield batch
+        if not yielded:  # parse_args guarantees one global batch; guard anyway
+            raise RuntimeError("data loader yielded no batch")
+        epoch += 1

@@ -1,0 +1,128 @@
+"""DDP convnet: a ResNet-style image classifier on synthetic images, run by the workload harness.
+
+A 3x3 stem, ``--stages`` stages of ``--blocks`` residual basic blocks (two 3x3 conv + BatchNorm +
+ReLU, 1x1 projection shortcut where the shape changes; each stage after the first halves the
+resolution and doubles the width), global average pooling and a Linear classifier, all from
+``torch.nn``. Images are stored as uint8 (a quarter of float32's memory) and scaled to [-1, 1] by
+the model's first layer on the device. Run it like ``ddp_mlp.py``; the shared arguments are the
+harness's (docs/workload.md).
+"""
+
+from __future__ import annotations
+
+import time
+
+_PROCESS_START_EPOCH: float = time.time()
+
+import argparse  # noqa: E402
+import sys  # noqa: E402
+from typing import TYPE_CHECKING, Any, Sequence  # noqa: E402
+
+from ddpbench.workload.args import positive_int  # noqa: E402
+from ddpbench.workload.base import Workload  # noqa: E402
+from ddpbench.workload.harness import run  # noqa: E402
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+
+def _build(args: argparse.Namespace) -> "torch.nn.Module":
+    """The ResNet-style network; classes are defined here so torch is imported only after parsing."""
+    import torch
+    from torch import nn
+
+    class ToUnitRange(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x.float() / 127.5 - 1.0
+
+    class BasicBlock(nn.Module):
+        def __init__(self, cin: int, cout: int, stride: int) -> None:
+            super().__init__()
+            self.conv1 = nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(cout)
+            self.conv2 = nn.Conv2d(cout, cout, 3, padding=1, bias=False)
+            self.bn2 = nn.BatchNorm2d(cout)
+            self.relu = nn.ReLU(inplace=True)
+            self.shortcut: nn.Module = nn.Identity()
+            if stride != 1 or cin != cout:
+                self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride=stride, bias=False), nn.BatchNorm2d(cout))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            out = self.relu(self.bn1(self.conv1(x)))
+            return self.relu(self.bn2(self.conv2(out)) + self.shortcut(x))
+
+    torch.manual_seed(args.seed)
+    layers: list[nn.Module] = [
+        ToUnitRange(),
+        nn.Conv2d(args.channels, args.width, 3, padding=1, bias=False),
+        nn.BatchNorm2d(args.width),
+        nn.ReLU(inplace=True),
+    ]
+    width = args.width
+    for stage in range(args.stages):
+        out = args.width * 2**stage
+        for block in range(args.blocks):
+            layers.append(BasicBlock(width, out, 2 if stage > 0 and block == 0 else 1))
+            width = out
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(width, args.num_classes)]
+    return nn.Sequential(*layers)
+
+
+class RandomCropFlip:
+    """Realistic-loader transform: pad by ``pad`` pixels, crop back at a random offset, flip half the images."""
+
+    def __init__(self, pad: int = 4) -> None:
+        self.pad = pad
+
+    def __call__(self, x: Any, y: Any) -> "tuple[Any, Any]":
+        import torch
+        import torch.nn.functional as F
+
+        _, h, w = x.shape
+        padded = F.pad(x, (self.pad, self.pad, self.pad, self.pad))
+        top, left = (int(v) for v in torch.randint(0, 2 * self.pad + 1, (2,)))
+        x = padded[:, top:top + h, left:left + w]
+        if torch.rand(()) < 0.5:
+            x = torch.flip(x, dims=(2,))
+        return x.contiguous(), y
+
+
+class ConvNet(Workload):
+    """ResNet-style classifier on uniform random uint8 images with uniform labels."""
+
+    name = "convnet"
+    prog = "ddp_convnet"
+    description = "DDP ResNet-style convnet trainer for ddpbench (runs under torchrun or traceml run)."
+
+    def add_arguments(self, group: Any) -> None:
+        group.add_argument("--width", type=positive_int, default=64, help="channels of the stem and first stage")
+        group.add_argument("--blocks", type=positive_int, default=2, help="residual blocks per stage")
+        group.add_argument("--stages", type=positive_int, default=4, help="stages (each after the first: stride 2, width x 2)")
+        group.add_argument("--image-size", type=positive_int, default=32, help="image height and width, pixels")
+        group.add_argument("--channels", type=positive_int, default=3, help="image channels")
+        group.add_argument("--num-classes", type=positive_int, default=1000)
+
+    def build_model(self, args: argparse.Namespace) -> "torch.nn.Module":
+        return _build(args)
+
+    def build_dataset(self, args: argparse.Namespace) -> Any:
+        import torch
+        from torch.utils.data import TensorDataset
+
+        gen = torch.Generator().manual_seed(args.seed)
+        shape = (args.num_samples, args.channels, args.image_size, args.image_size)
+        images = torch.randint(0, 256, shape, generator=gen, dtype=torch.uint8)
+        labels = torch.randint(0, args.num_classes, (args.num_samples,), generator=gen)
+        return TensorDataset(images, labels)
+
+    def sample_transform(self, args: argparse.Namespace) -> RandomCropFlip:
+        return RandomCropFlip()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Train the convnet on this rank. Returns the process exit status (0 on success)."""
+    return run(ConvNet(), argv, process_start_epoch=_PROCESS_START_EPOCH)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

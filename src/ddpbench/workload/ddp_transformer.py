@@ -1,0 +1,146 @@
+"""DDP transformer: a decoder-only language model on synthetic tokens, run by the workload harness.
+
+Token + position embeddings, ``--layers`` pre-norm blocks of causal self-attention and a GELU MLP
+(4 x ``--d-model``), a final LayerNorm and a vocabulary head, all from ``torch.nn``; next-token
+cross-entropy on uniform random token sequences. Many small modules per step: what automatic
+instrumentation that hooks modules pays most for. Run it like ``ddp_mlp.py`` (by path under
+``torchrun``/``traceml run``, or ``python -m ddpbench.workload.ddp_transformer``); the shared
+arguments are the harness's (docs/workload.md).
+"""
+
+from __future__ import annotations
+
+import time
+
+_PROCESS_START_EPOCH: float = time.time()
+
+import argparse  # noqa: E402
+import sys  # noqa: E402
+from typing import TYPE_CHECKING, Any, Sequence  # noqa: E402
+
+from ddpbench.workload.args import positive_int  # noqa: E402
+from ddpbench.workload.base import Workload  # noqa: E402
+from ddpbench.workload.harness import run  # noqa: E402
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+
+def _build(args: argparse.Namespace) -> "torch.nn.Module":
+    """The decoder-only LM; classes are defined here so torch is imported only after parsing."""
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    class CausalSelfAttention(nn.Module):
+        def __init__(self, d: int, heads: int) -> None:
+            super().__init__()
+            self.heads = heads
+            self.qkv = nn.Linear(d, 3 * d)
+            self.proj = nn.Linear(d, d)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            b, t, d = x.shape
+            q, k, v = self.qkv(x).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return self.proj(y.transpose(1, 2).reshape(b, t, d))
+
+    class Block(nn.Module):
+        def __init__(self, d: int, heads: int) -> None:
+            super().__init__()
+            self.ln1 = nn.LayerNorm(d)
+            self.attn = CausalSelfAttention(d, heads)
+            self.ln2 = nn.LayerNorm(d)
+            self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            x = x + self.attn(self.ln1(x))
+            return x + self.mlp(self.ln2(x))
+
+    class DecoderLM(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.tokens = nn.Embedding(args.vocab, args.d_model)
+            self.positions = nn.Embedding(args.seq_len, args.d_model)
+            self.blocks = nn.ModuleList(Block(args.d_model, args.heads) for _ in range(args.layers))
+            self.norm = nn.LayerNorm(args.d_model)
+            self.head = nn.Linear(args.d_model, args.vocab, bias=False)
+
+        def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+            positions = torch.arange(tokens.shape[1], device=tokens.device)
+            x = self.tokens(tokens) + self.positions(positions)
+            for block in self.blocks:
+                x = block(x)
+            return self.head(self.norm(x))
+
+    torch.manual_seed(args.seed)
+    return DecoderLM()
+
+
+class TokenCrossEntropy:
+    """Next-token cross-entropy: logits (batch, seq, vocab) against targets (batch, seq)."""
+
+    def __call__(self, logits: Any, targets: Any) -> Any:
+        import torch.nn.functional as F
+
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+class TokenNoise:
+    """Realistic-loader transform: each input token is replaced by a random one with probability ``p``."""
+
+    def __init__(self, vocab: int, p: float = 0.1) -> None:
+        self.vocab = vocab
+        self.p = p
+
+    def __call__(self, x: Any, y: Any) -> "tuple[Any, Any]":
+        import torch
+
+        noisy = torch.rand(x.shape) < self.p
+        return torch.where(noisy, torch.randint_like(x, self.vocab), x), y
+
+
+class Transformer(Workload):
+    """Decoder-only LM on uniform random tokens (inputs: a sequence, targets: it shifted by one)."""
+
+    name = "transformer"
+    prog = "ddp_transformer"
+    description = "DDP decoder-only transformer LM trainer for ddpbench (runs under torchrun or traceml run)."
+
+    def add_arguments(self, group: Any) -> None:
+        group.add_argument("--d-model", type=positive_int, default=512, help="embedding width")
+        group.add_argument("--layers", type=positive_int, default=4, help="transformer blocks")
+        group.add_argument("--heads", type=positive_int, default=8, help="attention heads (divide --d-model)")
+        group.add_argument("--seq-len", type=positive_int, default=64, help="tokens per sample")
+        group.add_argument("--vocab", type=positive_int, default=8192, help="vocabulary size")
+
+    def check_arguments(self, args: argparse.Namespace) -> str | None:
+        if args.d_model % args.heads:
+            return f"--d-model {args.d_model} is not a multiple of --heads {args.heads}"
+        return None
+
+    def build_model(self, args: argparse.Namespace) -> "torch.nn.Module":
+        return _build(args)
+
+    def build_dataset(self, args: argparse.Namespace) -> Any:
+        import torch
+        from torch.utils.data import TensorDataset
+
+        gen = torch.Generator().manual_seed(args.seed)
+        tokens = torch.randint(0, args.vocab, (args.num_samples, args.seq_len + 1), generator=gen)
+        return TensorDataset(tokens[:, :-1], tokens[:, 1:])
+
+    def sample_transform(self, args: argparse.Namespace) -> TokenNoise:
+        return TokenNoise(args.vocab)
+
+    def loss_function(self, args: argparse.Namespace) -> TokenCrossEntropy:
+        return TokenCrossEntropy()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Train the transformer on this rank. Returns the process exit status (0 on success)."""
+    return run(Transformer(), argv, process_start_epoch=_PROCESS_START_EPOCH)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

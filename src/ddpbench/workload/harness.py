@@ -1,0 +1,75 @@
+"""The workload harness: runs any :class:`~ddpbench.workload.base.Workload` the same way.
+
+Parse the shared and model arguments (before torch), set up the rank and its process groups,
+call ``traceml_ai.init`` under ``traceml run``, build the model and the loader, warm up, run the
+timed loop (stop rule, faults, injection, timing), write the rank record. A model file calls
+:func:`run` from its ``__main__``; see ``docs/workload.md``.
+
+Calibration injection: ``--inject-step-ms X`` busy-waits X ms inside every timed step (see
+:func:`ddpbench.workload.timing.busy_wait`); ``--inject-startup-sec`` and ``--inject-teardown-sec``
+*sleep*: they are seconds long, where wake-up jitter is negligible, and sleeping leaves the CPU to
+the peers.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+from ddpbench.workload.args import build_parser, parse_args
+from ddpbench.workload.base import Workload
+from ddpbench.workload.data import build_loader, endless_batches, loader_description
+from ddpbench.workload.loop import Trainer, run_timed, run_warmup
+from ddpbench.workload.record import build_record, gather_records, write_record
+from ddpbench.workload.runtime import Runtime, ensure_single_process_env, init_process_group, init_traceml
+from ddpbench.workload.stop import Faults, StopRule
+
+
+def run(workload: Workload, argv: Sequence[str] | None = None, *, process_start_epoch: float | None = None) -> int:
+    """Parse, train, record ``workload`` on this rank. Returns the process exit status (0 on success).
+
+    ``process_start_epoch`` is the ``time.time()`` of the script's first statement (the rank
+    record's ``timestamps.process_start``); now when not given.
+    """
+    started = time.time() if process_start_epoch is None else process_start_epoch
+    args = parse_args(workload, argv)
+    ensure_single_process_env()
+    trace_step = init_traceml(args)  # before the DataLoader exists, so auto mode can patch it
+
+    import torch
+    import torch.distributed as dist
+
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    try:
+        rt = Runtime(args)
+    except ValueError as exc:
+        build_parser(workload).error(str(exc))
+    stop_group = init_process_group(args, rt)
+    pg_ready = time.time()
+
+    trainer = Trainer(workload, args, rt, trace_step)
+    loader, sampler = build_loader(args, rt, workload.build_dataset(args), workload.sample_transform(args))
+    batches = endless_batches(loader, sampler)
+    if args.inject_startup_sec:
+        time.sleep(args.inject_startup_sec)
+    run_warmup(trainer, batches, args.warmup_steps)
+    stop = StopRule(args, rt.rank, stop_group)
+    res = run_timed(args, rt, trainer, batches, stop, Faults(args, rt.rank))
+
+    if args.inject_teardown_sec:
+        time.sleep(args.inject_teardown_sec)
+    if rt.rank == 0:
+        n = len(res.durations_s)
+        elapsed = res.last_step_end_epoch - res.first_step_start_epoch
+        print(f"Done. steps={n} elapsed_s={elapsed:.3f} steps_per_s={n / elapsed if elapsed > 0 else 0.0:.3f}", flush=True)
+    if args.metrics_dir:
+        record = build_record(
+            args, rt, res, workload=workload.name, data=loader_description(args, rt), process_start_epoch=started, pg_ready_epoch=pg_ready,
+            traceml_active=trace_step is not None, stop_reason=stop.reason,
+        )
+        write_record(args.metrics_dir, record)
+        if args.gather_metrics:
+            gather_records(record, rt, args.metrics_dir, stop_group)
+    dist.destroy_process_group()
+    return 0

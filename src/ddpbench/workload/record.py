@@ -1,0 +1,141 @@
+"""The rank record a rank writes after its timed loop: built here, format in ddpbench.formats.rank_record.
+
+Each rank writes ``rank-<global rank>.json`` atomically (temp file + fsync + rename) into
+``--metrics-dir``; with ``--gather-metrics`` rank 0 also writes every other rank's record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+import time
+from typing import Any
+
+from ddpbench.formats.rank_record import PHASES, SCHEMA, SCHEMA_VERSION
+from ddpbench.io import write_json_atomic
+from ddpbench.workload.loop import LoopResult
+from ddpbench.workload.runtime import Runtime
+from ddpbench.workload.timing import phase_stats, step_time_stats
+
+
+def peak_memory(device: str) -> dict[str, int | None]:
+    """The rank record's ``memory``: this process's peak RSS and CUDA peak allocated (null on CPU), bytes."""
+    import resource
+
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+    cuda: int | None = None
+    if device == "cuda":
+        import torch
+
+        cuda = int(torch.cuda.max_memory_allocated())
+    return {"host_peak_rss_bytes": int(rss if sys.platform == "darwin" else rss * 1024), "cuda_peak_allocated_bytes": cuda}
+
+
+def _versions(rt: Runtime) -> dict[str, str | None]:
+    """torch/CUDA/NCCL versions and GPU name, null when absent."""
+    import torch
+
+    cuda = torch.version.cuda if torch.cuda.is_available() else None
+    nccl: str | None = None
+    gpu: str | None = None
+    if rt.device == "cuda":
+        try:
+            v = torch.cuda.nccl.version()
+            nccl = ".".join(str(p) for p in v) if isinstance(v, tuple) else str(v)
+        except Exception:  # noqa: BLE001 - a missing NCCL is reported as null
+            nccl = None
+        gpu = torch.cuda.get_device_name(rt.torch_device)
+    return {"torch_version": torch.__version__, "cuda_version": cuda, "nccl_version": nccl, "gpu_name": gpu}
+
+
+def build_record(
+    args: argparse.Namespace,
+    rt: Runtime,
+    res: LoopResult,
+    *,
+    workload: str,
+    data: dict[str, Any],
+    process_start_epoch: float,
+    pg_ready_epoch: float,
+    traceml_active: bool,
+    stop_reason: str,
+) -> dict[str, Any]:
+    """The rank JSON (schema ``ddpbench.rank``; field meanings in ddpbench.formats.rank_record / docs/formats.md)."""
+    timed = len(res.durations_s)
+    train_s = res.last_step_end_epoch - res.first_step_start_epoch
+    train_s = train_s if train_s > 0 else sum(res.durations_s)
+    samples = timed * args.batch_size
+    memory = peak_memory(rt.device)
+    on_cuda = memory["cuda_peak_allocated_bytes"] is not None
+    phases = phase_stats(PHASES, res.durations_s, res.phases_s) if args.timing == "phase" else None
+    record: dict[str, Any] = {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "rank": rt.rank,
+        "local_rank": rt.local_rank,
+        "world_size": rt.world_size,
+        "node_rank": rt.node_rank,
+        "hostname": socket.gethostname(),
+        "pid": os.getpid(),
+        "device": rt.device,
+        "backend": rt.backend,
+        "precision": rt.precision,
+        "workload": workload,
+        "data": data,
+        "timing": args.timing,
+        **_versions(rt),
+        "args": dict(vars(args)),
+        "timestamps": {
+            "process_start": process_start_epoch,
+            "pg_ready": pg_ready_epoch,
+            "first_step_start": res.first_step_start_epoch,
+            "last_step_end": res.last_step_end_epoch,
+            "exit": time.time(),
+        },
+        "warmup_steps": args.warmup_steps,
+        "timed_steps": timed,
+        "samples": samples,
+        "train_s": train_s,
+        "steps_per_s": timed / train_s,
+        "samples_per_s": samples / train_s,
+        "step_time_ms": step_time_stats(res.durations_s),
+        "phase_time_ms": phases,
+        "final_loss": res.final_loss,
+        "memory": memory,
+        "peak_memory_bytes": memory["cuda_peak_allocated_bytes" if on_cuda else "host_peak_rss_bytes"],
+        "peak_memory_kind": "cuda_max_allocated" if on_cuda else "max_rss",
+        "stop_reason": stop_reason,
+        "traceml": {"active": traceml_active, "mode": args.traceml_mode if traceml_active else None},
+        "inject": {
+            "step_ms": args.inject_step_ms,
+            "startup_s": args.inject_startup_sec,
+            "teardown_s": args.inject_teardown_sec,
+        },
+    }
+    if args.save_step_times:
+        record["step_times_ms"] = [d * 1000.0 for d in res.durations_s]
+    return record
+
+
+def write_record(metrics_dir: str, record: dict[str, Any]) -> None:
+    """Write ``rank-<rank>.json`` atomically (temp file + fsync + rename)."""
+    write_json_atomic(os.path.join(metrics_dir, f"rank-{record['rank']}.json"), record)
+
+
+def gather_records(record: dict[str, Any], rt: Runtime, metrics_dir: str, group: Any) -> None:
+    """``--gather-metrics``: send every rank's record to rank 0, which writes them all (after timing).
+
+    For nodes that do not share ``--metrics-dir``: rank 0's node then holds every rank's file. The
+    records travel over the gloo group the stop flag uses (CPU objects, no GPU sync). Each record's
+    ``timestamps.exit`` is its rank's own, taken before the gather.
+    """
+    import torch.distributed as dist
+
+    gathered: list[Any] | None = [None] * rt.world_size if rt.rank == 0 else None
+    dist.gather_object(record, gathered, dst=0, group=group)
+    if rt.rank == 0 and gathered is not None:
+        for other in gathered:
+            if isinstance(other, dict) and other.get("rank") != rt.rank:
+                write_record(metrics_dir, other)

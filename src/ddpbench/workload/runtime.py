@@ -1,0 +1,113 @@
+"""Where a rank runs: placement and precision, the process groups, and TraceML's step marker.
+
+Under ``traceml run`` (``TRACEML_SESSION_ID`` set and ``TRACEML_DISABLED`` != "1")
+:func:`init_traceml` imports ``traceml_ai`` and calls ``traceml_ai.init(mode=...)`` (``auto``
+patches forward/backward/optimizer/dataloader/h2d, ``manual`` = ``trace_step`` only);
+otherwise ``traceml_ai`` is never imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import socket
+from typing import Any, Callable, ContextManager
+
+TraceStep = Callable[[Any], ContextManager[Any]]
+"""``traceml_ai.trace_step``: a context manager around one step, given the model before DDP."""
+
+
+class Runtime:
+    """Resolved placement and precision of this rank (what the rank JSON reports)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        import torch
+
+        self.rank = int(os.environ["RANK"])
+        self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        self.world_size = int(os.environ["WORLD_SIZE"])
+        self.node_rank = int(os.environ.get("GROUP_RANK", "0"))
+        want_cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
+        if want_cuda and not torch.cuda.is_available():
+            raise ValueError("--device cuda but CUDA is not available")
+        self.device = "cuda" if want_cuda else "cpu"
+        self.backend = args.backend if args.backend != "auto" else ("nccl" if self.device == "cuda" else "gloo")
+        if self.backend == "nccl" and self.device != "cuda":
+            raise ValueError("--backend nccl needs --device cuda")
+        self.precision = args.precision if args.precision != "auto" else ("fp16" if self.device == "cuda" else "fp32")
+        self.torch_device = torch.device(self.device, self.local_rank) if self.device == "cuda" else torch.device("cpu")
+
+    def autocast(self) -> ContextManager[Any]:
+        """Autocast context for the forward pass (none for fp32)."""
+        import torch
+
+        if self.precision == "fp32":
+            return contextlib.nullcontext()
+        dtype = torch.bfloat16 if self.precision == "bf16" else torch.float16
+        return torch.autocast(device_type=self.device, dtype=dtype)
+
+    def synchronize(self) -> None:
+        """CUDA synchronize; nothing on CPU."""
+        if self.device == "cuda":
+            import torch
+
+            torch.cuda.synchronize()
+
+
+def _free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now (for a world of one without torchrun)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def ensure_single_process_env() -> None:
+    """Without torchrun, make ``env://`` rendezvous work as a world of one."""
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
+        return
+    os.environ.setdefault("RANK", "0")
+    os.environ.setdefault("LOCAL_RANK", "0")
+    os.environ.setdefault("WORLD_SIZE", "1")
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", str(_free_port()))
+
+
+def init_process_group(args: argparse.Namespace, rt: Runtime) -> Any:
+    """Create the default process group; return the group the stop flag uses (gloo, CPU tensors).
+
+    That is the default group on gloo, and a second gloo group when the training backend is
+    nccl, so the stop check and the record gather never synchronise the GPU.
+    """
+    import datetime
+
+    import torch
+    import torch.distributed as dist
+
+    if rt.device == "cuda":
+        torch.cuda.set_device(rt.torch_device)
+    kwargs: dict[str, Any] = {"backend": rt.backend}
+    if args.collective_timeout_sec is not None:
+        kwargs["timeout"] = datetime.timedelta(seconds=args.collective_timeout_sec)
+    dist.init_process_group(**kwargs)
+    if rt.backend == "gloo":
+        return None  # the default group
+    return dist.new_group(backend="gloo", timeout=kwargs.get("timeout"))
+
+
+def traceml_requested() -> bool:
+    """True when running under ``traceml run`` with telemetry on."""
+    return bool(os.environ.get("TRACEML_SESSION_ID")) and os.environ.get("TRACEML_DISABLED") != "1"
+
+
+def init_traceml(args: argparse.Namespace) -> TraceStep | None:
+    """Under ``traceml run``: ``traceml_ai.init(mode)``, return ``trace_step``; else None (no import).
+
+    Call it before the data loader exists, so auto mode can patch it.
+    """
+    if not traceml_requested():
+        return None
+    import traceml_ai
+
+    traceml_ai.init(mode=args.traceml_mode)
+    return traceml_ai.trace_step  # type: ignore[no-any-return]
