@@ -9,6 +9,15 @@ Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice
 :func:`upgrade` to turn the previous version into the new one):
 
 - 1 (ddpbench 0.1.0): first version.
+- 2: what else the trial shows. New fields, each null when unknown (a version 1 record is upgraded
+  with every one of them null): ``workload`` and ``timing`` (from rank 0's record), ``phase_time_ms``
+  (per phase, combined over ranks like ``step_time_ms``; null unless ``timing`` is ``phase``),
+  ``memory`` (``host_peak_rss_bytes`` and ``cuda_peak_allocated_bytes``: the largest rank's),
+  ``attempt`` (``{number, dir}``: which attempt of the trial this is and the folder holding its rank
+  records, logs and tool output), ``load`` (what else ran during the trial: see
+  :data:`LOAD_KEYS`), ``metrics`` (figures read from the workload's output: name ->
+  ``{value, unit, source}``) and ``tool`` (the tool's own output: ``{name, artifacts, bytes,
+  usable, problem}``).
 
 Combining ranks: ``steps_per_s`` is the slowest rank's; ``step_time_ms`` holds the mean over ranks
 of each rank's statistic, except ``min`` and ``max``, which are the min and max over ranks. In DDP
@@ -25,7 +34,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from ddpbench.formats.rank_record import STEP_STAT_KEYS
 
 SCHEMA = "ddpbench.trial"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: every version :func:`read_trial_record` reads (and upgrades to :data:`SCHEMA_VERSION`)
 KNOWN_VERSIONS = frozenset(range(1, SCHEMA_VERSION + 1))
 #: the record's file name inside a job dir
@@ -42,6 +51,12 @@ REQUIRED_FIELDS: Dict[str, Tuple[type, ...]] = {
     "condition_id": (str,),
     "status": (str,),
 }
+#: fields version 2 adds; each may be null (unknown), and a version 1 record is upgraded with all null
+ADDED_IN_V2 = ("workload", "timing", "phase_time_ms", "memory", "attempt", "load", "metrics", "tool")
+#: keys of ``load``: CPUs of the machine, CPUs the ranks were pinned to (null = not pinned), the
+#: 1-minute load average at start and end, CPU seconds used by processes outside the trial's tree,
+#: CPU steal seconds (null where the kernel does not report it), the affinity setting used
+LOAD_KEYS = ("n_cpus", "own_cpus", "load1_start", "load1_end", "foreign_cpu_s", "steal_s", "cpu_affinity")
 #: figures an ``ok`` record must hold as numbers
 OK_NUMERIC_FIELDS = ("wall_s", "startup_s", "train_s", "teardown_s", "steps_per_s")
 
@@ -191,6 +206,31 @@ def traceml_section(summary: Optional[Mapping[str, Any]], path: Optional[str]) -
     }
 
 
+def combine_phase_times(ranks: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, Dict[str, float]]]:
+    """Per phase, the ranks' ``phase_time_ms`` combined like :func:`combine_step_times`; None without phases."""
+    phases = [r.get("phase_time_ms") for r in ranks]
+    if not phases or any(not p for p in phases):
+        return None
+    combined: Dict[str, Dict[str, float]] = {}
+    for name in phases[0]:
+        per_rank = [{"step_time_ms": p.get(name)} for p in phases]
+        stats = combine_step_times(per_rank)
+        if stats is not None:
+            combined[name] = stats
+    return combined
+
+
+def peak_memory(ranks: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, Optional[int]]]:
+    """The largest rank's peak host RSS and peak CUDA memory allocated, bytes; None without ranks."""
+    if not ranks:
+        return None
+    peaks: Dict[str, Optional[int]] = {}
+    for key in ("host_peak_rss_bytes", "cuda_peak_allocated_bytes"):
+        values = [int(v) for v in ((r.get("memory") or {}).get(key) for r in ranks) if v is not None]
+        peaks[key] = max(values) if values else None
+    return peaks
+
+
 def rank_consistency_error(ranks: Sequence[Mapping[str, Any]], world_size: int) -> Optional[str]:
     """Why the rank records of an exited trial do not make an ok trial, or None."""
     if len(ranks) != world_size:
@@ -215,8 +255,16 @@ def build_trial_record(
     traceml: Optional[Mapping[str, Any]],
     environment: Mapping[str, Any],
     logs: Mapping[str, Any],
+    attempt: Optional[Mapping[str, Any]] = None,
+    load: Optional[Mapping[str, Any]] = None,
+    metrics: Optional[Mapping[str, Any]] = None,
+    tool: Optional[Mapping[str, Any]] = None,
 ) -> Dict[str, Any]:
-    """Assemble a ``trial.json`` payload. ``meta`` holds the identity fields (mode, repeat, dirs...)."""
+    """Assemble a ``trial.json`` payload. ``meta`` holds the identity fields (mode, repeat, dirs...).
+
+    ``attempt``, ``load``, ``metrics`` and ``tool`` are the version 2 sections (see the module doc);
+    None records them as unknown.
+    """
     assert status in STATUSES, status
     cluster = config["cluster"]
     world_size = int(cluster["nnodes"]) * int(cluster["nproc_per_node"])
@@ -251,6 +299,14 @@ def build_trial_record(
         "traceml": dict(traceml) if traceml is not None else None,
         "environment": dict(environment),
         "logs": dict(logs),
+        "workload": rank0.get("workload") if rank0 else None,
+        "timing": rank0.get("timing") if rank0 else None,
+        "phase_time_ms": combine_phase_times(ranks) if measured else None,
+        "memory": peak_memory(ranks) if measured else None,
+        "attempt": dict(attempt) if attempt is not None else None,
+        "load": dict(load) if load is not None else None,
+        "metrics": dict(metrics) if metrics is not None else None,
+        "tool": dict(tool) if tool is not None else None,
     }
     return record
 
@@ -286,7 +342,9 @@ def validate_trial_record(record: Any) -> Optional[str]:
 
 
 def upgrade(record: Dict[str, Any]) -> Dict[str, Any]:
-    """A valid record of any known version as the current version (in memory; version 1 is current)."""
+    """A valid record of any known version as the current version, in memory (``schema_version`` kept)."""
+    if record.get("schema_version") == 1:
+        record = {**{key: None for key in ADDED_IN_V2}, **record}
     return record
 
 
