@@ -11,7 +11,6 @@ from ddpbench.analysis.stats import (
     median,
     min_detectable_effect,
     paired_summary,
-    regularized_incomplete_beta,
     sample_std,
     t_cdf,
     t_ppf,
@@ -43,14 +42,6 @@ def test_t_cdf_inverts_ppf() -> None:
     for df in (1, 3, 8, 50):
         for p in (0.01, 0.2, 0.9, 0.999):
             assert t_cdf(t_ppf(p, df), df) == pytest.approx(p, abs=1e-10)
-
-
-def test_incomplete_beta_identities() -> None:
-    assert regularized_incomplete_beta(1.0, 1.0, 0.3) == pytest.approx(0.3)
-    assert regularized_incomplete_beta(3.5, 3.5, 0.5) == pytest.approx(0.5)
-    assert regularized_incomplete_beta(2.0, 3.0, 0.4) == pytest.approx(0.5248, abs=1e-12)
-    with pytest.raises(ValueError):
-        regularized_incomplete_beta(1.0, 1.0, 1.5)
 
 
 def test_paired_summary_hand_computed() -> None:

@@ -11,9 +11,8 @@ knows about trials. Methods (see ``docs/analysis.md``):
   (the usual central-*t* approximation, Cohen 1988, ch. 2).
 - **Coefficient of variation**: sample standard deviation (n − 1) over the mean.
 
-The Student *t* CDF is computed from the regularized incomplete beta function
-(continued fraction, Lentz's method, as in Press et al., *Numerical Recipes* 3rd ed. §6.4);
-its quantile by bisection on the CDF. No SciPy.
+The Student *t* CDF, quantile and tail come from ``scipy.stats.t`` (the robust intervals beside
+the t interval are in :mod:`ddpbench.analysis.robust`).
 """
 
 from __future__ import annotations
@@ -22,6 +21,8 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
+from scipy import stats as _st
+
 __all__ = [
     "PairedSummary",
     "coefficient_of_variation",
@@ -29,7 +30,6 @@ __all__ = [
     "median",
     "min_detectable_effect",
     "paired_summary",
-    "regularized_incomplete_beta",
     "sample_std",
     "t_cdf",
     "t_ppf",
@@ -90,83 +90,20 @@ def coefficient_of_variation(values: Sequence[float]) -> float:
     return s / abs(m)
 
 
-def _beta_continued_fraction(a: float, b: float, x: float) -> float:
-    tiny = 1e-300
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c = 1.0
-    d = 1.0 - qab * x / qap
-    d = tiny if abs(d) < tiny else d
-    d = 1.0 / d
-    h = d
-    for m in range(1, 500):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = tiny if abs(d) < tiny else d
-        c = 1.0 + aa / c
-        c = tiny if abs(c) < tiny else c
-        d = 1.0 / d
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = tiny if abs(d) < tiny else d
-        c = 1.0 + aa / c
-        c = tiny if abs(c) < tiny else c
-        d = 1.0 / d
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < 1e-15:
-            break
-    return h
-
-
-def regularized_incomplete_beta(a: float, b: float, x: float) -> float:
-    """The regularized incomplete beta function I_x(a, b) for a, b > 0 and 0 ≤ x ≤ 1."""
-    if not 0.0 <= x <= 1.0:
-        raise ValueError(f"x must be in [0, 1], got {x}")
-    if x in (0.0, 1.0):
-        return x
-    log_front = (
-        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
-    )
-    front = math.exp(log_front)
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _beta_continued_fraction(a, b, x) / a
-    return 1.0 - front * _beta_continued_fraction(b, a, 1.0 - x) / b
-
-
 def t_cdf(t: float, df: float) -> float:
-    """P(T ≤ t) for Student's t distribution with ``df`` degrees of freedom."""
+    """P(T ≤ t) for Student's t distribution with ``df`` degrees of freedom (``scipy.stats.t``)."""
     if df <= 0:
         raise ValueError(f"df must be positive, got {df}")
-    if math.isinf(t):
-        return 1.0 if t > 0 else 0.0
-    tail = 0.5 * regularized_incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
-    return 1.0 - tail if t > 0 else tail
+    return float(_st.t.cdf(t, df))
 
 
 def t_ppf(p: float, df: float) -> float:
-    """The quantile t(p, df) of Student's t distribution (inverse of :func:`t_cdf`)."""
+    """The quantile t(p, df) of Student's t distribution (``scipy.stats.t``; inverse of :func:`t_cdf`)."""
     if not 0.0 < p < 1.0:
         raise ValueError(f"p must be in (0, 1), got {p}")
-    if p == 0.5:
-        return 0.0
-    if p < 0.5:
-        return -t_ppf(1.0 - p, df)
-    lo, hi = 0.0, 1.0
-    while t_cdf(hi, df) < p:
-        lo, hi = hi, hi * 2.0
-        if hi > 1e12:
-            return math.inf
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if t_cdf(mid, df) < p:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-12 * max(1.0, hi):
-            break
-    return 0.5 * (lo + hi)
+    if df <= 0:
+        raise ValueError(f"df must be positive, got {df}")
+    return float(_st.t.ppf(p, df))
 
 
 def min_detectable_effect(sd: float, n: int, alpha: float = 0.05, power: float = 0.80) -> float:
@@ -228,6 +165,6 @@ def paired_summary(differences: Sequence[float], confidence: float = 0.95) -> Pa
         else:
             half = t_ppf(1.0 - (1.0 - confidence) / 2.0, df) * se
             lo, hi = m - half, m + half
-            p = min(1.0, 2.0 * (1.0 - t_cdf(abs(m) / se, df)))
+            p = min(1.0, 2.0 * float(_st.t.sf(abs(m) / se, df)))
         mde = min_detectable_effect(sd, n, alpha=1.0 - confidence)
     return PairedSummary(n, m, median(xs), min(xs), max(xs), sd, lo, hi, p, mde, confidence)
