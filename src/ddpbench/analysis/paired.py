@@ -4,16 +4,18 @@ Trials are paired by ``(sweep_dir, condition_id, repeat)``: the baseline mode's 
 ``native``) against each other mode's trial with the same key. Per pair (x = the compared mode,
 b = the baseline):
 
-- ``wall_overhead_pct`` = 100 · (x.wall_s / b.wall_s − 1)
+- ``step_overhead_ms`` = x − b of the mean step time (ms), ``step_overhead_pct`` its percentage;
+  ``step_median_overhead_ms``/``_pct`` the same of each trial's median step
 - ``throughput_overhead_pct`` = 100 · (b.steps_per_s / x.steps_per_s − 1) (the reference's definition)
-- ``step_overhead_ms`` = x.step_time_ms.mean − b.step_time_ms.mean;
-  ``step_overhead_pct`` = 100 · (x.step_time_ms.mean / b.step_time_ms.mean − 1)
-- ``startup_diff_s``, ``train_diff_s``, ``teardown_diff_s`` = x − b, seconds.
+- ``wall_diff_s``, ``wall_overhead_pct`` = x − b of the wall time, and 100 · (x.wall_s / b.wall_s − 1)
+- ``startup_diff_s``, ``train_diff_s``, ``teardown_diff_s`` = x − b, seconds (+ ``_pct`` for start-up and teardown).
 
-A pair is excluded (and counted) when a side is missing, not ``ok``, or lacks a figure.
-Across the pairs of one (condition, mode) each metric gets a :class:`~ddpbench.analysis.stats.PairedSummary`
-(Student's paired t interval, paired t test, MDE at 80 % power). The verdict against the budget
-uses the intervals of wall and throughput overhead (rules in :func:`verdict_for`).
+Pairing and exclusion are in :mod:`ddpbench.analysis.pairing`. Across the pairs of one (condition,
+mode) each metric gets a :class:`~ddpbench.analysis.stats.PairedSummary` (Student's paired t interval,
+paired t test, MDE at 80 % power) and a robust view (Hodges–Lehmann estimate with the Wilcoxon
+signed-rank interval; a bootstrap interval of the median for the per-step metrics). A percentage
+whose baseline is near zero is dropped, with a note (:mod:`ddpbench.analysis.rows`). The verdict
+against the budget uses the intervals of wall and throughput overhead (rules in :func:`verdict_for`).
 
 Roles: a mode named ``inject`` (or ``inject*``) is a calibration comparison, checked against
 the ``--inject-*`` workload arguments its mode really passed (``config.inject``, which every mode's
@@ -30,6 +32,9 @@ from typing import Any, Iterable
 import pandas as pd
 
 from ddpbench.analysis.calibration import applied_injection, calibration
+from ddpbench.analysis.disturbed import disturbed_trials, pair_flags
+from ddpbench.analysis.efficiency import efficiency, workload_of
+from ddpbench.analysis.pairing import pair_table, str_or_none
 from ddpbench.analysis.results import (
     CALIBRATION_TOLERANCE_PCT,
     Analysis,
@@ -43,15 +48,18 @@ from ddpbench.analysis.results import (
     Stability,
     Verdict,
 )
+from ddpbench.analysis.rows import memory_rows, metric_rows, near_zero, phase_rows, robust_interval
 from ddpbench.analysis.stability import order_effects, stability
 from ddpbench.analysis.stats import (
     INTERVAL_METHOD,
     MDE_METHOD,
     TEST_METHOD,
     PairedSummary,
+    mean,
     paired_summary,
     to_float,
 )
+from ddpbench.analysis.tools import tool_artifacts, tool_ranking
 from ddpbench.formats.analysis_record import build_analysis_record
 
 __all__ = [
@@ -74,19 +82,34 @@ __all__ = [
     "verdict_for",
 ]
 
-PAIR_KEY = ("sweep_dir", "condition_id", "repeat")
 #: every per-pair metric and its unit: the analysis declares units, the report shows them
+#: (absolute first, its percentage second)
 METRIC_UNITS: dict[str, str] = {
-    "wall_overhead_pct": "%",
-    "throughput_overhead_pct": "%",
     "step_overhead_ms": "ms",
     "step_overhead_pct": "%",
+    "step_median_overhead_ms": "ms",
+    "step_median_overhead_pct": "%",
+    "throughput_overhead_pct": "%",
+    "wall_diff_s": "s",
+    "wall_overhead_pct": "%",
     "startup_diff_s": "s",
+    "startup_diff_pct": "%",
     "train_diff_s": "s",
     "teardown_diff_s": "s",
+    "teardown_diff_pct": "%",
 }
+#: each percentage metric → (its absolute metric, the side figure its baseline is, unit): the
+#: percentage is dropped when that baseline is near zero (:func:`ddpbench.analysis.rows.near_zero`)
+PCT_BASES = {
+    "step_overhead_pct": ("base_step_ms", "ms"),
+    "step_median_overhead_pct": ("base_step_median_ms", "ms"),
+    "wall_overhead_pct": ("base_wall_s", "s"),
+    "startup_diff_pct": ("base_startup_s", "s"),
+    "teardown_diff_pct": ("base_teardown_s", "s"),
+}
+#: metrics whose robust view adds a bootstrap interval of the median difference
+BOOTSTRAP_METRICS = ("step_overhead_ms", "step_median_overhead_ms")
 VERDICT_METRICS = ("wall_overhead_pct", "throughput_overhead_pct")
-SIDE_FIGURES = ("wall_s", "steps_per_s", "step_time_ms_mean", "startup_s", "teardown_s")
 ROLE_ORDER = {"tool": 0, "calibration": 1, "aa": 2}
 
 WITHIN, OVER, INCONCLUSIVE = "within", "over", "inconclusive"
@@ -106,115 +129,17 @@ def _int(value: Any) -> int | None:
     return int(v) if math.isfinite(v) else None
 
 
-def _str(value: Any) -> str | None:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
-    return str(value)
-
-
-def _hosts(value: Any) -> frozenset[str]:
-    text = _str(value)
-    return frozenset(h for h in text.split(",") if h) if text else frozenset()
-
-
-def _pick(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Among duplicate trials of one mode and key prefer an ok one, then the latest ended."""
-    return max(rows, key=lambda r: (r.get("status") == "ok", _str(r.get("ended_at")) or ""))
-
-
-def _side_problem(row: dict[str, Any] | None, label: str) -> str | None:
-    if row is None:
-        return f"no {label} trial"
-    if row.get("status") != "ok":
-        err = _str(row.get("error"))
-        return f"{label} trial {row.get('status')}" + (f": {err}" if err else "")
-    missing = [k for k in SIDE_FIGURES if not math.isfinite(to_float(row.get(k)))]
-    if missing:
-        return f"{label} trial lacks {', '.join(missing)}"
-    return None
-
-
-def _pct(x: float, b: float) -> float:
-    return 100.0 * (x / b - 1.0) if b else math.nan
-
-
-def _record(b: dict[str, Any], x: dict[str, Any], mode: str) -> PairRecord:
-    bw, xw = to_float(b["wall_s"]), to_float(x["wall_s"])
-    bs, xs = to_float(b["steps_per_s"]), to_float(x["steps_per_s"])
-    bm, xm = to_float(b["step_time_ms_mean"]), to_float(x["step_time_ms_mean"])
-    return PairRecord(
-        sweep_dir=str(b["sweep_dir"]),
-        condition_id=str(b["condition_id"]),
-        repeat=int(b["repeat"]),
-        mode=mode,
-        base_wall_s=bw,
-        mode_wall_s=xw,
-        base_steps_per_s=bs,
-        mode_steps_per_s=xs,
-        base_step_ms=bm,
-        mode_step_ms=xm,
-        mode_position=int(to_float(x.get("pair_position"))),
-        base_position=int(to_float(b.get("pair_position"))),
-        hosts_differ=_hosts(b.get("env_hostnames")) != _hosts(x.get("env_hostnames")),
-        wall_overhead_pct=_pct(xw, bw),
-        throughput_overhead_pct=100.0 * (bs / xs - 1.0) if xs else math.nan,
-        step_overhead_ms=xm - bm,
-        step_overhead_pct=_pct(xm, bm),
-        startup_diff_s=to_float(x["startup_s"]) - to_float(b["startup_s"]),
-        train_diff_s=to_float(x.get("train_s")) - to_float(b.get("train_s")),
-        teardown_diff_s=to_float(x["teardown_s"]) - to_float(b["teardown_s"]),
-    )
-
-
-def _grouped(frame: pd.DataFrame) -> dict[tuple[str, str], dict[int, dict[str, list[dict[str, Any]]]]]:
-    """(sweep_dir, condition_id) → repeat → mode → rows."""
-    out: dict[tuple[str, str], dict[int, dict[str, list[dict[str, Any]]]]] = {}
-    for row in frame.to_dict("records"):
-        key = (str(row["sweep_dir"]), str(row["condition_id"]))
-        out.setdefault(key, {}).setdefault(int(row["repeat"]), {}).setdefault(str(row["mode"]), []).append(row)
-    return out
-
-
-def pair_table(
-    frame: pd.DataFrame, baseline: str = "native"
-) -> tuple[list[PairRecord], list[ExcludedPair], dict[tuple[str, str, int, str], tuple[dict, dict]]]:
-    """Pair every non-baseline mode's trials with the baseline's.
-
-    A mode is paired only within the (sweep_dir, condition_id) groups where it was run. Returns
-    ``(pairs, excluded, sides)``; ``sides`` maps (sweep_dir, condition_id, repeat, mode) to the
-    (baseline row, mode row) of each included pair.
-    """
-    pairs: list[PairRecord] = []
-    excluded: list[ExcludedPair] = []
-    sides: dict[tuple[str, str, int, str], tuple[dict, dict]] = {}
-    for (sweep, cond), by_repeat in sorted(_grouped(frame).items()):
-        modes = sorted({m for rows in by_repeat.values() for m in rows} - {baseline})
-        for mode in modes:
-            for repeat in sorted(by_repeat):
-                rows = by_repeat[repeat]
-                if baseline not in rows and mode not in rows:
-                    continue
-                b = _pick(rows[baseline]) if baseline in rows else None
-                x = _pick(rows[mode]) if mode in rows else None
-                problems = [p for p in (_side_problem(b, baseline), _side_problem(x, mode)) if p]
-                if problems:
-                    excluded.append(ExcludedPair(sweep, cond, repeat, mode, "; ".join(problems)))
-                    continue
-                assert b is not None and x is not None
-                pairs.append(_record(b, x, mode))
-                sides[(sweep, cond, repeat, mode)] = (b, x)
-    return pairs, excluded, sides
-
-
 def verdict_for(metrics: dict[str, PairedSummary], budget_pct: float) -> Verdict:
     """Verdict on the wall- and throughput-overhead intervals against ``budget_pct``.
 
     Per metric: ``over`` when the interval lies wholly above the budget, ``within`` when wholly
-    below, else (straddling, or no interval because n < 2) ``inconclusive``. Overall: ``over`` if
-    any metric is over, ``within`` if all are within, else ``inconclusive``.
+    below, else (straddling, or no interval because n < 2) ``inconclusive``. A metric no pair
+    measured (n = 0: a foreign script that prints no throughput) is left out when the other is
+    known. Overall: ``over`` if any metric is over, ``within`` if all are within, else ``inconclusive``.
     """
+    known = [m for m in VERDICT_METRICS if metrics.get(m) is not None and metrics[m].n > 0]
     per: dict[str, str] = {}
-    for name in VERDICT_METRICS:
+    for name in known or VERDICT_METRICS:
         s = metrics.get(name)
         if s is None or not (math.isfinite(s.ci_low) and math.isfinite(s.ci_high)):
             per[name] = INCONCLUSIVE
@@ -237,12 +162,13 @@ def verdict_for(metrics: dict[str, PairedSummary], budget_pct: float) -> Verdict
             parts.append(f"{name} CI [{s.ci_low:+.2f}, {s.ci_high:+.2f}] % is {v}")
         else:
             parts.append(f"{name} has no interval (n={s.n if s else 0})")
+    parts += [f"{name} unknown (no pair measured it)" for name in VERDICT_METRICS if name not in per]
     return Verdict(status, budget_pct, f"budget {budget_pct:g} %: " + "; ".join(parts), per)
 
 
 def _first_str(rows: Iterable[dict[str, Any]], key: str) -> str | None:
     for r in rows:
-        v = _str(r.get(key))
+        v = str_or_none(r.get(key))
         if v:
             return v
     return None
@@ -252,9 +178,74 @@ def _condition(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for r in rows:
         for k, v in r.items():
-            if k.startswith("cond_") and _str(v) is not None:
+            if k.startswith("cond_") and str_or_none(v) is not None:
                 out.setdefault(k[5:], v)
     return out
+
+
+def _side_figures(cp: list[PairRecord], cs: list[tuple[dict, dict]]) -> dict[str, list[float]]:
+    def col(side: int, key: str) -> list[float]:
+        return [to_float(pair[side].get(key)) for pair in cs]
+
+    return {
+        "base_wall_s": [p.base_wall_s for p in cp],
+        "mode_wall_s": [p.mode_wall_s for p in cp],
+        "base_steps_per_s": [p.base_steps_per_s for p in cp],
+        "mode_steps_per_s": [p.mode_steps_per_s for p in cp],
+        "base_step_ms": [p.base_step_ms for p in cp],
+        "mode_step_ms": [p.mode_step_ms for p in cp],
+        "base_step_median_ms": col(0, "step_time_ms_median"),
+        "mode_step_median_ms": col(1, "step_time_ms_median"),
+        "base_startup_s": col(0, "startup_s"),
+        "mode_startup_s": col(1, "startup_s"),
+        "base_teardown_s": col(0, "teardown_s"),
+        "mode_teardown_s": col(1, "teardown_s"),
+    }
+
+
+def _comparison(
+    cond: str, mode: str, baseline: str, cp: list[PairRecord], cx: tuple, cs: list[tuple[dict, dict]],
+    all_rows: list[dict[str, Any]], budget_pct: float, confidence: float, tolerance_pct: float,
+) -> Comparison:
+    """One mode against the baseline in one condition (noise floor filled in later)."""
+    values = {m: [getattr(p, m) for p in cp] for m in METRIC_UNITS}
+    metrics = {m: paired_summary(v, confidence) for m, v in values.items()}
+    figures = _side_figures(cp, cs)
+    side_summ = {k: paired_summary(v, confidence) for k, v in figures.items()}
+    pct_notes = {}
+    for name, (base_key, unit) in PCT_BASES.items():
+        note = near_zero(mean(figures[base_key]), unit) if cp else None
+        if note is not None and metrics[name].n:
+            pct_notes[name] = note
+            del metrics[name]
+    role = role_of(mode, baseline)
+    return Comparison(
+        condition_id=cond,
+        condition=_condition(all_rows),
+        mode=mode,
+        baseline=baseline,
+        role=role,
+        stop_kind=_first_str(all_rows, "stop_kind"),
+        sweep_dirs=tuple(sorted({p.sweep_dir for p in cp} | {e.sweep_dir for e in cx})),
+        n_pairs=len(cp),
+        metrics=metrics,
+        sides=side_summ,
+        verdict=verdict_for(metrics, budget_pct),
+        order_effects=order_effects(cp),
+        stability=(stability(baseline, [b for b, _ in cs]), stability(mode, [x for _, x in cs])),
+        excluded=cx,
+        host_mismatch=tuple(f"{p.sweep_dir} repeat {p.repeat}" for p in cp if p.hosts_differ),
+        calibration=calibration(cp, cs, tolerance_pct) if role == "calibration" else None,
+        noise_floor_pct=None,
+        noise_floor_source=None,
+        pairs=tuple(cp),
+        workload=workload_of(all_rows[0]) if all_rows else "mlp",
+        robust={m: robust_interval(values[m], confidence, m in BOOTSTRAP_METRICS) for m in metrics},
+        pct_notes=pct_notes,
+        rows=phase_rows(cs, confidence) + memory_rows(cs, confidence) + metric_rows(cs, confidence),
+        efficiency=(efficiency(baseline, [b for b, _ in cs]), efficiency(mode, [x for _, x in cs])),
+        flags=pair_flags(cp, cs),
+    )
 
 
 def analyze(
@@ -275,7 +266,7 @@ def analyze(
             repeat=int(r.get("repeat")),
             status=str(r.get("status")),
             exit_code=_int(r.get("exit_code")),
-            error=_str(r.get("error")),
+            error=str_or_none(r.get("error")),
         )
         for r in records
         if r.get("status") != "ok"
@@ -287,45 +278,9 @@ def analyze(
         cp = [p for p in pairs if p.condition_id == cond and p.mode == mode]
         cx = tuple(e for e in excluded if e.condition_id == cond and e.mode == mode)
         cs = [sides[(p.sweep_dir, p.condition_id, p.repeat, p.mode)] for p in cp]
-        metrics = {m: paired_summary([getattr(p, m) for p in cp], confidence) for m in METRIC_UNITS}
-        side_summ = {
-            "base_wall_s": [p.base_wall_s for p in cp],
-            "mode_wall_s": [p.mode_wall_s for p in cp],
-            "base_steps_per_s": [p.base_steps_per_s for p in cp],
-            "mode_steps_per_s": [p.mode_steps_per_s for p in cp],
-            "base_step_ms": [p.base_step_ms for p in cp],
-            "mode_step_ms": [p.mode_step_ms for p in cp],
-            "base_startup_s": [to_float(b["startup_s"]) for b, _ in cs],
-            "mode_startup_s": [to_float(x["startup_s"]) for _, x in cs],
-        }
-        role = role_of(mode, baseline)
         all_rows = [r for r in records if str(r.get("condition_id")) == cond and r.get("mode") in (mode, baseline)]
-        drafts.append(
-            Comparison(
-                condition_id=cond,
-                condition=_condition(all_rows),
-                mode=mode,
-                baseline=baseline,
-                role=role,
-                stop_kind=_first_str(all_rows, "stop_kind"),
-                sweep_dirs=tuple(sorted({p.sweep_dir for p in cp} | {e.sweep_dir for e in cx})),
-                n_pairs=len(cp),
-                metrics=metrics,
-                sides={k: paired_summary(v, confidence) for k, v in side_summ.items()},
-                verdict=verdict_for(metrics, budget_pct),
-                order_effects=order_effects(cp),
-                stability=(
-                    stability(baseline, [b for b, _ in cs]),
-                    stability(mode, [x for _, x in cs]),
-                ),
-                excluded=cx,
-                host_mismatch=tuple(f"{p.sweep_dir} repeat {p.repeat}" for p in cp if p.hosts_differ),
-                calibration=calibration(cp, cs, calibration_tolerance_pct) if role == "calibration" else None,
-                noise_floor_pct=None,
-                noise_floor_source=None,
-                pairs=tuple(cp),
-            )
-        )
+        drafts.append(_comparison(cond, mode, baseline, cp, cx, cs, all_rows, budget_pct, confidence,
+                                  calibration_tolerance_pct))
     floors = {
         c.condition_id: c.metrics["throughput_overhead_pct"].half_width
         for c in drafts
@@ -351,11 +306,16 @@ def analyze(
         n_trials=len(records),
         n_ok=sum(1 for r in records if r.get("status") == "ok"),
         noise_floors=floors,
+        disturbed_trials=disturbed_trials(records),
+        tool_artifacts=tool_artifacts(records),
+        tool_ranking=tuple(c.label for c in tool_ranking(comparisons)),
         methods={
             "interval": f"{confidence:.0%} {INTERVAL_METHOD}",
             "test": TEST_METHOD,
             "mde": MDE_METHOD,
             "pairing": "by (sweep_dir, condition_id, repeat)",
+            "robust": f"Hodges-Lehmann estimate with the Wilcoxon signed-rank interval (achieved level shown); "
+                      f"per-step: BCa bootstrap of the median difference",
         },
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +36,12 @@ class PairRecord:
     startup_diff_s: float
     train_diff_s: float
     teardown_diff_s: float
+    # added with analysis record v2 (NaN where a side lacks the figure):
+    wall_diff_s: float = math.nan
+    step_median_overhead_ms: float = math.nan
+    step_median_overhead_pct: float = math.nan
+    startup_diff_pct: float = math.nan
+    teardown_diff_pct: float = math.nan
 
 
 @dataclass(frozen=True)
@@ -131,6 +138,89 @@ class Calibration:
 
 
 @dataclass(frozen=True)
+class RobustInterval:
+    """Hodges–Lehmann estimate and Wilcoxon signed-rank interval of one metric's per-pair values.
+
+    Units are the metric's. ``achieved_confidence`` is the interval's real coverage (with few pairs
+    the requested level is unreachable: [min, max] at 1 − 2/2ⁿ). ``boot_low``/``boot_high``: a seeded
+    BCa bootstrap interval of the median difference, computed for the per-step metrics only (NaN
+    elsewhere). NaN everywhere when n < 2.
+    """
+
+    n: int
+    estimate: float
+    ci_low: float
+    ci_high: float
+    achieved_confidence: float
+    boot_low: float = math.nan
+    boot_high: float = math.nan
+
+
+@dataclass(frozen=True)
+class FigureRow:
+    """One figure of both sides and its per-pair difference: a phase, a memory peak, a workload metric.
+
+    ``group`` is ``phase``, ``memory`` or ``metric``; ``unit`` the figure's (ms, MB, or the metric's
+    own). ``base``/``mode``: one-sample summaries of each side's figure; ``diff``: mode − base per
+    pair; ``pct``: 100 · (mode/base − 1) per pair, None when the baseline is near zero
+    (``note`` says why) or the figure is unknown on a side.
+    """
+
+    group: str
+    name: str
+    unit: str
+    base: PairedSummary
+    mode: PairedSummary
+    diff: PairedSummary
+    pct: PairedSummary | None
+    robust: RobustInterval
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A trial or pair to read with care: ``kind`` is ``disturbed trial``, ``disturbed pair`` or ``outlier pair``."""
+
+    kind: str
+    sweep_dir: str
+    condition_id: str
+    mode: str
+    repeat: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Achieved model TFLOP/s of one mode's trials (mean over trials), or why it is unknown.
+
+    ``tflops`` per GPU (10¹² FLOP/s); ``fraction_of_peak`` of the GPU's dense peak at ``precision``
+    (0.05 = 5 %); None with ``note`` when unknown (CPU, another workload, an unknown GPU).
+    """
+
+    mode: str
+    n_trials: int
+    flops_per_step: int | None
+    tflops: float | None
+    fraction_of_peak: float | None
+    gpu: str | None
+    precision: str | None
+    note: str | None
+
+
+@dataclass(frozen=True)
+class ToolArtifact:
+    """What one trial's tool left behind (trial record v2 ``tool``)."""
+
+    condition_id: str
+    mode: str
+    repeat: int
+    name: str | None
+    usable: bool | None
+    bytes: int | None
+    problem: str | None
+
+
+@dataclass(frozen=True)
 class Comparison:
     """One mode against the baseline in one condition, over all its pairs (possibly several sweeps).
 
@@ -159,6 +249,13 @@ class Comparison:
     noise_floor_pct: float | None
     noise_floor_source: str | None
     pairs: tuple[PairRecord, ...]
+    # added with analysis record v2:
+    workload: str = "mlp"
+    robust: dict[str, RobustInterval] = field(default_factory=dict)
+    pct_notes: dict[str, str] = field(default_factory=dict)
+    rows: tuple[FigureRow, ...] = ()
+    efficiency: tuple[Efficiency, ...] = ()
+    flags: tuple[Flag, ...] = ()
 
     @property
     def n_excluded(self) -> int:
@@ -184,3 +281,7 @@ class Analysis:
     n_ok: int
     noise_floors: dict[str, float]
     methods: dict[str, str]
+    # added with analysis record v2:
+    disturbed_trials: tuple[Flag, ...] = ()
+    tool_artifacts: tuple[ToolArtifact, ...] = ()
+    tool_ranking: tuple[str, ...] = ()

@@ -13,7 +13,7 @@ Columns (see also ``docs/results-columns.md``):
   job_dir, job_num, mode, repeat, pair_position, condition_id, config_hash, status, exit_code,
   error, started_at, ended_at, wall_s, startup_s, train_s, teardown_s, world_size, nnodes,
   nproc_per_node, steps, warmup_steps, samples, steps_per_s, samples_per_s, final_loss,
-  peak_memory_bytes``.
+  peak_memory_bytes, workload, timing`` (the last two null in version 1 records).
 - ``step_time_ms_<stat>`` for ``stat`` in ``mean, median, p10, p90, p99, min, max, stdev`` (ms).
 - ``cond_<key>``: every key of ``condition`` (values as written, usually str).
 - ``env_<key>``: every key of ``environment``; lists (``hostnames``, ``gpu_names``) are joined
@@ -27,6 +27,12 @@ Columns (see also ``docs/results-columns.md``):
   ``kind``/``name``/``type``); e.g. ``steps`` or ``duration``.
 - ``n_ranks, n_nodes``: lengths of ``ranks`` and ``nodes``; ``rank_steps_per_s_min`` and
   ``rank_steps_per_s_max`` over ranks.
+- Version 2 sections, absent when null: ``phase_time_ms_<phase>_<stat>`` (ms),
+  ``memory_host_peak_rss_bytes``, ``memory_cuda_peak_allocated_bytes`` (bytes),
+  ``attempt_number, attempt_dir``, ``load_<key>`` (every key of ``load``; ``own_cpus`` as written,
+  a list joined with ``,``), ``tool_name, tool_artifacts, tool_bytes, tool_usable, tool_problem``,
+  ``metric_<name>`` (each figure's value) and ``metrics_json`` (the whole ``metrics`` section, with
+  units and sources).
 - ``overrides_json``, ``config_json``: the ``overrides`` list and the resolved ``config`` as
   compact JSON text (the report derives the command and mode differences from them).
 
@@ -43,8 +49,8 @@ from typing import Any, Iterable, Iterator
 
 import pandas as pd
 
-from ddpbench.formats.rank_record import INJECT_KEYS, STEP_STAT_KEYS, read_rank_record
-from ddpbench.formats.trial_record import TRIAL_FILE, read_trial_record
+from ddpbench.formats.rank_record import INJECT_KEYS, PHASES, STEP_STAT_KEYS, read_rank_record
+from ddpbench.formats.trial_record import LOAD_KEYS, TRIAL_FILE, read_trial_record
 from ddpbench.io import atomic_path, write_text_atomic
 
 __all__ = ["CollectResult", "collect_trials", "find_trial_files", "flatten_trial", "load_step_times", "write_results"]
@@ -54,12 +60,15 @@ _SCALAR_FIELDS = (
     "repeat", "pair_position", "condition_id", "config_hash", "status", "exit_code", "error",
     "started_at", "ended_at", "wall_s", "startup_s", "train_s", "teardown_s", "world_size",
     "nnodes", "nproc_per_node", "steps", "warmup_steps", "samples", "steps_per_s",
-    "samples_per_s", "final_loss", "peak_memory_bytes",
+    "samples_per_s", "final_loss", "peak_memory_bytes", "workload", "timing",
 )
 FLOAT_COLUMNS = (
     "wall_s", "startup_s", "train_s", "teardown_s", "steps_per_s", "samples_per_s", "final_loss",
     *(f"step_time_ms_{s}" for s in STEP_STAT_KEYS), *(f"inject_{k}" for k in INJECT_KEYS),
     "rank_steps_per_s_min", "rank_steps_per_s_max",
+    *(f"phase_time_ms_{p}_{s}" for p in PHASES for s in STEP_STAT_KEYS),
+    "memory_host_peak_rss_bytes", "memory_cuda_peak_allocated_bytes", "tool_bytes",
+    *(f"load_{k}" for k in LOAD_KEYS if k not in ("own_cpus", "cpu_affinity")),
 )
 
 
@@ -139,6 +148,24 @@ def _stop_kind(condition: dict[str, Any], config: Any) -> Any:
     return None
 
 
+def _put_v2_sections(row: dict[str, Any], trial: dict[str, Any]) -> None:
+    """The trial record version 2 sections as flat columns (absent when the section is null)."""
+    for section in ("phase_time_ms", "memory", "attempt", "tool"):
+        value = trial.get(section)
+        if isinstance(value, dict):
+            _put_flat(row, section, value)
+    load = trial.get("load")
+    if isinstance(load, dict):
+        for key in LOAD_KEYS:
+            _put_flat(row, f"load_{key}", load.get(key))
+    metrics = trial.get("metrics")
+    if isinstance(metrics, dict) and metrics:
+        for name, figure in metrics.items():
+            value = figure.get("value") if isinstance(figure, dict) else figure
+            row[f"metric_{name}"] = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        row["metrics_json"] = json.dumps(metrics, separators=(",", ":"), sort_keys=True, default=str)
+
+
 def flatten_trial(trial: dict[str, Any], source_path: str = "") -> dict[str, Any]:
     """One trial dict (already validated) as one flat row; column names in the module docstring."""
     row: dict[str, Any] = {"source_path": source_path}
@@ -176,6 +203,7 @@ def flatten_trial(trial: dict[str, Any], source_path: str = "") -> dict[str, Any
     rates = [r for r in rates if isinstance(r, (int, float))]
     row["rank_steps_per_s_min"] = min(rates) if rates else None
     row["rank_steps_per_s_max"] = max(rates) if rates else None
+    _put_v2_sections(row, trial)
     row["overrides_json"] = json.dumps(trial.get("overrides"), separators=(",", ":"))
     row["config_json"] = json.dumps(config, separators=(",", ":"), sort_keys=True, default=str)
     return row
@@ -197,7 +225,7 @@ def collect_trials(paths: Iterable[str | os.PathLike[str]]) -> CollectResult:
         rows.append(flatten_trial(trial, path))
     frame = pd.DataFrame.from_records(rows) if rows else pd.DataFrame(columns=["source_path", *_SCALAR_FIELDS])
     if rows:
-        for col in FLOAT_COLUMNS:
+        for col in [*FLOAT_COLUMNS, *(c for c in frame.columns if c.startswith("metric_"))]:
             if col in frame.columns:
                 frame[col] = pd.to_numeric(frame[col], errors="coerce").astype("float64")
         frame = frame.sort_values(["sweep_dir", "job_num", "source_path"], kind="stable", na_position="last")

@@ -9,20 +9,33 @@ every version below and upgrades it in memory.
 Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice):
 
 - 1 (ddpbench 0.1.0): first version.
+- 2: robust statistics, more rows, disturbance. Each comparison adds ``workload``, ``robust`` (per
+  metric: Hodges–Lehmann estimate, Wilcoxon interval and its achieved level, bootstrap interval of
+  the median for the per-step metrics), ``pct_notes`` (percentages left out for a near-zero
+  baseline, with the reason), ``rows`` (per-phase time, memory peaks, the workload's own metrics),
+  ``efficiency`` (achieved TFLOP/s per side) and ``flags`` (disturbed and outlying pairs); its
+  ``metrics`` add ``step_median_overhead_ms/_pct``, ``wall_diff_s``, ``startup_diff_pct`` and
+  ``teardown_diff_pct``. The record adds ``disturbed_trials``, ``tool_artifacts`` and
+  ``tool_ranking``. A version 1 record is upgraded with all of them empty (``workload`` ``mlp``).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 SCHEMA = "ddpbench.analysis"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: every version :func:`read_analysis_record` reads
 KNOWN_VERSIONS = frozenset(range(1, SCHEMA_VERSION + 1))
 #: the record's file name in a report's output dir
 ANALYSIS_FILE = "analysis.json"
+
+#: fields version 2 adds: at the top level, and in each comparison, with the value a version 1 record gets
+ADDED_IN_V2 = {"disturbed_trials": [], "tool_artifacts": [], "tool_ranking": []}
+COMPARISON_ADDED_IN_V2 = {"workload": "mlp", "robust": {}, "pct_notes": {}, "rows": [], "efficiency": [], "flags": []}
 
 #: top-level fields every version holds, with their JSON types
 REQUIRED_FIELDS: Dict[str, Tuple[type, ...]] = {
@@ -62,7 +75,13 @@ def validate_analysis_record(record: Any) -> Optional[str]:
 
 
 def upgrade(record: Dict[str, Any]) -> Dict[str, Any]:
-    """A valid record of any known version as the current version (in memory; version 1 is current)."""
+    """A valid record of any known version as the current version, in memory (``schema_version`` kept)."""
+    if record.get("schema_version") == 1:
+        comparisons = [
+            {**{k: copy.deepcopy(v) for k, v in COMPARISON_ADDED_IN_V2.items()}, **c} if isinstance(c, dict) else c
+            for c in record["comparisons"]
+        ]
+        record = {**{k: copy.deepcopy(v) for k, v in ADDED_IN_V2.items()}, **record, "comparisons": comparisons}
     return record
 
 

@@ -1,0 +1,111 @@
+"""What one trial measured, as the analysis uses it: a row of the collected table → its figures.
+
+A built-in workload's trial carries its figures at the top level (``steps_per_s``,
+``step_time_ms``, the wall decomposition). A foreign script without ddpbench's rank record
+(issue 14) has only its wall time and the figures read from its output (trial record v2
+``metrics``, collected as ``metric_<name>`` columns); its top-level ``steps_per_s`` and
+``step_time_ms`` are null, and its start-up/train/teardown split is unknown (NaN here, never 0).
+The known metric names feed the same figures:
+
+- throughput: ``steps_per_s``, else the metric ``steps_per_s``, else the metric ``samples_per_s``
+  (a pair compares both sides in the first kind both have, so a ratio never mixes kinds), else
+  1000 / the per-step time;
+- per-step time (ms): ``step_time_ms.mean``, else the metric ``step_time_ms``, else 1000 / steps/s.
+
+Pure functions of a row (a ``dict`` of the collected table).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Mapping
+
+from ddpbench.analysis.stats import to_float
+
+__all__ = [
+    "KNOWN_METRICS",
+    "THROUGHPUT_KINDS",
+    "config_of",
+    "custom_metrics",
+    "finite",
+    "metric_value",
+    "step_median_ms",
+    "step_ms",
+    "throughput",
+]
+
+#: metric names that feed the throughput and per-step rows instead of rows of their own
+KNOWN_METRICS = ("steps_per_s", "samples_per_s", "step_time_ms")
+#: the kinds of throughput figure, in order of preference
+THROUGHPUT_KINDS = ("steps_per_s", "samples_per_s", "step_time_ms")
+
+
+def finite(value: Any) -> float | None:
+    """``value`` as a float when it is a finite number, else None."""
+    v = to_float(value)
+    return v if math.isfinite(v) else None
+
+
+def metric_value(row: Mapping[str, Any], name: str) -> float | None:
+    """The figure ``name`` read from the workload's output (``metric_<name>``), None when absent."""
+    return finite(row.get(f"metric_{name}"))
+
+
+def step_ms(row: Mapping[str, Any]) -> float | None:
+    """Mean step time in ms: the record's, else the ``step_time_ms`` metric, else 1000 / steps/s."""
+    for value in (finite(row.get("step_time_ms_mean")), metric_value(row, "step_time_ms")):
+        if value is not None:
+            return value
+    rate = finite(row.get("steps_per_s")) or metric_value(row, "steps_per_s")
+    return 1000.0 / rate if rate else None
+
+
+def step_median_ms(row: Mapping[str, Any]) -> float | None:
+    """Median step time in ms (the record's ``step_time_ms.median``); None without a record."""
+    return finite(row.get("step_time_ms_median"))
+
+
+def throughput(row: Mapping[str, Any], kind: str) -> float | None:
+    """The trial's throughput as ``kind`` (:data:`THROUGHPUT_KINDS`), None when it lacks it.
+
+    ``step_time_ms`` gives steps/s as 1000 / the mean step time.
+    """
+    if kind == "steps_per_s":
+        return finite(row.get("steps_per_s")) or metric_value(row, "steps_per_s")
+    if kind == "samples_per_s":
+        return finite(row.get("samples_per_s")) or metric_value(row, "samples_per_s")
+    if kind == "step_time_ms":
+        ms = step_ms(row)
+        return 1000.0 / ms if ms else None
+    raise ValueError(f"unknown throughput kind {kind!r}")
+
+
+def config_of(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The trial's resolved config (``config_json``), {} when absent or unreadable."""
+    text = row.get("config_json")
+    if isinstance(text, str) and text:
+        try:
+            config = json.loads(text)
+        except ValueError:
+            return {}
+        return config if isinstance(config, dict) else {}
+    return {}
+
+
+def custom_metrics(row: Mapping[str, Any]) -> dict[str, str]:
+    """The trial's other figures (not :data:`KNOWN_METRICS`): name → unit ('' when none given)."""
+    text = row.get("metrics_json")
+    if not isinstance(text, str) or not text:
+        return {}
+    try:
+        metrics = json.loads(text)
+    except ValueError:
+        return {}
+    out = {}
+    for name, figure in (metrics.items() if isinstance(metrics, dict) else ()):
+        if name in KNOWN_METRICS:
+            continue
+        unit = figure.get("unit") if isinstance(figure, dict) else None
+        out[str(name)] = str(unit) if unit else ""
+    return out
