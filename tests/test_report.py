@@ -83,7 +83,7 @@ def test_report_sections_and_caveats(full_report) -> None:
     assert re.search(r"Calibration \(inject vs native .*per-step overhead injected 5\.000 ms, recovered 5\.000 ms .*all within 10 %", text)
     assert "| traceml | 5 | timeout |" in text
     assert "schema_version 99" in text
-    assert "| traceml | 4 (1) | 106.00 ± 0.00 |" in text
+    assert "| traceml | 4 (1) | 100.000 ± 0.000 | +0.500 [+0.370, +0.630] | +0.50 [+0.37, +0.63] |" in text
 
 
 def _small(tmp_path: Path, overheads: list[float]) -> Path:

@@ -105,6 +105,16 @@ def caveats(analysis: Analysis, gaps: Sequence[CoverageGap] = ()) -> list[str]:
     for c in analysis.comparisons:
         if c.calibration is not None and c.calibration.all_within is False:
             out.append(f"{c.label}: calibration did not recover the injected cost within tolerance; distrust small overheads.")
+    flags = [f for c in analysis.comparisons for f in c.flags]
+    n_pairs = sum(1 for f in flags if f.kind == "disturbed pair")
+    n_outliers = sum(1 for f in flags if f.kind == "outlier pair")
+    if analysis.disturbed_trials or flags:
+        out.append(
+            f"{len(analysis.disturbed_trials)} trial(s) ran while other work took part of the machine, "
+            f"{n_pairs} pair(s) disturbed, {n_outliers} outlying pair overhead(s) (listed under Disturbed trials). "
+            "They stay in the statistics; one such pair can decide a t interval of a few pairs, so compare the "
+            "Hodges–Lehmann estimate and its Wilcoxon interval, which one pair cannot move far, and re-run them."
+        )
     if analysis.failed_trials:
         out.append(f"{len(analysis.failed_trials)} trial(s) did not finish ok (listed below).")
     return out

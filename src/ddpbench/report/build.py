@@ -20,7 +20,9 @@ from ddpbench.collect.collector import collect_trials, write_results
 from ddpbench.formats.analysis_record import ANALYSIS_FILE
 from ddpbench.io import write_json_atomic, write_text_atomic
 from ddpbench.report.markdown import render_report
-from ddpbench.report.plots import plot_condition
+from ddpbench.analysis.tools import compares_several_tools
+from ddpbench.report.plots import plot_condition, save_figure
+from ddpbench.report.plots_compare import tool_plot
 
 __all__ = ["ReportInputError", "ReportOutcome", "write_report"]
 
@@ -127,6 +129,14 @@ def write_report(
         plot_paths += written.values()
         plot_refs[str(cond)] = {name: os.path.relpath(p, out) for name, p in written.items()}
 
+    tool_plot_ref = None
+    if compares_several_tools(analysis.comparisons):
+        by_label = {c.label: c for c in analysis.comparisons if c.role == "tool"}
+        ranked = [by_label[label] for label in analysis.tool_ranking if label in by_label]
+        path = save_figure(tool_plot(ranked), plots_dir / "tools-step-overhead.png")
+        plot_paths.append(path)
+        tool_plot_ref = os.path.relpath(path, out)
+
     results = write_results(frame, out)
     generated = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     payload = analysis_to_dict(analysis)
@@ -138,7 +148,7 @@ def write_report(
     )
     analysis_path = write_json_atomic(out / ANALYSIS_FILE, payload)
     text = render_report(
-        analysis, frame, plot_refs, [str(d) for d in dirs], collected.skipped, generated, __version__
+        analysis, frame, plot_refs, [str(d) for d in dirs], collected.skipped, generated, __version__, tool_plot_ref
     )
     report_path = write_text_atomic(out / "report.md", text)
     return ReportOutcome(

@@ -1,14 +1,15 @@
 """The report.md text: a pure rendering of the analysis, its provenance and caveats, and the plot paths.
 
-Sections: verdicts, setup (hardware, versions, command, config differences between modes),
-method, headline table per condition, calibration, noise floor, details per comparison,
-caveats, failed trials, skipped files, plots. Every figure, unit, caveat and provenance fact comes
-from :mod:`ddpbench.analysis`; this module only lays them out.
+Sections: the tool table (when more than one tool was compared), verdicts, calibration, noise floor,
+setup (hardware, versions, command, config differences between modes), method, results per workload
+and condition (headline table, TFLOP/s, per-phase and memory tables, the workload's own metrics,
+plots), details per comparison, caveats (with the disturbed trials), the tools' output, failed
+trials, skipped files. Every figure, unit, caveat and provenance fact comes from
+:mod:`ddpbench.analysis`; this module and its helpers (:mod:`.tables`, :mod:`.sections`) only lay them out.
 """
 
 from __future__ import annotations
 
-import math
 from collections import OrderedDict
 from typing import Mapping, Sequence
 
@@ -16,154 +17,58 @@ import pandas as pd
 
 from ddpbench.analysis.caveats import caveats, fmt
 from ddpbench.analysis.coverage import tool_step_coverage
-from ddpbench.analysis.paired import METRIC_UNITS, Analysis, Comparison
-from ddpbench.analysis.provenance import Provenance, provenance
-from ddpbench.analysis.stats import PairedSummary
+from ddpbench.analysis.efficiency import workload_of
+from ddpbench.analysis.paired import Analysis, Comparison
+from ddpbench.analysis.provenance import provenance
+from ddpbench.analysis.tools import compares_several_tools
+from ddpbench.report.sections import artifacts, calibration_line, details, disturbed, efficiency_line, method, setup
+from ddpbench.report.tables import ci, figure_rows_table, headline, tool_table
 
 __all__ = ["calibration_line", "render_report"]
 
-
-def _ci(s: PairedSummary, unit: str = "", digits: int = 2, sign: bool = True) -> str:
-    """``mean unit [lo, hi]``, or ``mean unit (n=1)`` when there is no interval."""
-    if s.n == 0:
-        return "n/a"
-    head = f"{fmt(s.mean, digits, sign)}{unit}"
-    if not math.isfinite(s.ci_low):
-        return f"{head} (n={s.n})"
-    return f"{head} [{fmt(s.ci_low, digits, sign)}, {fmt(s.ci_high, digits, sign)}]"
+PHASE_NOTE = ("Phase timing (`timing=phase`) synchronizes the device after every phase, which on CUDA changes "
+              "what it measures (kernels no longer overlap the host): read it for *where* a tool's cost lands, "
+              "and quote the `timing=step` figures for *how much*.")
 
 
-def _pm(s: PairedSummary, digits: int = 2) -> str:
-    if s.n == 0:
-        return "n/a"
-    if not math.isfinite(s.half_width):
-        return fmt(s.mean, digits)
-    return f"{fmt(s.mean, digits)} ± {fmt(s.half_width, digits)}"
-
-
-def _setup(prov: Provenance) -> list[str]:
-    lines = ["## Setup", ""]
-    lines += [
-        f"- Hardware: CPU {', '.join(prov.cpu_models) or 'unknown'}"
-        f" ({', '.join(prov.cpu_counts) or '?'} cores); "
-        f"GPU {', '.join(prov.gpu_names) if prov.gpu_names else 'none'}; hosts {', '.join(prov.hostnames) or 'unknown'}",
-        f"- Topology: {'; '.join(prov.topologies) or 'unknown'}",
-    ]
-    versions = [f"{label} {', '.join(values)}" for label, values in prov.versions]
-    lines.append(f"- Versions: {'; '.join(versions) or 'unknown'}")
-    lines += ["- Command (from the trials' overrides):", "", "```", prov.command, "```", ""]
-    for cond, (modes, diffs) in prov.config_differences.items():
-        if not diffs:
-            lines += [f"Config differences between modes in `{cond}`: none found (or one mode only).", ""]
-            continue
-        lines += [f"Config differences between modes in `{cond}`:", ""]
-        lines.append("| key | " + " | ".join(modes) + " |")
-        lines.append("|---|" + "---|" * len(modes))
-        for key, values in diffs:
-            lines.append(f"| `{key}` | " + " | ".join(f"`{v}`" for v in values) + " |")
-        lines.append("")
+def _condition_block(cc: list[Comparison], plots: Mapping[str, str]) -> list[str]:
+    lines: list[str] = []
+    if cc:
+        lines += headline(cc)
+        lines += efficiency_line(cc)
+        phases = figure_rows_table(cc, "phase")
+        if phases:
+            lines += ["Per-phase time, mean ms per step:", "", *phases, PHASE_NOTE, ""]
+        memory = figure_rows_table(cc, "memory")
+        if memory:
+            lines += ["Peak memory (the largest rank's), MB:", "", *memory]
+        metrics = figure_rows_table(cc, "metric")
+        if metrics:
+            lines += ["Figures read from the workload's output:", "", *metrics]
+    for name, rel in plots.items():
+        lines += [f"![{name}]({rel})", ""]
     return lines
 
 
-def _method(analysis: Analysis) -> list[str]:
-    b = analysis.baseline
-    return [
-        "## Method",
-        "",
-        f"- Paired trials: each repeat runs every mode once, alternating order between repeats; a pair is "
-        f"the `{b}` trial and a mode's trial with the same sweep dir, condition and repeat.",
-        f"- Wall overhead = x.wall_s / {b}.wall_s − 1 (spawn to exit of the slowest node, what `time` reports).",
-        f"- Throughput overhead = {b}.steps_per_s / x.steps_per_s − 1 (slowest rank's timed steps per second).",
-        f"- Per-step overhead = x.step_time_ms.mean − {b}.step_time_ms.mean (ms, mean over ranks); "
-        "startup/teardown differences in seconds.",
-        f"- Across pairs: mean of the paired differences with a {analysis.methods['interval']}; "
-        f"p-value from the {analysis.methods['test']} (H0: no difference); "
-        f"minimum detectable effect (MDE) for {analysis.methods['mde']}.",
-        f"- Verdict against the {analysis.budget_pct:g} % budget, on wall and throughput overhead: "
-        "`within` when both intervals lie below it, `over` when either lies wholly above it, else `inconclusive`.",
-        "- Walls and throughputs of each side are shown as mean ± t half-width over repeats.",
-        "",
-    ]
-
-
-def _headline(comparisons: Sequence[Comparison]) -> list[str]:
-    base = comparisons[0].baseline if comparisons else "native"
-    lines = [
-        f"| mode | pairs (excl.) | {base} wall s | mode wall s | wall overhead % | "
-        "throughput overhead % | per-step Δ ms | startup Δ s | verdict |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for c in comparisons:
-        verdict = c.verdict.status if c.role == "tool" else {"aa": "A/A (noise floor)", "calibration": "calibration"}[c.role]
-        lines.append(
-            f"| {c.mode} | {c.n_pairs} ({c.n_excluded}) | {_pm(c.sides['base_wall_s'])} | "
-            f"{_pm(c.sides['mode_wall_s'])} | {_ci(c.metrics['wall_overhead_pct'])} | "
-            f"{_ci(c.metrics['throughput_overhead_pct'])} | {_ci(c.metrics['step_overhead_ms'], digits=3)} | "
-            f"{_ci(c.metrics['startup_diff_s'])} | {verdict} |"
-        )
-    return lines + [""]
-
-
-def calibration_line(c: Comparison) -> str:
-    """One sentence: injected vs recovered per cost, and whether all are within tolerance."""
-    if c.calibration is None:
-        return f"Calibration ({c.label}): no `config.inject` values recorded."
-    parts = []
-    for item in c.calibration.items:
-        if item.within_tolerance is None:
-            parts.append(f"{item.name} not injected (measured {fmt(item.recovered, 3, True)} {item.unit})")
-        else:
-            parts.append(
-                f"{item.name} injected {fmt(item.injected, 3)} {item.unit}, recovered {fmt(item.recovered, 3)} "
-                f"{item.unit} ({fmt(item.error_pct, 1, True)} %)"
-            )
-    ok = c.calibration.all_within
-    tail = (
-        f"all within {c.calibration.tolerance_pct:g} %" if ok
-        else "nothing injected" if ok is None
-        else f"NOT all within {c.calibration.tolerance_pct:g} %"
-    )
-    return f"Calibration ({c.label}, {c.n_pairs} pairs): " + "; ".join(parts) + f" — {tail}."
-
-
-def _details(c: Comparison) -> list[str]:
-    lines = [f"### {c.label}", ""]
-    if c.role == "tool":
-        lines.append(f"Verdict: **{c.verdict.status}** — {c.verdict.reason}.")
-        lines.append("")
-    lines += [
-        "| metric | mean | median | min | max | n | 95 % CI | p | MDE (80 %) |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for name, s in c.metrics.items():
-        unit = METRIC_UNITS.get(name, "")
-        digits = 3 if unit == "ms" else 2
-        ci = f"[{fmt(s.ci_low, digits, True)}, {fmt(s.ci_high, digits, True)}]" if math.isfinite(s.ci_low) else "n/a"
-        p = "n/a" if not math.isfinite(s.p_value) else (f"{s.p_value:.2g}" if s.p_value >= 1e-4 else "<1e-4")
-        lines.append(
-            f"| {name} ({unit}) | {fmt(s.mean, digits, True)} | {fmt(s.median, digits, True)} | {fmt(s.min, digits, True)} | "
-            f"{fmt(s.max, digits, True)} | {s.n} | {ci} | {p} | {fmt(s.mde, digits)} |"
-        )
-    lines.append("")
-    order = "; ".join(
-        f"{o.metric}: {c.mode} first {fmt(o.mean_mode_first, 2, True)} % (n={o.n_mode_first}), "
-        f"second {fmt(o.mean_mode_second, 2, True)} % (n={o.n_mode_second}), difference {fmt(o.difference, 2, True)} pp"
-        for o in c.order_effects
-    )
-    lines.append(f"- Order effect: {order}.")
-    for st in c.stability:
-        lines.append(
-            f"- Stability of `{st.mode}` ({st.n_trials} trials): step-time CV within trials "
-            f"{fmt(st.step_time_cv_within_pct)} %, across trials {fmt(st.step_time_cv_across_pct)} %; "
-            f"throughput CV across trials {fmt(st.throughput_cv_pct)} %."
-        )
-    if c.host_mismatch:
-        lines.append(f"- Pairs whose sides ran on different hosts: {', '.join(c.host_mismatch)}.")
-    for e in c.excluded:
-        lines.append(f"- Excluded: repeat {e.repeat} in {e.sweep_dir}: {e.reason}.")
-    if c.calibration is not None:
-        lines.append(f"- {calibration_line(c)}")
-    lines.append("")
+def _results(analysis: Analysis, frame: pd.DataFrame, plots: Mapping[str, Mapping[str, str]]) -> list[str]:
+    comps = list(analysis.comparisons)
+    conditions = list(OrderedDict.fromkeys([c.condition_id for c in comps] + list(plots)))
+    workload = {c.condition_id: c.workload for c in comps}
+    for row in frame.to_dict("records"):
+        workload.setdefault(str(row.get("condition_id")), workload_of(row))
+    workloads = list(OrderedDict.fromkeys(workload.get(c, "mlp") for c in conditions))
+    lines = ["## Results", ""]
+    several = len(workloads) > 1
+    if not several and workloads:
+        lines += [f"Workload: `{workloads[0]}`.", ""]
+    for w in workloads:
+        if several:
+            lines += [f"### Workload `{w}`", ""]
+        for cond in (c for c in conditions if workload.get(c, "mlp") == w):
+            lines += [f"{'####' if several else '###'} Condition `{cond}`", ""]
+            lines += _condition_block([c for c in comps if c.condition_id == cond], plots.get(cond, {}))
+    if not comps:
+        lines += [f"No pairs could be formed (no mode other than `{analysis.baseline}` with an ok baseline).", ""]
     return lines
 
 
@@ -175,10 +80,12 @@ def render_report(
     skipped: Sequence[tuple[str, str]] = (),
     generated_at: str = "",
     ddpbench_version: str = "",
+    tool_plot: str | None = None,
 ) -> str:
     """The whole report.md.
 
-    ``plots`` maps condition_id → {plot name → path relative to the report}.
+    ``plots`` maps condition_id → {plot name → path relative to the report}; ``tool_plot`` is the
+    relative path of the plot comparing the tools (drawn when more than one tool was compared).
     """
     comps = list(analysis.comparisons)
     tools = [c for c in comps if c.role == "tool"]
@@ -192,13 +99,23 @@ def render_report(
         f"{sum(c.n_excluded for c in comps)} excluded, {len(skipped)} file(s) skipped.",
         "",
     ]
+    if compares_several_tools(comps):
+        by_label = {c.label: c for c in tools}
+        ranked = [by_label[label] for label in analysis.tool_ranking if label in by_label]
+        lines += ["## Tools compared", "",
+                  f"Every tool against `{analysis.baseline}`, smallest per-step overhead first (95 % paired t "
+                  f"intervals; verdict against the {analysis.budget_pct:g} % budget):", ""]
+        lines += tool_table(ranked)
+        if tool_plot:
+            lines += [f"![tools]({tool_plot})", ""]
     if tools:
         lines += ["**Verdicts** (budget " + f"{analysis.budget_pct:g} %):", ""]
         for c in tools:
             t = c.metrics["throughput_overhead_pct"]
-            w = c.metrics["wall_overhead_pct"]
+            w = c.metrics.get("wall_overhead_pct")
             lines.append(
-                f"- {c.label}: **{c.verdict.status}** — throughput overhead {_ci(t, ' %')}, wall overhead {_ci(w, ' %')}"
+                f"- {c.label}: **{c.verdict.status}** — per-step {ci(c.metrics.get('step_overhead_ms'), ' ms', 3)}, "
+                f"throughput overhead {ci(t, ' %')}, wall overhead {ci(w, ' %')}"
             )
         lines.append("")
     for c in comps:
@@ -207,29 +124,21 @@ def render_report(
     for c in comps:
         if c.role == "aa":
             lines += [
-                f"Noise floor ({c.label}): throughput-overhead interval {_ci(c.metrics['throughput_overhead_pct'], ' %')}, "
+                f"Noise floor ({c.label}): throughput-overhead interval {ci(c.metrics['throughput_overhead_pct'], ' %')}, "
                 f"half-width ±{fmt(c.metrics['throughput_overhead_pct'].half_width)} %; per-step "
-                f"{_ci(c.metrics['step_overhead_pct'], ' %')}.",
+                f"{ci(c.metrics.get('step_overhead_ms'), ' ms', 3)}.",
                 "",
             ]
-    lines += _setup(provenance(frame, analysis.baseline))
-    lines += _method(analysis)
-    lines += ["## Results", ""]
-    conditions = list(OrderedDict.fromkeys([c.condition_id for c in comps] + list(plots)))
-    for cond in conditions:
-        cc = [c for c in comps if c.condition_id == cond]
-        lines += [f"### Condition `{cond}`", ""]
-        if cc:
-            lines += _headline(cc)
-        for name, rel in plots.get(cond, {}).items():
-            lines += [f"![{name}]({rel})", ""]
-    if not comps:
-        lines += [f"No pairs could be formed (no mode other than `{analysis.baseline}` with an ok baseline).", ""]
+    lines += setup(provenance(frame, analysis.baseline))
+    lines += method(analysis)
+    lines += _results(analysis, frame, plots)
     lines += ["## Details", ""]
     for c in comps:
-        lines += _details(c)
+        lines += details(c)
     notes = caveats(analysis, tool_step_coverage(frame))
     lines += ["## Caveats", ""] + ([f"- {line}" for line in notes] or ["- None."]) + [""]
+    lines += disturbed(analysis)
+    lines += artifacts(analysis)
     lines += ["## Failed trials", ""]
     if analysis.failed_trials:
         lines += ["| condition | mode | repeat | status | exit code | error | file |", "|---|---|---|---|---|---|---|"]

@@ -7,7 +7,8 @@ One set per condition:
 - ``step_time``: the distribution of every timed step per mode (rank 0's ``step_times_ms``), one
   violin per repeat; without per-step arrays, each trial's p10–p90 bar, median dot and p99 tick;
 - ``wall_decomposition``: startup / train / teardown seconds stacked, per trial;
-- ``throughput``: steps/s per repeat, one line per mode.
+- ``throughput``: steps/s per repeat, one line per mode;
+- ``phases`` (``timing=phase`` only): stacked mean ms per phase per mode (:mod:`.plots_compare`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from ddpbench.analysis.paired import Comparison  # noqa: E402
 from ddpbench.collect.collector import load_step_times  # noqa: E402
 from ddpbench.io import atomic_path  # noqa: E402
+from ddpbench.report.plots_compare import has_phases, phase_plot  # noqa: E402
 
 __all__ = ["plot_condition", "save_figure", "slug"]
 
@@ -160,7 +162,7 @@ def plot_condition(
     """Write every plot for one condition into ``out_dir``; returns ``{name: path}``.
 
     ``trials`` are that condition's rows of the collected table; names are ``slope_<mode>``,
-    ``step_time``, ``wall_decomposition``, ``throughput``.
+    ``step_time``, ``wall_decomposition``, ``throughput`` and, with ``timing=phase``, ``phases``.
     """
     cond = comparisons[0].condition_id if comparisons else str(trials["condition_id"].iloc[0])
     stem = slug(cond)
@@ -177,4 +179,6 @@ def plot_condition(
             wall_decomposition_plot(trials, baseline), out_dir / f"{stem}-wall-decomposition.png"
         )
         written["throughput"] = save_figure(throughput_plot(trials, baseline), out_dir / f"{stem}-throughput.png")
+        if has_phases(trials):
+            written["phases"] = save_figure(phase_plot(trials, baseline), out_dir / f"{stem}-phases.png")
     return written

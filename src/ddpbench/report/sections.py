@@ -1,0 +1,184 @@
+"""Sections of report.md beside the tables: setup, method, details per comparison, calibration,
+TFLOP/s, disturbed trials and pairs, the tools' own output. Pure layout of :mod:`ddpbench.analysis` results.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from ddpbench.analysis.caveats import fmt
+from ddpbench.analysis.paired import METRIC_UNITS, Analysis, Comparison
+from ddpbench.analysis.provenance import Provenance
+from ddpbench.analysis.results import Efficiency
+from ddpbench.report.tables import ci, pm, robust_text
+
+__all__ = ["artifacts", "calibration_line", "details", "disturbed", "efficiency_line", "method", "setup"]
+
+
+def setup(prov: Provenance) -> list[str]:
+    lines = ["## Setup", ""]
+    lines += [
+        f"- Hardware: CPU {', '.join(prov.cpu_models) or 'unknown'}"
+        f" ({', '.join(prov.cpu_counts) or '?'} cores); "
+        f"GPU {', '.join(prov.gpu_names) if prov.gpu_names else 'none'}; hosts {', '.join(prov.hostnames) or 'unknown'}",
+        f"- Topology: {'; '.join(prov.topologies) or 'unknown'}",
+    ]
+    versions = [f"{label} {', '.join(values)}" for label, values in prov.versions]
+    lines.append(f"- Versions: {'; '.join(versions) or 'unknown'}")
+    lines += ["- Command (from the trials' overrides):", "", "```", prov.command, "```", ""]
+    for cond, (modes, diffs) in prov.config_differences.items():
+        if not diffs:
+            lines += [f"Config differences between modes in `{cond}`: none found (or one mode only).", ""]
+            continue
+        lines += [f"Config differences between modes in `{cond}`:", ""]
+        lines.append("| key | " + " | ".join(modes) + " |")
+        lines.append("|---|" + "---|" * len(modes))
+        for key, values in diffs:
+            lines.append(f"| `{key}` | " + " | ".join(f"`{v}`" for v in values) + " |")
+        lines.append("")
+    return lines
+
+
+def method(analysis: Analysis) -> list[str]:
+    b = analysis.baseline
+    return [
+        "## Method",
+        "",
+        f"- Paired trials: each repeat runs every mode once, alternating order between repeats; a pair is "
+        f"the `{b}` trial and a mode's trial with the same sweep dir, condition and repeat.",
+        f"- Wall overhead = x.wall_s / {b}.wall_s − 1 (spawn to exit of the slowest node, what `time` reports).",
+        f"- Throughput overhead = {b}.steps_per_s / x.steps_per_s − 1 (slowest rank's timed steps per second).",
+        f"- Per-step overhead = x.step_time_ms.mean − {b}.step_time_ms.mean (ms, mean over ranks), and the same of "
+        "each trial's median step (robust to a few slow steps); absolute ms first, % second; wall, start-up and "
+        "teardown differences in seconds. A % against a near-zero baseline is not shown (note beside the table).",
+        f"- Across pairs: mean of the paired differences with a {analysis.methods['interval']}; "
+        f"p-value from the {analysis.methods['test']} (H0: no difference); "
+        f"minimum detectable effect (MDE) for {analysis.methods['mde']}. Beside it: "
+        f"{analysis.methods.get('robust', 'no robust interval')}.",
+        f"- Verdict against the {analysis.budget_pct:g} % budget, on wall and throughput overhead: "
+        "`within` when both intervals lie below it, `over` when either lies wholly above it, else `inconclusive`.",
+        "- Walls and throughputs of each side are shown as mean ± t half-width over repeats.",
+        "",
+    ]
+
+
+def calibration_line(c: Comparison) -> str:
+    """One sentence: injected vs recovered per cost, and whether all are within tolerance."""
+    if c.calibration is None:
+        return f"Calibration ({c.label}): no `config.inject` values recorded."
+    parts = []
+    for item in c.calibration.items:
+        if item.within_tolerance is None:
+            parts.append(f"{item.name} not injected (measured {fmt(item.recovered, 3, True)} {item.unit})")
+        else:
+            parts.append(
+                f"{item.name} injected {fmt(item.injected, 3)} {item.unit}, recovered {fmt(item.recovered, 3)} "
+                f"{item.unit} ({fmt(item.error_pct, 1, True)} %)"
+            )
+    ok = c.calibration.all_within
+    tail = (
+        f"all within {c.calibration.tolerance_pct:g} %" if ok
+        else "nothing injected" if ok is None
+        else f"NOT all within {c.calibration.tolerance_pct:g} %"
+    )
+    return f"Calibration ({c.label}, {c.n_pairs} pairs): " + "; ".join(parts) + f" — {tail}."
+
+
+def details(c: Comparison) -> list[str]:
+    lines = [f"### {c.label}", ""]
+    if c.role == "tool":
+        lines.append(f"Verdict: **{c.verdict.status}** — {c.verdict.reason}.")
+        lines.append("")
+    lines += [
+        "| metric | mean | median | min | max | n | 95 % CI (t) | p | MDE (80 %) | HL [Wilcoxon] (level) | bootstrap median CI |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, s in c.metrics.items():
+        unit = METRIC_UNITS.get(name, "")
+        digits = 3 if unit == "ms" else 2
+        if s.n == 0:
+            lines.append(f"| {name} ({unit}) | unknown | | | | 0 | | | | | |")
+            continue
+        interval = f"[{fmt(s.ci_low, digits, True)}, {fmt(s.ci_high, digits, True)}]" if math.isfinite(s.ci_low) else "n/a"
+        p = "n/a" if not math.isfinite(s.p_value) else (f"{s.p_value:.2g}" if s.p_value >= 1e-4 else "<1e-4")
+        r = c.robust.get(name)
+        boot = (f"[{fmt(r.boot_low, digits, True)}, {fmt(r.boot_high, digits, True)}]"
+                if r is not None and math.isfinite(r.boot_low) else "")
+        lines.append(
+            f"| {name} ({unit}) | {fmt(s.mean, digits, True)} | {fmt(s.median, digits, True)} | {fmt(s.min, digits, True)} | "
+            f"{fmt(s.max, digits, True)} | {s.n} | {interval} | {p} | {fmt(s.mde, digits)} | {robust_text(r, digits)} | {boot} |"
+        )
+    for name, note in c.pct_notes.items():
+        lines.append(f"| {name} (%) | — ({note}) | | | | | | | | | |")
+    lines.append("")
+    order = "; ".join(
+        f"{o.metric}: {c.mode} first {fmt(o.mean_mode_first, 2, True)} % (n={o.n_mode_first}), "
+        f"second {fmt(o.mean_mode_second, 2, True)} % (n={o.n_mode_second}), difference {fmt(o.difference, 2, True)} pp"
+        for o in c.order_effects
+    )
+    lines.append(f"- Order effect: {order}.")
+    for st in c.stability:
+        lines.append(
+            f"- Stability of `{st.mode}` ({st.n_trials} trials): step-time CV within trials "
+            f"{fmt(st.step_time_cv_within_pct)} %, across trials {fmt(st.step_time_cv_across_pct)} %; "
+            f"throughput CV across trials {fmt(st.throughput_cv_pct)} %."
+        )
+    if c.host_mismatch:
+        lines.append(f"- Pairs whose sides ran on different hosts: {', '.join(c.host_mismatch)}.")
+    for e in c.excluded:
+        lines.append(f"- Excluded: repeat {e.repeat} in {e.sweep_dir}: {e.reason}.")
+    if c.calibration is not None:
+        lines.append(f"- {calibration_line(c)}")
+    for flag in c.flags:
+        lines.append(f"- {flag.kind.capitalize()}: repeat {flag.repeat}: {flag.reason}.")
+    lines.append("")
+    return lines
+
+
+def _efficiency(e: Efficiency) -> str:
+    if e.tflops is None:
+        return f"{e.mode} unknown ({e.note})"
+    frac = f"{100 * e.fraction_of_peak:.2f} % of the {e.gpu} {e.precision} peak" if e.fraction_of_peak is not None else e.note
+    return f"{e.mode} {e.tflops:.3g} TFLOP/s ({frac}; {e.flops_per_step:.3g} model FLOPs per rank per step)"
+
+
+def efficiency_line(comparisons: Sequence[Comparison]) -> list[str]:
+    """One line: achieved model TFLOP/s per GPU of every mode of a condition (or why unknown)."""
+    seen: dict[str, Efficiency] = {}
+    for c in comparisons:
+        for e in c.efficiency:
+            if e.mode not in seen or (seen[e.mode].tflops is None and e.tflops is not None):
+                seen[e.mode] = e
+    if not seen:
+        return []
+    notes = {e.note for e in seen.values()}
+    if all(e.tflops is None for e in seen.values()) and len(notes) == 1:
+        return [f"Achieved model TFLOP/s per GPU: unknown ({notes.pop()}).", ""]
+    return ["Achieved model TFLOP/s per GPU (MLP matrix products over the mean step; issue 17): "
+            + "; ".join(_efficiency(e) for e in seen.values()) + ".", ""]
+
+
+def disturbed(analysis: Analysis) -> list[str]:
+    """The "Disturbed trials" part of the caveats: every disturbed trial, disturbed pair and outlying pair."""
+    flags = list(analysis.disturbed_trials) + [f for c in analysis.comparisons for f in c.flags]
+    lines = ["### Disturbed trials", ""]
+    if not flags:
+        return lines + ["None flagged (trials without a `load` record cannot be checked).", ""]
+    for f in flags:
+        lines.append(f"- {f.kind}: {f.mode} repeat {f.repeat} [{f.condition_id}]: {f.reason}")
+    return lines + [""]
+
+
+def artifacts(analysis: Analysis) -> list[str]:
+    """Each trial's tool output status (trial record v2 ``tool``); nothing when no trial recorded one."""
+    if not analysis.tool_artifacts:
+        return []
+    lines = ["## Tool output", "", "| condition | mode | repeat | tool | usable | bytes | problem |",
+             "|---|---|---|---|---|---|---|"]
+    for a in analysis.tool_artifacts:
+        usable = "unknown" if a.usable is None else ("yes" if a.usable else "**no**")
+        size = "unknown" if a.bytes is None else f"{a.bytes:,}"
+        problem = (a.problem or "").replace("|", "\\|")
+        lines.append(f"| {a.condition_id} | {a.mode} | {a.repeat} | {a.name or '—'} | {usable} | {size} | {problem} |")
+    return lines + [""]
