@@ -86,6 +86,18 @@ def test_report_sections_and_caveats(full_report) -> None:
     assert "| traceml | 4 (1) | 100.000 ± 0.000 | +0.500 [+0.370, +0.630] | +0.50 [+0.37, +0.63] |" in text
 
 
+def test_version_1_records_keep_the_sections_and_add_no_v2_parts(full_report) -> None:
+    _, text = full_report
+    headings = [l for l in text.splitlines() if l.startswith("## ")]
+    assert headings == ["## Setup", "## Method", "## Results", "## Details", "## Caveats", "## Failed trials",
+                        "## Skipped files"]
+    assert "### Condition `cluster=local,model=tiny,stop=duration`" in text and "Workload: `mlp`." in text
+    for absent in ("Tools compared", "Per-phase time", "Peak memory", "read from the workload's output"):
+        assert absent not in text
+    assert "### Disturbed trials\n\nNone flagged" in text
+    assert "Achieved model TFLOP/s per GPU: unknown (CPU trial: no GPU peak to compare with)." in text
+
+
 def _small(tmp_path: Path, overheads: list[float]) -> Path:
     make_sweep(tmp_path / "s", repeats=len(overheads), per_trial=tool_figures(overheads))
     return tmp_path / "s"

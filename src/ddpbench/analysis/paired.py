@@ -314,8 +314,8 @@ def analyze(
             "test": TEST_METHOD,
             "mde": MDE_METHOD,
             "pairing": "by (sweep_dir, condition_id, repeat)",
-            "robust": f"Hodges-Lehmann estimate with the Wilcoxon signed-rank interval (achieved level shown); "
-                      f"per-step: BCa bootstrap of the median difference",
+            "robust": "Hodges-Lehmann estimate with the Wilcoxon signed-rank interval (achieved level shown); "
+                      "per-step: BCa bootstrap of the median difference",
         },
     )
 

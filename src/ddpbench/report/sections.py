@@ -11,7 +11,7 @@ from ddpbench.analysis.caveats import fmt
 from ddpbench.analysis.paired import METRIC_UNITS, Analysis, Comparison
 from ddpbench.analysis.provenance import Provenance
 from ddpbench.analysis.results import Efficiency
-from ddpbench.report.tables import ci, pm, robust_text
+from ddpbench.report.tables import robust_text
 
 __all__ = ["artifacts", "calibration_line", "details", "disturbed", "efficiency_line", "method", "setup"]
 

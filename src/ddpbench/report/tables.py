@@ -11,7 +11,7 @@ import math
 from typing import Sequence
 
 from ddpbench.analysis.caveats import fmt
-from ddpbench.analysis.results import Comparison, FigureRow, RobustInterval
+from ddpbench.analysis.results import Comparison, RobustInterval
 from ddpbench.analysis.stats import PairedSummary
 
 __all__ = ["ci", "figure_rows_table", "headline", "pm", "robust_text", "tool_table", "verdict_cell"]
@@ -136,7 +136,3 @@ def figure_rows_table(comparisons: Sequence[Comparison], group: str) -> list[str
             notes.append(f"- {c.mode}, {r.name}: no % — {r.note}.")
     return lines + [""] + notes + ([""] if notes else [])
 
-
-def row_names(rows: Sequence[FigureRow], group: str) -> list[str]:
-    """Names of the rows of ``group``, in order."""
-    return [r.name for r in rows if r.group == group]
