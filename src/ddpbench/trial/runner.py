@@ -19,7 +19,7 @@ from omegaconf import DictConfig
 from ddpbench import __version__
 from ddpbench.cluster import LAUNCH, RESUMED, NodePlan, plan_nodes
 from ddpbench.cluster import validate as validate_cluster
-from ddpbench.config import parse_repeat, to_plain, validate
+from ddpbench.config import is_user_script, parse_repeat, to_plain, validate
 from ddpbench.errors import ToolMissingError
 from ddpbench.formats import trial_record as record
 from ddpbench.formats.rank_record import read_rank_record
@@ -30,6 +30,7 @@ from ddpbench.trial.attempts import TRIAL_FILE, previous_ok, set_aside_previous_
 from ddpbench.trial.job import JobInfo
 from ddpbench.trial.launch import launch_with_retry
 from ddpbench.trial.process import AgentResult, tail
+from ddpbench.trial.script_metrics import apply_metrics
 
 
 def trial_timeout_s(cfg: DictConfig) -> float:
@@ -169,6 +170,7 @@ def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
     ranks, rank_problems = read_rank_records(job.job_dir / "metrics")
     nodes.update(_peer_nodes(cfg, job, plan, nodes, ranks))
     status, error = classify(outcome.reason, timeout_s, nodes, ranks, cfg, rank_problems)
+    metrics, status, error = apply_metrics(cfg, nodes, status, error)
     wall_s, spawn_epoch = slowest_node_wall(nodes)
     summary_file = commands.summary_path(cfg, context) if context is not None else None
     ended_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
@@ -185,6 +187,7 @@ def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
         traceml=record.traceml_section(_read_optional_json(summary_file), str(summary_file) if summary_file else None),
         environment=environment.describe(ranks, [str(n.get("hostname")) for n in nodes.values()]),
         logs=_logs_section(nodes, status),
+        metrics=metrics,
     )
     write_json_atomic(job.job_dir / TRIAL_FILE, trial)
     return trial
@@ -272,6 +275,8 @@ def classify(
         return "failed", f"node {bad['node_rank']} exited with {bad.get('exit_code')}" + (f": {detail}" if detail else "")
     if rank_problems:
         return "failed", f"invalid rank record {rank_problems[0]}"
+    if is_user_script(cfg) and not cfg.workload.records:
+        return "ok", None  # a user's script without ddpbench's recorder writes no rank record
     error = record.rank_consistency_error(ranks, int(cfg.cluster.nnodes) * int(cfg.cluster.nproc_per_node))
     return ("failed", error) if error else ("ok", None)
 
