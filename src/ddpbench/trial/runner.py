@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib.util
+import re
 import socket
 import time
 from pathlib import Path
@@ -122,7 +123,14 @@ def _await_peer_nodes(nodes_dir: Path, expected: Sequence[int], deadline: float)
         time.sleep(0.2)
 
 
+#: a Python exception line (optionally behind torchrun's ``[rankN]: `` prefix), not torchrun's own summary
+_EXCEPTION_LINE = re.compile(r"^(\[rank\d+\]: )?(?!\S*ChildFailedError)[A-Za-z_][\w.]*(Error|Exception|Interrupt)\b:? ?.*$")
+
+
 def _first_error_line(text: str) -> str:
+    exceptions = [line.strip() for line in text.splitlines() if _EXCEPTION_LINE.match(line.strip())]
+    if exceptions:
+        return exceptions[-1][:300]
     for line in reversed(text.splitlines()):
         stripped = line.strip()
         if stripped and ("Error" in stripped or "error" in stripped or "Exception" in stripped):
