@@ -15,7 +15,8 @@ from typing import Any, Dict, Iterator, List
 import pytest
 from hydra import compose, initialize_config_module
 
-from ddpbench.config import job_dirname, script_args, validate
+from ddpbench.trial.runner import check_trial_config
+from ddpbench.trial.script_workload import job_dirname, script_args
 from ddpbench.errors import ConfigError
 from ddpbench.formats.rank_record import validate_rank_record
 from ddpbench.formats.trial_record import validate_trial_record
@@ -86,7 +87,7 @@ def compose_cfg() -> Iterator[Any]:
 def test_script_gets_its_own_path_args_and_recorder_environment(compose_cfg: Any) -> None:
     cfg = compose_cfg(["workload=script", f"workload.path={SCRIPT}", 'workload.args="--steps 3 --width=8"',
                        "workload.records=true", "stop=duration", "stop.duration_sec=2"])
-    validate(cfg)
+    check_trial_config(cfg)
     context = make_context(cfg, node_rank=0, master_addr="127.0.0.1", master_port=1, aggregator_port=2,
                            run_name="r", job_dir=Path("/tmp/job"))
     assert context.script == str(SCRIPT.resolve())
@@ -114,7 +115,7 @@ def test_what_a_script_cannot_do_is_refused_in_one_line(compose_cfg: Any, overri
     if overrides[0].startswith("workload.path"):
         overrides = ["workload=script", *overrides]
     with pytest.raises(ConfigError) as caught:
-        validate(compose_cfg(overrides))
+        check_trial_config(compose_cfg(overrides))
     assert message in str(caught.value) and "\n" not in str(caught.value)
 
 

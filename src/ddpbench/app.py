@@ -17,7 +17,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from hydra.core.plugins import Plugins
 from ddpbench import state
-from ddpbench.config import job_dirname, register_configs
+from ddpbench.config import register_configs
+from ddpbench.trial.script_workload import job_dirname
 from ddpbench.errors import DdpbenchError
 
 

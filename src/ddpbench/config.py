@@ -8,12 +8,8 @@ one cluster backend live with that backend (:meth:`ddpbench.cluster.base.Backend
 
 from __future__ import annotations
 
-import hashlib
-import os
 import re
-import shlex
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
@@ -66,13 +62,11 @@ class WorkloadConfig:
     script: str = MISSING
     # the script's model-size arguments, --<key>=<value> (values interpolate the model group)
     size_args: Dict[str, Any] = field(default_factory=dict)
-    # workload=script (issue 14): the user's own training script, run by path; relative to the directory
-    # ddpbench was started from (null = a built-in workload: `script` with the harness's arguments)
+    # workload=script (issue 14): the user's own script, relative to where ddpbench runs (null = built-in)
     path: Optional[str] = None
     # workload=script: the script's own arguments, a list or one string split as a shell would
     args: Any = field(default_factory=list)
-    # any workload: figure name -> regular expression with one capture group, read from rank 0's stdout
-    # (last match wins)
+    # any workload: figure name -> regex with one capture group, read from rank 0's stdout (last match wins)
     metrics: Dict[str, str] = field(default_factory=dict)
     # unit of a figure in `metrics`, e.g. tokens_per_s: tokens/s (optional)
     units: Dict[str, str] = field(default_factory=dict)
@@ -315,13 +309,10 @@ class DdpbenchConfig:
 def register_configs() -> None:
     """Register the schema so ``config.yaml``'s defaults list can name it."""
     schema = OmegaConf.structured(DdpbenchConfig)
-    for key in OPEN_KEYS:  # `workload.metrics.NAME=...` adds a figure without Hydra's `+`
+    for key in ("workload.metrics", "workload.units"):  # user-named keys: `workload.metrics.NAME=...`, no `+`
         OmegaConf.set_struct(OmegaConf.select(schema, key), False)
     ConfigStore.instance().store(name="ddpbench_schema", node=schema)
 
-
-#: maps a user fills with names of their own (issue 14): new keys need no `+` on the command line
-OPEN_KEYS = ("workload.metrics", "workload.units")
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -398,125 +389,6 @@ def validate(cfg: DictConfig) -> None:
     _require(bool(_NAME_RE.match(str(cfg.sweep_name))), "sweep_name", "must use letters, digits, '.', '_', '-'", cfg.sweep_name)
     _require(cfg.budget_pct > 0, "budget_pct", "must be > 0", cfg.budget_pct)
     parse_repeat(cfg.repeat)
-    validate_workload_script(cfg)
-
-
-# --- the user's own training script, figures from its output (issue 14) ---
-def is_user_script(cfg: DictConfig) -> bool:
-    """Whether the workload is a user's own script (``workload.path`` set) rather than a built-in one."""
-    return cfg.workload.get("path") is not None
-
-
-def script_args(cfg: DictConfig) -> List[str]:
-    """``workload.args`` as an argv list: a list as it is, one string split as a shell would (shlex)."""
-    args = cfg.workload.get("args")
-    if args is None:
-        return []
-    if isinstance(args, str):
-        try:
-            return shlex.split(args)
-        except ValueError as error:
-            raise ConfigError(f"workload.args={args!r}: cannot be split as a shell would: {error}") from None
-    return [str(arg) for arg in args]
-
-
-def launch_dir() -> Path:
-    """The directory the user ran ddpbench from (Hydra's ``runtime.cwd``; the process's cwd outside Hydra)."""
-    from hydra.core.hydra_config import HydraConfig
-
-    if HydraConfig.initialized():
-        return Path(str(HydraConfig.get().runtime.cwd))
-    return Path.cwd()
-
-
-def script_file(cfg: DictConfig) -> Path:
-    """The absolute path of the user's script: ``workload.path`` resolved against :func:`launch_dir`."""
-    return (launch_dir() / os.path.expanduser(str(cfg.workload.path))).resolve()
-
-
-def metric_group_count(pattern: str) -> Optional[int]:
-    """Capture groups of a regular expression, or None when it does not compile."""
-    try:
-        return re.compile(pattern).groups
-    except re.error:
-        return None
-
-
-def _check_metrics(w: DictConfig) -> None:
-    for name, pattern in w.metrics.items():
-        _require(bool(_NAME_RE.match(str(name))), f"workload.metrics.{name}", "name must use letters, digits, '.', '_', '-'",
-                 pattern)
-        groups = metric_group_count(str(pattern))
-        _require(groups is not None, f"workload.metrics.{name}", "is not a valid regular expression", pattern)
-        _require(groups == 1, f"workload.metrics.{name}",
-                 f"must have exactly one capture group (it has {groups}); use (?:...) for other groups", pattern)
-    for name in w.units:
-        _require(name in w.metrics, f"workload.units.{name}", "names no figure in workload.metrics", w.units[name])
-
-
-def _script_refusal(cfg: DictConfig) -> Optional[str]:
-    """What a built-in workload honours and a user's script cannot, when the config asks for it: ``key=value: why``."""
-    f, s = cfg.fault, cfg.stop
-    for key in ("crash_at_step", "hang_at_step", "rank"):
-        if f[key] is not None:
-            return f"fault.{key}={f[key]!r}: fault injection needs a built-in workload"
-    if f.clock_skew_sec:
-        return f"fault.clock_skew_sec={f.clock_skew_sec!r}: fault injection needs a built-in workload"
-    if cfg.mode.workload_args:
-        return f"mode={cfg.mode.name}: the mode adds ddpbench's own workload flags, which a user's script does not take"
-    if cfg.timing != "step":
-        return f"timing={cfg.timing!r}: phase timing needs a built-in workload"
-    if cfg.data.loader != "synthetic":
-        return f"data.loader={cfg.data.loader!r}: the script's own arguments choose its data loader"
-    if s.kind == "duration" and not cfg.workload.records:
-        return ("stop=duration: the lockstep duration stop needs the script to use ddpbench's recorder "
-                "(workload.records=true)")
-    if not s.sync:
-        return "stop.sync=false: the unsynced stop needs a built-in workload"
-    if cfg.workload.records and not cfg.cluster.shared_dir:
-        return "cluster.shared_dir=false: workload.records=true needs the metrics dir on storage every node sees"
-    return None
-
-
-def validate_workload_script(cfg: DictConfig) -> None:
-    """The rules of ``workload.path/args/metrics/units/records``: patterns, the script file, what a script cannot do."""
-    w = cfg.workload
-    _check_metrics(w)
-    if not is_user_script(cfg):
-        _require(bool(w.script), "workload.path", "workload=script needs workload.path=PATH (your training script)",
-                 w.get("path"))
-        _require(not script_args(cfg), "workload.args", "only applies with workload=script", w.args)
-        _require(not w.records, "workload.records", "only applies with workload=script", w.records)
-        return
-    _require(not w.script, "workload.path", f"a built-in workload runs workload.script={w.script!r}; use workload=script",
-             w.path)
-    script_args(cfg)
-    path = script_file(cfg)
-    _require(path.is_file(), "workload.path", f"no such file: {path}", w.path)
-    refusal = _script_refusal(cfg)
-    if refusal is not None:
-        raise ConfigError(f"workload=script with {refusal}")
-
-
-JOB_DIRNAME_MAX = 200
-"""Longest job folder name (bytes) :func:`job_dirname` keeps; longer ones end in a hash (NAME_MAX is 255)."""
-
-
-def job_dirname(override_dirname: str) -> str:
-    """A job folder name from Hydra's ``override_dirname``: one path component, whatever the values hold.
-
-    A script path or a pattern may contain ``/`` (``%2F`` here, ``%`` itself as ``%25``), and a long list of
-    arguments may pass the file-name limit (then the name is cut and ends in a hash of the whole).
-    """
-    name = override_dirname.replace("%", "%25").replace("/", "%2F")
-    encoded = name.encode("utf-8")
-    if len(encoded) <= JOB_DIRNAME_MAX:
-        return name
-    digest = hashlib.sha256(encoded).hexdigest()[:16]
-    return encoded[: JOB_DIRNAME_MAX - 17].decode("utf-8", "ignore") + "-" + digest
-
-
-# --- end of the user's own training script ---
 
 
 def to_plain(cfg: DictConfig) -> Dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Dict, List, Mapping, Sequence
 from omegaconf import DictConfig
 
 from ddpbench.cluster import backend_for
-from ddpbench.config import is_user_script, script_args, script_file
+from ddpbench.trial.script_workload import is_user_script, script_args, script_file
 from ddpbench.errors import ConfigError
 from ddpbench.workload import recorder
 

@@ -20,7 +20,7 @@ from omegaconf import DictConfig
 from ddpbench import __version__
 from ddpbench.cluster import LAUNCH, RESUMED, NodePlan, plan_nodes
 from ddpbench.cluster import validate as validate_cluster
-from ddpbench.config import is_user_script, parse_repeat, to_plain, validate
+from ddpbench.config import parse_repeat, to_plain, validate
 from ddpbench.errors import ToolMissingError
 from ddpbench.formats import trial_record as record
 from ddpbench.formats.rank_record import read_rank_record
@@ -32,6 +32,7 @@ from ddpbench.trial.job import JobInfo
 from ddpbench.trial.launch import launch_with_retry
 from ddpbench.trial.process import AgentResult, tail
 from ddpbench.trial.script_metrics import apply_metrics
+from ddpbench.trial.script_workload import check_script_workload, is_user_script
 
 
 def trial_timeout_s(cfg: DictConfig) -> float:
@@ -71,6 +72,7 @@ def check_command(cfg: DictConfig) -> None:
 def check_trial_config(cfg: DictConfig) -> None:
     """Every check that can fail before a trial launches: values, the cluster backend, the tool, the command templates."""
     validate(cfg)
+    check_script_workload(cfg)
     validate_cluster(cfg)
     check_tool(cfg)
     check_command(cfg)
