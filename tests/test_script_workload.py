@@ -22,8 +22,10 @@ from ddpbench.formats.rank_record import validate_rank_record
 from ddpbench.formats.trial_record import validate_trial_record
 from ddpbench.trial.command import node_environment, make_context, workload_args
 from ddpbench.trial.script_metrics import last_matches
-from ddpbench.workload.recorder import ENV_METRICS_DIR, ENV_STOP_DURATION_S
-from ddpbench_cli import CliRun, run_ddpbench, trials_in, only_sweep_dir
+from ddpbench.workload.recorder import (ENV_METRICS_DIR, ENV_SAVE_STEP_TIMES, ENV_STOP_DURATION_S,
+                                       ENV_STOP_STEPS, ENV_WARMUP_STEPS)
+from ddpbench_cli import CliRun, only_sweep_dir, run_ddpbench, trials_in
+from helpers_proc import child_env, free_port
 
 SCRIPT = Path(__file__).parent / "scripts" / "ddp_user_script.py"
 STEPS_PATTERN = 'workload.metrics.steps_per_s="steps_per_s=([0-9.]+)"'
@@ -117,6 +119,41 @@ def test_what_a_script_cannot_do_is_refused_in_one_line(compose_cfg: Any, overri
     with pytest.raises(ConfigError) as caught:
         check_trial_config(compose_cfg(overrides))
     assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+RECORDER_STEPS_SCRIPT = """
+import os, sys, time
+import torch.distributed as dist
+from ddpbench.workload.recorder import Recorder
+dist.init_process_group("gloo")
+recorder = Recorder(batch_size=4)
+n = 0
+while not recorder.should_stop():
+    with recorder.step():
+        time.sleep(0.002)
+    n += 1
+recorder.finish(loss=0.5)
+print(n)
+"""
+
+
+def test_recorder_step_blocks_warmup_and_the_steps_stop(tmp_path: Path) -> None:
+    """One rank (no torchrun): ``with step()``, 2 warmup steps, stop=steps 5 -> 7 steps run, 5 timed."""
+    import subprocess
+    import sys
+
+    env = {**child_env(), "RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
+           "MASTER_PORT": str(free_port()), ENV_METRICS_DIR: str(tmp_path), ENV_WARMUP_STEPS: "2",
+           ENV_STOP_STEPS: "5", ENV_SAVE_STEP_TIMES: "1"}
+    done = subprocess.run([sys.executable, "-c", RECORDER_STEPS_SCRIPT], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "7"
+    record = json.loads((tmp_path / "rank-0.json").read_text())
+    assert validate_rank_record(record) == []
+    assert record["timed_steps"] == 5 and record["warmup_steps"] == 2 and record["final_loss"] == 0.5
+    assert record["samples"] == 20 and record["workload"] == "script" and record["stop_reason"] == "steps"
+    assert all(ms >= 2.0 for ms in record["step_times_ms"])
 
 
 # --- real runs ---

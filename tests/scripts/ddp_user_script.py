@@ -58,6 +58,7 @@ def main() -> None:
     if rank == 0:
         print(f"done: steps={step} loss={loss.item():.4f}", flush=True)
         print(f"steps_per_s={step / elapsed:.3f}", flush=True)
+    dist.barrier()  # every rank done before the group goes: gloo can abort a rank that tears down early
     dist.destroy_process_group()
 
 

@@ -56,6 +56,9 @@ RECORDER_ENV = (ENV_METRICS_DIR, ENV_STOP_STEPS, ENV_STOP_DURATION_S, ENV_STOP_C
 """Every variable the recorder reads."""
 
 
+_IMPORTED = time.time()
+
+
 def _process_start_epoch() -> float:
     """This process's start time (Unix s) from /proc on Linux; the recorder's import time elsewhere."""
     try:
@@ -66,9 +69,6 @@ def _process_start_epoch() -> float:
         return boot + start_ticks / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError, StopIteration):
         return _IMPORTED
-
-
-_IMPORTED = time.time()
 
 
 def _stop_arguments(env: dict[str, str]) -> argparse.Namespace:
@@ -92,10 +92,10 @@ class Recorder:
 
     ``batch_size``: samples per step on this rank (the record's samples and samples/s).
     ``device``: ``cpu`` or ``cuda`` (default: ``cuda`` on nccl, else ``cpu``); on ``cuda`` the
-    device is synchronised at the first timed step's start and the last one's end, as the harness does.
+    device is synchronised where the first timed step starts under :meth:`step` and in :meth:`finish`.
     ``precision``: ``fp32``, ``bf16`` or ``fp16``, what the script trains in (ddpbench cannot see it).
     ``loader``: the script's ``torch.utils.data.DataLoader``, if any: its workers, prefetching and
-    pinned memory go into the record's ``data``.
+    pinned memory go into the record's ``data``. ``env``: the environment to read (default ``os.environ``).
     """
 
     def __init__(self, batch_size: int, *, device: Optional[str] = None, precision: str = "fp32",
@@ -190,7 +190,12 @@ class Recorder:
         return self._decided[step]
 
     def finish(self, loss: Any = None) -> None:
-        """Write this rank's record into ``DDPBENCH_METRICS_DIR`` (nothing without it). Call once, after training."""
+        """Write this rank's record into ``DDPBENCH_METRICS_DIR`` (nothing without it).
+
+        Call it once, right after the training loop: on CUDA its synchronize closes the last step, whose
+        time it joins (as the harness's closing synchronize does). ``loss``: the final loss, if not given to
+        :meth:`step_done`.
+        """
         if not self.active:
             return
         if not self.result.durations_s:
