@@ -18,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from hydra.core.plugins import Plugins
 from ddpbench import state
 from ddpbench.config import register_configs
+from ddpbench.trial.script_workload import job_dirname
 from ddpbench.errors import DdpbenchError
 
 
@@ -28,6 +29,8 @@ def unique_name() -> str:
 
 if not OmegaConf.has_resolver("ddpbench_unique"):
     OmegaConf.register_new_resolver("ddpbench_unique", unique_name, use_cache=True)
+if not OmegaConf.has_resolver("ddpbench_dirname"):
+    OmegaConf.register_new_resolver("ddpbench_dirname", job_dirname)
 register_configs()
 # Editable installs hide hydra_plugins/ddpbench_sweeper from Hydra's plugin scan; register it by hand,
 # after the scan (which re-executes core plugin modules, so their classes must be taken after it).

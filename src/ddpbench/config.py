@@ -62,6 +62,16 @@ class WorkloadConfig:
     script: str = MISSING
     # the script's model-size arguments, --<key>=<value> (values interpolate the model group)
     size_args: Dict[str, Any] = field(default_factory=dict)
+    # workload=script (issue 14): the user's own script, relative to where ddpbench runs (null = built-in)
+    path: Optional[str] = None
+    # workload=script: the script's own arguments, a list or one string split as a shell would
+    args: Any = field(default_factory=list)
+    # any workload: figure name -> regex with one capture group, read from rank 0's stdout (last match wins)
+    metrics: Dict[str, str] = field(default_factory=dict)
+    # unit of a figure in `metrics`, e.g. tokens_per_s: tokens/s (optional)
+    units: Dict[str, str] = field(default_factory=dict)
+    # workload=script: the script writes ddpbench's rank record through ddpbench.workload.recorder
+    records: bool = False
 
 
 @dataclass
@@ -298,7 +308,10 @@ class DdpbenchConfig:
 
 def register_configs() -> None:
     """Register the schema so ``config.yaml``'s defaults list can name it."""
-    ConfigStore.instance().store(name="ddpbench_schema", node=DdpbenchConfig)
+    schema = OmegaConf.structured(DdpbenchConfig)
+    for key in ("workload.metrics", "workload.units"):  # user-named keys: `workload.metrics.NAME=...`, no `+`
+        OmegaConf.set_struct(OmegaConf.select(schema, key), False)
+    ConfigStore.instance().store(name="ddpbench_schema", node=schema)
 
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")

@@ -14,6 +14,8 @@ fields a version adds in :data:`ADDED_FIELDS` so records of earlier versions sta
   ``timing``, ``phase_time_ms`` (null unless ``timing`` is ``phase``) and ``memory`` (peak host
   RSS and peak CUDA memory allocated). :func:`validate_rank_record` accepts version 1 records
   as they are; :func:`upgrade_rank_record` gives a version 1 record the version 2 fields.
+  Records a user's own script writes through ``ddpbench.workload.recorder`` (issue 14) have
+  ``data.loader`` :data:`OWN_LOADER` (``workers`` null when unknown) and may have a null ``final_loss``.
 """
 
 from __future__ import annotations
@@ -64,6 +66,10 @@ PEAK_MEMORY_KINDS: Final[tuple[str, ...]] = ("cuda_max_allocated", "max_rss")
 
 LOADERS: Final[tuple[str, ...]] = ("synthetic", "realistic")
 """Allowed ``data.loader`` values (version 2)."""
+
+OWN_LOADER: Final[str] = "own"
+"""``data.loader`` of a record written by a user's own script (``ddpbench.workload.recorder``): its own loader,
+not one of :data:`LOADERS`; its ``workers`` may be null (unknown)."""
 
 TIMINGS: Final[tuple[str, ...]] = ("step", "phase")
 """Allowed ``timing`` values (version 2)."""
@@ -116,7 +122,7 @@ FIELDS: Final[dict[str, tuple[tuple[type, ...], bool]]] = {
     "steps_per_s": (_NUM, False),
     "samples_per_s": (_NUM, False),
     "step_time_ms": ((dict,), False),
-    "final_loss": (_NUM, False),
+    "final_loss": (_NUM, True),
     "peak_memory_bytes": (_INT, False),
     "peak_memory_kind": (_STR, False),
     "stop_reason": (_STR, False),
@@ -274,9 +280,11 @@ def _check_v2(obj: Mapping[str, Any]) -> list[str]:
         problems.append(f"timing: {timing!r} not one of {TIMINGS}")
     if isinstance(data, dict):
         problems += [f"data.{key}: missing" for key in DATA_KEYS if key not in data]
-        if "loader" in data and data["loader"] not in LOADERS:
-            problems.append(f"data.loader: {data['loader']!r} not one of {LOADERS}")
-        if "workers" in data and not (_is_number(data["workers"]) and data["workers"] >= 0):
+        own = data.get("loader") == OWN_LOADER
+        if "loader" in data and data["loader"] not in LOADERS and not own:
+            problems.append(f"data.loader: {data['loader']!r} not one of {LOADERS + (OWN_LOADER,)}")
+        if "workers" in data and not (_is_number(data["workers"]) and data["workers"] >= 0) \
+                and not (own and data["workers"] is None):
             problems.append("data.workers: must be an integer >= 0")
     if timing == "phase" and not isinstance(phases, dict):
         problems.append("phase_time_ms: must be an object when timing is 'phase'")
@@ -359,6 +367,7 @@ __all__ = [
     "OPTIONAL_FIELDS",
     "STEP_STAT_KEYS",
     "TIMESTAMP_KEYS",
+    "OWN_LOADER",
     "STOP_REASONS",
     "INJECT_KEYS",
     "read_rank_record",

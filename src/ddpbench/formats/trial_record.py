@@ -59,6 +59,9 @@ ADDED_IN_V2 = ("workload", "timing", "phase_time_ms", "memory", "attempt", "load
 LOAD_KEYS = ("n_cpus", "own_cpus", "load1_start", "load1_end", "foreign_cpu_s", "steal_s", "cpu_affinity")
 #: figures an ``ok`` record must hold as numbers
 OK_NUMERIC_FIELDS = ("wall_s", "startup_s", "train_s", "teardown_s", "steps_per_s")
+#: the one figure an ``ok`` record of a user's own script without rank records (``ranks`` empty) must hold:
+#: its decomposition and rates are unknown (null), its figures are in ``metrics``
+OK_NUMERIC_FIELDS_WITHOUT_RANKS = ("wall_s",)
 
 
 def config_hash(config: Mapping[str, Any]) -> str:
@@ -334,7 +337,8 @@ def validate_trial_record(record: Any) -> Optional[str]:
         if not isinstance(value, types) or isinstance(value, bool):
             return f"field {key!r} has type {type(value).__name__}"
     if record["status"] == "ok":
-        bad = [k for k in OK_NUMERIC_FIELDS
+        numeric = OK_NUMERIC_FIELDS if record.get("ranks") else OK_NUMERIC_FIELDS_WITHOUT_RANKS
+        bad = [k for k in numeric
                if not isinstance(record.get(k), (int, float)) or isinstance(record.get(k), bool)]
         if bad:
             return "status ok but not a number: " + ", ".join(bad)

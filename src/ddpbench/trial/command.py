@@ -17,7 +17,9 @@ from typing import Dict, List, Mapping, Sequence
 from omegaconf import DictConfig
 
 from ddpbench.cluster import backend_for
+from ddpbench.trial.script_workload import is_user_script, script_args, script_file
 from ddpbench.errors import ConfigError
+from ddpbench.workload import recorder
 
 #: the folder of the built-in workload scripts, run by path (``traceml run`` needs a path)
 WORKLOAD_DIR = Path(__file__).resolve().parent.parent / "workload"
@@ -60,7 +62,7 @@ def make_context(
     """Fill a :class:`LaunchContext` from the config and the values chosen at launch."""
     return LaunchContext(
         python=sys.executable,
-        script=str(WORKLOAD_DIR / str(cfg.workload.script)),  # an absolute script stays as it is
+        script=str(script_file(cfg) if is_user_script(cfg) else WORKLOAD_DIR / str(cfg.workload.script)),
         nnodes=int(cfg.cluster.nnodes),
         nproc_per_node=int(cfg.cluster.nproc_per_node),
         node_rank=node_rank,
@@ -75,7 +77,12 @@ def make_context(
 
 
 def workload_args(cfg: DictConfig, metrics_dir: str) -> List[str]:
-    """The workload's command-line arguments for this config (every mode gets the same ones)."""
+    """The workload's command-line arguments for this config (every mode gets the same ones).
+
+    A user's own script (``workload=script``) gets its own ``workload.args`` and nothing of ddpbench's.
+    """
+    if is_user_script(cfg):
+        return script_args(cfg)
     model, stop, cluster, fault, trial = cfg.model, cfg.stop, cfg.cluster, cfg.fault, cfg.trial
     args = [
         f"--batch-size={model.batch_size}",
@@ -162,6 +169,28 @@ def node_environment(cfg: DictConfig, context: LaunchContext, base: Mapping[str,
     values = context.placeholders()
     for key, value in cfg.mode.env.items():
         env[str(key)] = _fill(str(value), values)
+    for key in recorder.RECORDER_ENV:  # never an outer run's: only this trial's recorder settings
+        env.pop(key, None)
+    env.update(recorder_environment(cfg, context.metrics_dir))
+    return env
+
+
+def recorder_environment(cfg: DictConfig, metrics_dir: str) -> Dict[str, str]:
+    """What ``ddpbench.workload.recorder`` reads in a user's script with ``workload.records=true``; else nothing."""
+    if not (is_user_script(cfg) and cfg.workload.records):
+        return {}
+    stop = cfg.stop
+    env = {
+        recorder.ENV_METRICS_DIR: metrics_dir,
+        recorder.ENV_WARMUP_STEPS: str(stop.warmup_steps),
+        recorder.ENV_SAVE_STEP_TIMES: "1" if cfg.trial.save_step_times else "0",
+        recorder.ENV_WORKLOAD: script_file(cfg).name,
+    }
+    if stop.kind == "steps":
+        env[recorder.ENV_STOP_STEPS] = str(stop.steps)
+    else:
+        env[recorder.ENV_STOP_DURATION_S] = str(stop.duration_sec)
+        env[recorder.ENV_STOP_CHECK_EVERY] = str(stop.check_every)
     return env
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib.util
+import re
 import socket
 import time
 from pathlib import Path
@@ -30,6 +31,8 @@ from ddpbench.trial.attempts import TRIAL_FILE, previous_ok, set_aside_previous_
 from ddpbench.trial.job import JobInfo
 from ddpbench.trial.launch import launch_with_retry
 from ddpbench.trial.process import AgentResult, tail
+from ddpbench.trial.script_metrics import apply_metrics
+from ddpbench.trial.script_workload import check_script_workload, is_user_script
 
 
 def trial_timeout_s(cfg: DictConfig) -> float:
@@ -69,6 +72,7 @@ def check_command(cfg: DictConfig) -> None:
 def check_trial_config(cfg: DictConfig) -> None:
     """Every check that can fail before a trial launches: values, the cluster backend, the tool, the command templates."""
     validate(cfg)
+    check_script_workload(cfg)
     validate_cluster(cfg)
     check_tool(cfg)
     check_command(cfg)
@@ -121,7 +125,14 @@ def _await_peer_nodes(nodes_dir: Path, expected: Sequence[int], deadline: float)
         time.sleep(0.2)
 
 
+#: a Python exception line (optionally behind torchrun's ``[rankN]: `` prefix), not torchrun's own summary
+_EXCEPTION_LINE = re.compile(r"^(\[rank\d+\]: )?(?!\S*ChildFailedError)[A-Za-z_][\w.]*(Error|Exception|Interrupt)\b:? ?.*$")
+
+
 def _first_error_line(text: str) -> str:
+    exceptions = [line.strip() for line in text.splitlines() if _EXCEPTION_LINE.match(line.strip())]
+    if exceptions:
+        return exceptions[-1][:300]
     for line in reversed(text.splitlines()):
         stripped = line.strip()
         if stripped and ("Error" in stripped or "error" in stripped or "Exception" in stripped):
@@ -169,6 +180,7 @@ def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
     ranks, rank_problems = read_rank_records(job.job_dir / "metrics")
     nodes.update(_peer_nodes(cfg, job, plan, nodes, ranks))
     status, error = classify(outcome.reason, timeout_s, nodes, ranks, cfg, rank_problems)
+    metrics, status, error = apply_metrics(cfg, nodes, status, error)
     wall_s, spawn_epoch = slowest_node_wall(nodes)
     summary_file = commands.summary_path(cfg, context) if context is not None else None
     ended_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
@@ -185,6 +197,7 @@ def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
         traceml=record.traceml_section(_read_optional_json(summary_file), str(summary_file) if summary_file else None),
         environment=environment.describe(ranks, [str(n.get("hostname")) for n in nodes.values()]),
         logs=_logs_section(nodes, status),
+        metrics=metrics,
     )
     write_json_atomic(job.job_dir / TRIAL_FILE, trial)
     return trial
@@ -272,6 +285,8 @@ def classify(
         return "failed", f"node {bad['node_rank']} exited with {bad.get('exit_code')}" + (f": {detail}" if detail else "")
     if rank_problems:
         return "failed", f"invalid rank record {rank_problems[0]}"
+    if is_user_script(cfg) and not cfg.workload.records:
+        return "ok", None  # a user's script without ddpbench's recorder writes no rank record
     error = record.rank_consistency_error(ranks, int(cfg.cluster.nnodes) * int(cfg.cluster.nproc_per_node))
     return ("failed", error) if error else ("ok", None)
 

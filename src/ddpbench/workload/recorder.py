@@ -1,0 +1,233 @@
+"""ddpbench's recorder for a user's own training script: step times, the lockstep stop, the rank record.
+
+A script run with ``workload=script workload.records=true`` imports this module (standard library,
+torch and ddpbench's workload and formats modules only: no Hydra) after it has created its process
+group, and marks its steps::
+
+    from ddpbench.workload.recorder import Recorder
+
+    recorder = Recorder(batch_size=64)          # per-rank samples per step
+    while not recorder.should_stop():           # or the script's own loop
+        with recorder.step():                   # or recorder.step_done() at the end of each step
+            train_one_step()
+    recorder.finish(loss=float(loss))           # writes rank-<rank>.json
+
+ddpbench tells it what to do through the environment (names below); without
+``DDPBENCH_METRICS_DIR`` (the script run by hand, or ``workload.records=false``) the recorder
+records nothing and :meth:`Recorder.should_stop` only answers ``False``, so the script runs the same
+either way. Timing, the stop rule and the record are the harness's own
+(:mod:`ddpbench.workload.timing`, :class:`ddpbench.workload.stop.StopRule`,
+:func:`ddpbench.workload.record.build_record`): the first ``DDPBENCH_WARMUP_STEPS`` steps are
+untimed; a timed step runs from the previous step's end (the first one from its own start) to its
+own end, so it includes whatever the script does between steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import time
+from typing import Any, Iterator, Optional
+
+from ddpbench.formats.rank_record import OWN_LOADER
+from ddpbench.workload.loop import LoopResult
+from ddpbench.workload.record import build_record, write_record
+from ddpbench.workload.runtime import Runtime
+from ddpbench.workload.stop import StopRule
+
+ENV_METRICS_DIR = "DDPBENCH_METRICS_DIR"
+"""Directory the rank records go to; set only when ddpbench wants a record."""
+ENV_STOP_STEPS = "DDPBENCH_STOP_STEPS"
+"""stop=steps: timed steps after which :meth:`Recorder.should_stop` says stop."""
+ENV_STOP_DURATION_S = "DDPBENCH_STOP_DURATION_S"
+"""stop=duration: timed seconds after which the ranks stop together (lockstep)."""
+ENV_STOP_CHECK_EVERY = "DDPBENCH_STOP_CHECK_EVERY"
+"""stop=duration: the ranks all-reduce the stop flag every this many timed steps."""
+ENV_WARMUP_STEPS = "DDPBENCH_WARMUP_STEPS"
+"""Untimed steps before the timed ones."""
+ENV_SAVE_STEP_TIMES = "DDPBENCH_SAVE_STEP_TIMES"
+"""``1``: keep every timed step's duration in the record (``step_times_ms``)."""
+ENV_WORKLOAD = "DDPBENCH_WORKLOAD"
+"""Label of the record's ``workload`` field (ddpbench gives the script's file name)."""
+
+RECORDER_ENV = (ENV_METRICS_DIR, ENV_STOP_STEPS, ENV_STOP_DURATION_S, ENV_STOP_CHECK_EVERY, ENV_WARMUP_STEPS,
+                ENV_SAVE_STEP_TIMES, ENV_WORKLOAD)
+"""Every variable the recorder reads."""
+
+
+_IMPORTED = time.time()
+
+
+def _process_start_epoch() -> float:
+    """This process's start time (Unix s) from /proc on Linux; the recorder's import time elsewhere."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as handle:
+            start_ticks = int(handle.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/stat", encoding="ascii") as handle:
+            boot = next(float(line.split()[1]) for line in handle if line.startswith("btime "))
+        return boot + start_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return _IMPORTED
+
+
+def _stop_arguments(env: dict[str, str]) -> argparse.Namespace:
+    """The harness's stop arguments from ddpbench's environment (no stop asked: neither steps nor duration)."""
+    steps = env.get(ENV_STOP_STEPS)
+    duration = env.get(ENV_STOP_DURATION_S)
+    return argparse.Namespace(
+        steps=int(steps) if steps else None,
+        duration_sec=float(duration) if duration else None,
+        stop_check_every=int(env.get(ENV_STOP_CHECK_EVERY) or 50),
+        no_sync_stop=False,
+        fault_clock_skew_sec=0.0,
+        fault_rank=None,
+    )
+
+
+class Recorder:
+    """Times one rank's steps, applies ddpbench's stop rule and writes its rank record.
+
+    Create it on every rank after ``torch.distributed.init_process_group``.
+
+    ``batch_size``: samples per step on this rank (the record's samples and samples/s).
+    ``device``: ``cpu`` or ``cuda`` (default: ``cuda`` on nccl, else ``cpu``); on ``cuda`` the
+    device is synchronised where the first timed step starts under :meth:`step` and in :meth:`finish`.
+    ``precision``: ``fp32``, ``bf16`` or ``fp16``, what the script trains in (ddpbench cannot see it).
+    ``loader``: the script's ``torch.utils.data.DataLoader``, if any: its workers, prefetching and
+    pinned memory go into the record's ``data``. ``env``: the environment to read (default ``os.environ``).
+    """
+
+    def __init__(self, batch_size: int, *, device: Optional[str] = None, precision: str = "fp32",
+                 loader: Any = None, env: Optional[dict[str, str]] = None) -> None:
+        environ = dict(os.environ if env is None else env)
+        self.metrics_dir = environ.get(ENV_METRICS_DIR) or None
+        self.pg_ready_epoch = time.time()
+        self.warmup_steps = int(environ.get(ENV_WARMUP_STEPS) or 0)
+        self.steps_done = 0
+        self.result = LoopResult()
+        self._boundary: Optional[float] = None
+        # where the first timed step starts when only step_done() marks steps: warmup's end, else creation
+        self._warmup_end = time.perf_counter()
+        self._loss: Any = None
+        self._decided: dict[int, bool] = {}
+        stop_args = _stop_arguments(environ)
+        self.args = argparse.Namespace(
+            batch_size=int(batch_size), warmup_steps=self.warmup_steps, timing="step",
+            save_step_times=environ.get(ENV_SAVE_STEP_TIMES) == "1", traceml_mode=None,
+            inject_step_ms=0.0, inject_startup_sec=0.0, inject_teardown_sec=0.0, **vars(stop_args),
+        )
+        self.workload = environ.get(ENV_WORKLOAD) or "script"
+        self.data = _describe_loader(loader)
+        if not self.active:
+            return
+        import torch.distributed as dist
+
+        backend = str(dist.get_backend()) if dist.is_initialized() else "gloo"
+        self.rt = Runtime(argparse.Namespace(device=device or ("cuda" if backend == "nccl" else "cpu"),
+                                             backend=backend, precision=precision))
+        needs_group = stop_args.duration_sec is not None and backend != "gloo"
+        self.stop = StopRule(self.args, self.rt.rank, dist.new_group(backend="gloo") if needs_group else None)
+
+    @property
+    def active(self) -> bool:
+        """Whether ddpbench asked for a record (``DDPBENCH_METRICS_DIR`` set)."""
+        return self.metrics_dir is not None
+
+    @property
+    def timed_steps(self) -> int:
+        """Timed steps completed so far."""
+        return max(0, self.steps_done - self.warmup_steps)
+
+    def _mark_start(self) -> None:
+        """The first timed step starts now unless a previous step's end already marks it."""
+        if not self.active or self.steps_done != self.warmup_steps or self._boundary is not None:
+            return
+        self.rt.synchronize()
+        self._boundary = time.perf_counter()
+        self.result.first_step_start_epoch = time.time()
+        self.stop.start(self._boundary)
+
+    @contextlib.contextmanager
+    def step(self) -> Iterator[None]:
+        """Time the block as one training step."""
+        self._mark_start()
+        yield
+        self.step_done()
+
+    def step_done(self, loss: Any = None) -> None:
+        """Mark the end of a training step; ``loss`` (optional, a number or a 0-d tensor) is the record's final loss."""
+        if not self.active:
+            return
+        self.steps_done += 1
+        if loss is not None:
+            self._loss = loss
+        now = time.perf_counter()
+        if self.steps_done <= self.warmup_steps:
+            self._warmup_end = now
+            return
+        if self._boundary is None:  # step_done() without step(): the first timed step began at warmup's end
+            self._boundary = self._warmup_end
+            self.result.first_step_start_epoch = time.time() - (now - self._boundary)
+            self.stop.start(self._boundary)
+        self.result.durations_s.append(now - self._boundary)
+        self.result.last_step_end_epoch = time.time()
+        self._boundary = now
+
+    def should_stop(self) -> bool:
+        """Whether to leave the training loop now: ddpbench's stop rule after the timed steps so far.
+
+        stop=duration is a collective every ``DDPBENCH_STOP_CHECK_EVERY`` timed steps: call it on every
+        rank once per step. ``False`` while warming up, and always without ddpbench's environment.
+        """
+        if not self.active or (self.args.steps is None and self.args.duration_sec is None):
+            return False
+        step = self.timed_steps
+        if step == 0:
+            return False
+        if step not in self._decided:
+            self._decided = {step: self.stop.should_stop(step)}
+        return self._decided[step]
+
+    def finish(self, loss: Any = None) -> None:
+        """Write this rank's record into ``DDPBENCH_METRICS_DIR`` (nothing without it).
+
+        Call it once, right after the training loop: on CUDA its synchronize closes the last step, whose
+        time it joins (as the harness's closing synchronize does). ``loss``: the final loss, if not given to
+        :meth:`step_done`.
+        """
+        if not self.active:
+            return
+        if not self.result.durations_s:
+            raise RuntimeError(f"ddpbench recorder: no timed step ({self.steps_done} steps, "
+                               f"{self.warmup_steps} of them warmup); mark steps with step() or step_done()")
+        if self.rt.device == "cuda":  # the closing synchronize belongs to the last step, as in the harness
+            self.rt.synchronize()
+            self.result.durations_s[-1] += time.perf_counter() - (self._boundary or time.perf_counter())
+            self.result.last_step_end_epoch = time.time()
+        final = loss if loss is not None else self._loss
+        self.result.final_loss = float(final) if final is not None else None  # type: ignore[assignment]
+        record = build_record(
+            self.args, self.rt, self.result, workload=self.workload, data=self.data,
+            process_start_epoch=min(_process_start_epoch(), self.pg_ready_epoch), pg_ready_epoch=self.pg_ready_epoch,
+            traceml_active=False, stop_reason=self.stop.reason,
+        )
+        write_record(str(self.metrics_dir), record)
+
+    def __enter__(self) -> "Recorder":
+        return self
+
+    def __exit__(self, exc_type: Any, *_: Any) -> None:
+        if exc_type is None:
+            self.finish()
+
+
+def _describe_loader(loader: Any) -> dict[str, Any]:
+    """The record's ``data`` for a script's own loader: kind ``own``, workers etc. when a DataLoader is given."""
+    workers = getattr(loader, "num_workers", None)
+    return {
+        "loader": OWN_LOADER,
+        "workers": int(workers) if workers is not None else None,
+        "prefetch_factor": getattr(loader, "prefetch_factor", None) if workers else None,
+        "pin_memory": bool(getattr(loader, "pin_memory", False)),
+    }
