@@ -32,6 +32,8 @@ def tool_step_coverage(frame: pd.DataFrame) -> List[CoverageGap]:
     rows = frame[(frame["status"] == "ok") & frame["traceml_steps_analyzed"].notna()]
     gaps = []
     for row in rows.itertuples(index=False):
+        if pd.isna(row.steps) or pd.isna(row.warmup_steps):  # a foreign script: steps unknown
+            continue
         analysed = int(row.traceml_steps_analyzed)
         run = int(row.steps) + int(row.warmup_steps)
         if analysed != run:

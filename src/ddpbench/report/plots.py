@@ -13,6 +13,7 @@ One set per condition:
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 
@@ -35,9 +36,17 @@ __all__ = ["plot_condition", "save_figure", "slug"]
 _STYLE = {"style": "whitegrid", "context": "notebook"}
 
 
+#: longest slug, characters: a plot's file name stays well under the 255-byte limit of file systems
+SLUG_MAX = 120
+
+
 def slug(text: str) -> str:
-    """A file-name-safe form of ``text``."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "all"
+    """A file-name-safe form of ``text``, at most :data:`SLUG_MAX` characters (a long one ends in a hash)."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "all"
+    if len(safe) <= SLUG_MAX:
+        return safe
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    return f"{safe[:SLUG_MAX - 13]}-{digest}"
 
 
 def save_figure(fig: Figure, path: Path) -> Path:
