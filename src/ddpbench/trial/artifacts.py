@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,6 +99,8 @@ def inspect(cfg: DictConfig, context: Optional[LaunchContext], stderr_paths: Seq
     path = artifact_path(cfg, context)
     assert path is not None
     found, problem = CHECKS[kind](path, cfg)
+    if problem is not None:  # name paths inside the job dir relative to it: the error stays one short line
+        problem = problem.replace(str(Path(context.job_dir)) + os.sep, "")
     output = ToolOutput(name=TOOL_OF_KIND[kind], artifacts=[str(p) for p in found], bytes=sum(_size(p) for p in found),
                         usable=problem is None, problem=problem)
     if problem is not None and kind == "speedscope":
@@ -158,7 +161,7 @@ def check_torch_trace(path: Path, cfg: DictConfig) -> Tuple[List[Path], Optional
         prof = cfg.tool.torch_profiler
         cycle = int(prof.wait) + int(prof.warmup) + int(prof.active)
         steps = int(cfg.stop.warmup_steps) + (int(cfg.stop.steps) if cfg.stop.kind == "steps" else 0)
-        hint = (f": its schedule needs {cycle} steps (wait+warmup+active) and the run has {steps}"
+        hint = (f": its schedule needs {cycle} steps (wait+warmup+active), the run has {steps} (warmup+timed)"
                 if cfg.stop.kind == "steps" and cycle > steps else "")
         return [], f"torch.profiler wrote no trace in {path}{hint}"
     for trace in traces:
