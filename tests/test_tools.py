@@ -230,3 +230,14 @@ def test_schedule_argument_is_checked() -> None:
     for bad in ("1,1,0,1", "1,2,3", "-1,1,3,1"):
         with pytest.raises(Exception, match="WAIT,WARMUP,ACTIVE,REPEAT"):
             profiler_schedule(bad)
+
+
+def test_harness_never_imports_wandb_or_the_profiler() -> None:
+    """Importing the harness (every workload script does) loads neither wandb nor torch.profiler."""
+    import subprocess
+    import sys
+
+    code = ("import sys, ddpbench.workload.harness, ddpbench.workload.tools; "
+            "print(sorted(m for m in sys.modules if m == 'wandb' or m.startswith(('wandb.', 'torch.profiler'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]", out
