@@ -90,6 +90,82 @@ class DataConfig:
 # --- end of workloads, data loaders, timing ---
 
 
+# --- tools beside TraceML: torch.profiler, py-spy, W&B offline (issue 15) ---
+@dataclass
+class ArtifactConfig:
+    """The tool output a mode must leave for its trial to count (mode.artifacts); checked by ddpbench.trial.artifacts."""
+
+    # what to check: traceml_summary | torch_trace | speedscope | wandb_offline (see docs/tools.md)
+    kind: str = MISSING
+    # file or folder relative to the job dir; may use the command placeholders ({run_name}, ...)
+    path: str = MISSING
+
+
+@dataclass
+class TorchProfilerConfig:
+    """torch.profiler.schedule of mode=torch_profiler, in training steps (warmup and timed steps alike)."""
+
+    # steps skipped before each cycle
+    wait: int = 1
+    # steps traced but discarded (the profiler's own start-up)
+    warmup: int = 1
+    # steps recorded per cycle; each cycle writes one trace per rank
+    active: int = 3
+    # cycles (0 = repeat until the loop ends)
+    repeat: int = 1
+    # tensorboard (tensorboard_trace_handler: rank<r>.<time>.pt.trace.json) | chrome (export_chrome_trace)
+    handler: str = "tensorboard"
+
+
+@dataclass
+class PySpyConfig:
+    """py-spy record settings of mode=pyspy (other flags: mode.tool_args, e.g. [--nonblocking])."""
+
+    # samples per second of every process in the agent's tree (py-spy's default is 100)
+    rate: int = 100
+
+
+@dataclass
+class WandbConfig:
+    """Weights & Biases settings of mode=wandb_offline."""
+
+    # W&B project name of the offline run
+    project: str = "ddpbench"
+
+
+@dataclass
+class ToolConfig:
+    """Settings of the tools whose modes ddpbench ships beside TraceML (tool.*)."""
+
+    torch_profiler: TorchProfilerConfig = field(default_factory=TorchProfilerConfig)
+    pyspy: PySpyConfig = field(default_factory=PySpyConfig)
+    wandb: WandbConfig = field(default_factory=WandbConfig)
+
+
+TORCH_PROFILER_HANDLERS = ("tensorboard", "chrome")
+#: kinds of mode.artifacts; each has its check in ddpbench.trial.artifacts
+ARTIFACT_KINDS = ("traceml_summary", "torch_trace", "speedscope", "wandb_offline")
+
+
+def validate_tool(tool: DictConfig, mode: DictConfig) -> None:
+    """Check the tool.* settings and the mode's declared artifact; raise ConfigError naming the first broken key."""
+    if mode.artifacts is not None:
+        _require(mode.artifacts.kind in ARTIFACT_KINDS, "mode.artifacts.kind", f"must be one of {', '.join(ARTIFACT_KINDS)}",
+                 mode.artifacts.kind)
+    prof = tool.torch_profiler
+    for key in ("wait", "warmup", "repeat"):
+        _require(prof[key] >= 0, f"tool.torch_profiler.{key}", "must be >= 0", prof[key])
+    _require(prof.active >= 1, "tool.torch_profiler.active", "must be >= 1", prof.active)
+    _require(prof.handler in TORCH_PROFILER_HANDLERS, "tool.torch_profiler.handler", "must be tensorboard or chrome",
+             prof.handler)
+    _require(tool.pyspy.rate >= 1, "tool.pyspy.rate", "must be >= 1", tool.pyspy.rate)
+    _require(bool(_NAME_RE.match(str(tool.wandb.project))), "tool.wandb.project",
+             "must use letters, digits, '.', '_', '-'", tool.wandb.project)
+
+
+# --- end of tools beside TraceML ---
+
+
 @dataclass
 class ModelConfig:
     """Size of the DDP MLP workload."""
@@ -155,6 +231,14 @@ class ModeConfig:
     workload_args: List[str] = field(default_factory=list)
     # file this tool writes its own summary to, relative to the job dir (null = none)
     summary_file: Optional[str] = None
+    # --- issue 15 ---
+    # executable that must be found (PATH, or beside this Python) for this mode (null = none); a wrapper or
+    # command token equal to it is run from where it was found
+    requires_executable: Optional[str] = None
+    # argv tokens put before `command` (same placeholders): a sampler that runs the launcher, e.g. py-spy
+    wrapper: List[str] = field(default_factory=list)
+    # the tool output a trial must leave to be ok (null = none: native modes)
+    artifacts: Optional[ArtifactConfig] = None
 
 
 @dataclass
@@ -292,6 +376,8 @@ class DdpbenchConfig:
     fault: FaultConfig = field(default_factory=FaultConfig)
     inject: InjectConfig = field(default_factory=InjectConfig)
     trial: TrialConfig = field(default_factory=TrialConfig)
+    # settings of the shipped tools' modes (issue 15)
+    tool: ToolConfig = field(default_factory=ToolConfig)
     # repeat label; a sweep gives A-B, the sweeper expands it. Not typed int on purpose.
     repeat: Any = 1
     # position of this trial within its pair (set by the sweeper)
@@ -388,6 +474,7 @@ def validate(cfg: DictConfig) -> None:
     _require(bool(cfg.mode.command), "mode.command", "must be a non-empty list", list(cfg.mode.command))
     _require(bool(_NAME_RE.match(str(cfg.sweep_name))), "sweep_name", "must use letters, digits, '.', '_', '-'", cfg.sweep_name)
     _require(cfg.budget_pct > 0, "budget_pct", "must be > 0", cfg.budget_pct)
+    validate_tool(cfg.tool, cfg.mode)
     parse_repeat(cfg.repeat)
 
 

@@ -20,6 +20,7 @@ from ddpbench.cluster import backend_for
 from ddpbench.trial.script_workload import is_user_script, script_args, script_file
 from ddpbench.errors import ConfigError
 from ddpbench.workload import recorder
+from ddpbench.trial.tool import find_executable
 
 #: the folder of the built-in workload scripts, run by path (``traceml run`` needs a path)
 WORKLOAD_DIR = Path(__file__).resolve().parent.parent / "workload"
@@ -148,13 +149,24 @@ def render_command(template: Sequence[str], context: LaunchContext, lists: Mappi
     return argv
 
 
+def fill_placeholders(text: str, context: LaunchContext) -> str:
+    """``text`` with ``context``'s placeholders filled (unknown ones are a ConfigError)."""
+    return _fill(text, context.placeholders())
+
+
 def node_command(cfg: DictConfig, context: LaunchContext) -> List[str]:
-    """The argv of one node agent for ``cfg.mode``."""
+    """The argv of one node agent for ``cfg.mode``: its ``wrapper`` then its ``command``.
+
+    A first token naming ``mode.requires_executable`` runs the executable from where it was found.
+    """
     lists = {
         "{workload_args}": workload_args(cfg, context.metrics_dir),
         "{tool_args}": [_fill(str(arg), context.placeholders()) for arg in cfg.mode.tool_args],
     }
-    return render_command(cfg.mode.command, context, lists)
+    argv = render_command([*cfg.mode.wrapper, *cfg.mode.command], context, lists)
+    if argv and cfg.mode.requires_executable and argv[0] == cfg.mode.requires_executable:
+        argv[0] = find_executable(argv[0]) or argv[0]
+    return argv
 
 
 def node_environment(cfg: DictConfig, context: LaunchContext, base: Mapping[str, str] | None = None) -> Dict[str, str]:

@@ -11,6 +11,7 @@ from typing import Optional, Sequence, Tuple
 from omegaconf import DictConfig
 
 from ddpbench.cluster import NODE_RANK_TOKEN, NodePlan, plan_nodes
+from ddpbench.trial import artifacts
 from ddpbench.trial import command as commands
 from ddpbench.trial.job import JobInfo
 from ddpbench.trial.process import AgentResult, WaitOutcome, spawn_agent, stop_agent, tail, wait_agents
@@ -33,6 +34,7 @@ def launch(
                 master_addr=plan.master_addr, master_port=plan.master_port,
                 aggregator_port=plan.aggregator_port, run_name=run_name, job_dir=job.job_dir,
             )
+            artifacts.prepare(cfg, context)
             argv = commands.node_command(cfg, context)
             env = commands.node_environment(cfg, context)
             if plan.wrap_agent is not None:  # one agent over every node: each fills in its own rank

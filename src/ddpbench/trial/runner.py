@@ -8,7 +8,6 @@ timeout becomes a ``failed``/``timeout`` record, so a sweep goes on. It raises
 from __future__ import annotations
 
 import datetime as dt
-import importlib.util
 import re
 import socket
 import time
@@ -21,18 +20,18 @@ from ddpbench import __version__
 from ddpbench.cluster import LAUNCH, RESUMED, NodePlan, plan_nodes
 from ddpbench.cluster import validate as validate_cluster
 from ddpbench.config import parse_repeat, to_plain, validate
-from ddpbench.errors import ToolMissingError
 from ddpbench.formats import trial_record as record
 from ddpbench.formats.rank_record import read_rank_record
 from ddpbench.io import read_json, write_json_atomic
 from ddpbench.trial import command as commands
-from ddpbench.trial import environment
+from ddpbench.trial import artifacts, environment
 from ddpbench.trial.attempts import TRIAL_FILE, previous_ok, set_aside_previous_attempt
 from ddpbench.trial.job import JobInfo
 from ddpbench.trial.launch import launch_with_retry
 from ddpbench.trial.process import AgentResult, tail
 from ddpbench.trial.script_metrics import apply_metrics
 from ddpbench.trial.script_workload import check_script_workload, is_user_script
+from ddpbench.trial.tool import check_tool
 
 
 def trial_timeout_s(cfg: DictConfig) -> float:
@@ -47,17 +46,6 @@ def trial_timeout_s(cfg: DictConfig) -> float:
     return expected * cfg.trial.timeout_factor + cfg.trial.timeout_margin_s + injected
 
 
-def check_tool(cfg: DictConfig) -> None:
-    """Raise ToolMissingError when the mode's Python package is not importable."""
-    module = cfg.mode.requires
-    if module and importlib.util.find_spec(str(module)) is None:
-        package = cfg.mode.requires_package or module
-        raise ToolMissingError(
-            f"mode={cfg.mode.name} needs the Python package '{package}' (module {module}), which is not "
-            f"installed: pip install {package}"
-        )
-
-
 def check_command(cfg: DictConfig) -> None:
     """Render the mode's templates once with stand-in values: a bad placeholder fails before any launch."""
     context = commands.make_context(
@@ -67,6 +55,7 @@ def check_command(cfg: DictConfig) -> None:
     commands.node_command(cfg, context)
     commands.node_environment(cfg, context, base={})
     commands.summary_path(cfg, context)
+    artifacts.artifact_path(cfg, context)
 
 
 def check_trial_config(cfg: DictConfig) -> None:
@@ -181,6 +170,8 @@ def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
     nodes.update(_peer_nodes(cfg, job, plan, nodes, ranks))
     status, error = classify(outcome.reason, timeout_s, nodes, ranks, cfg, rank_problems)
     metrics, status, error = apply_metrics(cfg, nodes, status, error)
+    tool = artifacts.inspect(cfg, context, [n.get("stderr") for n in nodes.values()])
+    status, error = artifacts.verdict(status, error, tool)
     wall_s, spawn_epoch = slowest_node_wall(nodes)
     summary_file = commands.summary_path(cfg, context) if context is not None else None
     ended_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
@@ -198,6 +189,7 @@ def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
         environment=environment.describe(ranks, [str(n.get("hostname")) for n in nodes.values()]),
         logs=_logs_section(nodes, status),
         metrics=metrics,
+        tool=tool.to_record() if tool is not None else None,
     )
     write_json_atomic(job.job_dir / TRIAL_FILE, trial)
     return trial

@@ -18,6 +18,9 @@ from ddpbench.formats.rank_record import LOADERS, TIMINGS
 if TYPE_CHECKING:  # pragma: no cover
     from ddpbench.workload.base import Workload
 
+TOOL_DIR_ENV = "DDPBENCH_TOOL_DIR"
+"""Environment variable giving the folder an in-process tool writes into (default of ``--tool-dir``)."""
+
 TRACEML_MODE_ENV = "DDPBENCH_TRACEML_MODE"
 """Environment variable selecting the TraceML init mode (``auto`` or ``manual``)."""
 
@@ -140,7 +143,27 @@ def build_parser(workload: "Workload") -> OneLineParser:
     fault.add_argument("--inject-step-ms", type=non_negative_float, default=0.0, help="busy-wait X ms in every timed step")
     fault.add_argument("--inject-startup-sec", type=non_negative_float, default=0.0, help="sleep X s before warmup")
     fault.add_argument("--inject-teardown-sec", type=non_negative_float, default=0.0, help="sleep X s after the timed loop")
+
+    # --- tools beside TraceML (issue 15): ddpbench.workload.tools ---
+    tools = p.add_argument_group("in-process tools (off by default; docs/tools.md)")
+    tools.add_argument("--torch-profiler", type=profiler_schedule, default=None, metavar="WAIT,WARMUP,ACTIVE,REPEAT",
+                       help="run the loop under torch.profiler with this schedule, in steps (warmup steps count)")
+    tools.add_argument("--torch-profiler-handler", choices=("tensorboard", "chrome"), default="tensorboard",
+                       help="trace writer: tensorboard_trace_handler or export_chrome_trace (default tensorboard)")
+    tools.add_argument("--wandb", action="store_true",
+                       help="rank 0 logs loss and step time every step to a W&B run (WANDB_MODE from the environment)")
+    tools.add_argument("--wandb-project", default="ddpbench", help="W&B project (default ddpbench)")
+    tools.add_argument("--tool-dir", default=None, help=f"folder the tools write into (default ${TOOL_DIR_ENV})")
     return p
+
+
+@_named("schedule WAIT,WARMUP,ACTIVE,REPEAT")
+def profiler_schedule(text: str) -> tuple[int, int, int, int]:
+    """argparse type: torch.profiler's schedule as four integers (ACTIVE >= 1, the others >= 0)."""
+    parts = [int(part) for part in text.split(",")]
+    if len(parts) != 4 or min(parts) < 0 or parts[2] < 1:
+        raise argparse.ArgumentTypeError(f"expected WAIT,WARMUP,ACTIVE,REPEAT (ACTIVE >= 1), got {text}")
+    return parts[0], parts[1], parts[2], parts[3]
 
 
 def env_world_size() -> int:
@@ -175,4 +198,7 @@ def parse_args(workload: "Workload", argv: Sequence[str] | None = None) -> argpa
         if env_mode not in ("auto", "manual"):
             parser.error(f"${TRACEML_MODE_ENV}={env_mode!r}: expected auto or manual")
         args.traceml_mode = env_mode
+    args.tool_dir = args.tool_dir or os.environ.get(TOOL_DIR_ENV) or None
+    if (args.torch_profiler or args.wandb) and not args.tool_dir:
+        parser.error(f"--torch-profiler and --wandb need --tool-dir or ${TOOL_DIR_ENV}")
     return args

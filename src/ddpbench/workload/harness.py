@@ -23,6 +23,7 @@ from ddpbench.workload.loop import Trainer, run_timed, run_warmup
 from ddpbench.workload.record import build_record, gather_records, write_record
 from ddpbench.workload.runtime import Runtime, ensure_single_process_env, init_process_group, init_traceml
 from ddpbench.workload.stop import Faults, StopRule
+from ddpbench.workload.tools import start_tools
 
 
 def run(workload: Workload, argv: Sequence[str] | None = None, *, process_start_epoch: float | None = None) -> int:
@@ -53,9 +54,12 @@ def run(workload: Workload, argv: Sequence[str] | None = None, *, process_start_
     batches = endless_batches(loader, sampler)
     if args.inject_startup_sec:
         time.sleep(args.inject_startup_sec)
-    run_warmup(trainer, batches, args.warmup_steps)
+    tools = start_tools(args, rt)  # torch.profiler / W&B when asked for (issue 15)
+    run_warmup(trainer, batches, args.warmup_steps, tools)
     stop = StopRule(args, rt.rank, stop_group)
-    res = run_timed(args, rt, trainer, batches, stop, Faults(args, rt.rank))
+    res = run_timed(args, rt, trainer, batches, stop, Faults(args, rt.rank), tools)
+    if tools is not None:
+        tools.close()
 
     if args.inject_teardown_sec:
         time.sleep(args.inject_teardown_sec)

@@ -25,6 +25,7 @@ from ddpbench.workload.base import Workload
 from ddpbench.workload.runtime import Runtime, TraceStep
 from ddpbench.workload.stop import Faults, StopRule
 from ddpbench.workload.timing import busy_wait
+from ddpbench.workload.tools import ToolHooks
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -127,16 +128,22 @@ class LoopResult:
         self.final_loss: float = float("nan")
 
 
-def run_warmup(trainer: Trainer, batches: Iterator[Any], n: int) -> None:
-    """``n`` untimed steps (inside trace_step under TraceML, without injected cost)."""
+def run_warmup(trainer: Trainer, batches: Iterator[Any], n: int, tools: ToolHooks | None = None) -> None:
+    """``n`` untimed steps (inside trace_step under TraceML, without injected cost; the tools' hook after each)."""
     for _ in range(n):
-        trainer.step(next(batches), inject=False)
+        loss = trainer.step(next(batches), inject=False)
+        if tools is not None:
+            tools.step(loss)
 
 
 def run_timed(
-    args: argparse.Namespace, rt: Runtime, trainer: Trainer, batches: Iterator[Any], stop: StopRule, faults: Faults
+    args: argparse.Namespace, rt: Runtime, trainer: Trainer, batches: Iterator[Any], stop: StopRule, faults: Faults,
+    tools: ToolHooks | None = None,
 ) -> LoopResult:
-    """The timed loop: per-step host timestamps at boundaries, faults, stop rule, rank-0 progress."""
+    """The timed loop: per-step host timestamps at boundaries, faults, stop rule, rank-0 progress.
+
+    ``tools``: the in-process tools' hook, run after every step inside its measured time.
+    """
     res = LoopResult()
     log_every = args.log_every if rt.rank == 0 else 0
     phased = args.timing == "phase"
@@ -154,6 +161,8 @@ def run_timed(
             loss = trainer.step_phased(batches, True, res.phases_s)
         else:
             loss = trainer.step(next(batches), inject=True)
+        if tools is not None:
+            tools.step(loss)
         done = stop.should_stop(step)
         now = time.perf_counter()
         res.durations_s.append(now - boundary)

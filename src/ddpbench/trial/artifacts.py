@@ -1,0 +1,219 @@
+"""Did the tool leave usable output? One check per artifact kind a mode declares (``mode.artifacts``).
+
+An overhead measured for a tool that silently recorded nothing is not a measurement: a trial whose
+declared artifact is missing, empty or unreadable is ``failed`` with one line saying what is wrong,
+and its ``tool`` section (trial record v2: ``name, artifacts, bytes, usable, problem``) keeps the
+paths. Kinds:
+
+- ``traceml_summary``: TraceML's ``final_summary.json`` with ``steps_analyzed`` > 0;
+- ``torch_trace``: a folder of torch.profiler Chrome traces (``*.json``/``*.json.gz``), each with events;
+- ``speedscope``: py-spy's speedscope file with at least one sample (a kernel refusing ptrace is named);
+- ``wandb_offline``: ``<path>/wandb/offline-run-*/run-*.wandb`` holding logged steps, and no online run.
+
+Modes without ``artifacts`` (native, A/A, inject) are never failed here.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from omegaconf import DictConfig
+
+from ddpbench.config import ARTIFACT_KINDS
+from ddpbench.trial.command import LaunchContext, fill_placeholders
+from ddpbench.trial.process import tail
+
+#: the tool each artifact kind belongs to (the ``tool.name`` recorded)
+TOOL_OF_KIND = {
+    "traceml_summary": "traceml",
+    "torch_trace": "torch.profiler",
+    "speedscope": "py-spy",
+    "wandb_offline": "wandb",
+}
+KINDS = ARTIFACT_KINDS
+#: kinds whose path is a folder the tool writes into (the others name one file)
+FOLDER_KINDS = ("torch_trace", "wandb_offline")
+
+#: what py-spy prints when the kernel refuses it access to a process (ptrace / process_vm_readv)
+PTRACE_REFUSED = re.compile(
+    r"Permission Denied: Try running again|(?:Operation not permitted|Permission denied) \(os error (?:1|13)\)"
+)
+PTRACE_HINT = ("allow it with `sysctl kernel.yama.ptrace_scope=0`, or run with CAP_SYS_PTRACE "
+               "(docker run --cap-add SYS_PTRACE)")
+
+Check = Callable[[Path, DictConfig], Tuple[List[Path], Optional[str]]]
+
+
+@dataclass
+class ToolOutput:
+    """What a trial's tool left: the ``tool`` section of its record."""
+
+    # the tool (TOOL_OF_KIND)
+    name: str
+    # paths of the output found (files, or a W&B run folder)
+    artifacts: List[str]
+    # their size on disk, bytes (folders: every file below)
+    bytes: int
+    # the output holds what the tool is for
+    usable: bool
+    # one line saying why it is not usable (None when usable)
+    problem: Optional[str]
+    # the problem is also why the trial failed (e.g. ptrace refused): it becomes the trial's error
+    explains_failure: bool = field(default=False, repr=False)
+
+    def to_record(self) -> Dict[str, Any]:
+        """The record's ``tool`` section."""
+        return {"name": self.name, "artifacts": self.artifacts, "bytes": self.bytes, "usable": self.usable,
+                "problem": self.problem}
+
+
+def artifact_path(cfg: DictConfig, context: LaunchContext) -> Optional[Path]:
+    """Where the mode's declared artifact lies (job dir + ``mode.artifacts.path``), or None when none is declared."""
+    declared = cfg.mode.artifacts
+    if declared is None:
+        return None
+    return Path(context.job_dir) / fill_placeholders(str(declared.path), context)
+
+
+def prepare(cfg: DictConfig, context: LaunchContext) -> None:
+    """Create the folder the artifact is written into (py-spy does not create its output's folder)."""
+    path = artifact_path(cfg, context)
+    if path is not None and cfg.mode.artifacts.kind != "traceml_summary":  # traceml run makes its own run dir
+        (path if cfg.mode.artifacts.kind in FOLDER_KINDS else path.parent).mkdir(parents=True, exist_ok=True)
+
+
+def inspect(cfg: DictConfig, context: Optional[LaunchContext], stderr_paths: Sequence[Optional[str]]) -> Optional[ToolOutput]:
+    """Check the mode's declared artifact after the trial; None when the mode declares none.
+
+    ``stderr_paths``: the node agents' stderr logs, searched for a ptrace refusal when py-spy left nothing.
+    """
+    if context is None or cfg.mode.artifacts is None:
+        return None
+    kind = str(cfg.mode.artifacts.kind)
+    path = artifact_path(cfg, context)
+    assert path is not None
+    found, problem = CHECKS[kind](path, cfg)
+    if problem is not None:  # name paths inside the job dir relative to it: the error stays one short line
+        problem = problem.replace(str(Path(context.job_dir)) + os.sep, "")
+    output = ToolOutput(name=TOOL_OF_KIND[kind], artifacts=[str(p) for p in found], bytes=sum(_size(p) for p in found),
+                        usable=problem is None, problem=problem)
+    if problem is not None and kind == "speedscope":
+        refusal = next((line for p in stderr_paths if p for line in tail(p, 200).splitlines()
+                        if PTRACE_REFUSED.search(line)), None)
+        if refusal is not None:
+            output.problem = ptrace_problem(refusal)
+            output.explains_failure = True
+    return output
+
+
+def ptrace_problem(line: str) -> str:
+    """The one-line error for py-spy refused by the kernel, quoting py-spy's ``line``."""
+    return f"py-spy was refused access to the ranks by the kernel (ptrace: {line.strip()[:120]}); {PTRACE_HINT}"
+
+
+def verdict(status: str, error: Optional[str], tool: Optional[ToolOutput]) -> Tuple[str, Optional[str]]:
+    """The trial's status and error once its tool output is known: an ok trial without usable output fails."""
+    if tool is None or tool.usable:
+        return status, error
+    if status == "ok":
+        return "failed", f"{tool.name} output not usable: {tool.problem}"
+    if tool.explains_failure:
+        return status, tool.problem
+    return status, error
+
+
+def _size(path: Path) -> int:
+    if path.is_dir():
+        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    return path.stat().st_size if path.exists() else 0
+
+
+def _load_json(path: Path) -> Any:
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as handle:  # type: ignore[operator]
+        return json.load(handle)
+
+
+def check_traceml_summary(path: Path, cfg: DictConfig) -> Tuple[List[Path], Optional[str]]:
+    """TraceML's final_summary.json exists and analysed at least one step."""
+    if not path.is_file():
+        return [], f"no TraceML summary at {path}"
+    try:
+        summary = _load_json(path)
+        steps = summary["step_time"]["global"]["window"]["steps_analyzed"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return [path], f"TraceML summary {path} is unreadable ({type(exc).__name__}: {exc})"
+    if not isinstance(steps, (int, float)) or steps <= 0:
+        return [path], f"TraceML analysed {steps} steps ({path})"
+    return [path], None
+
+
+def check_torch_trace(path: Path, cfg: DictConfig) -> Tuple[List[Path], Optional[str]]:
+    """At least one torch.profiler Chrome trace in the folder, and every one holds events."""
+    traces = sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith((".json", ".json.gz")))
+    if not traces:
+        prof = cfg.tool.torch_profiler
+        cycle = int(prof.wait) + int(prof.warmup) + int(prof.active)
+        steps = int(cfg.stop.warmup_steps) + (int(cfg.stop.steps) if cfg.stop.kind == "steps" else 0)
+        hint = (f": its schedule needs {cycle} steps (wait+warmup+active), the run has {steps} (warmup+timed)"
+                if cfg.stop.kind == "steps" and cycle > steps else "")
+        return [], f"torch.profiler wrote no trace in {path}{hint}"
+    for trace in traces:
+        try:
+            events = _load_json(trace).get("traceEvents")
+        except (OSError, ValueError, AttributeError, EOFError) as exc:
+            return traces, f"trace {trace} is unreadable ({type(exc).__name__})"
+        if not isinstance(events, list) or not events:
+            return traces, f"trace {trace} holds no events"
+    return traces, None
+
+
+def check_speedscope(path: Path, cfg: DictConfig) -> Tuple[List[Path], Optional[str]]:
+    """py-spy's speedscope file exists and holds at least one sample."""
+    if not path.is_file():
+        return [], f"py-spy wrote no profile at {path}"
+    try:
+        profiles = _load_json(path).get("profiles")
+    except (OSError, ValueError, AttributeError) as exc:
+        return [path], f"py-spy profile {path} is unreadable ({type(exc).__name__})"
+    samples = sum(len(p.get("samples") or []) for p in profiles or [] if isinstance(p, dict))
+    if samples == 0:
+        return [path], f"py-spy profile {path} holds no samples"
+    return [path], None
+
+
+WANDB_MAGIC = b":W&B"
+
+
+def check_wandb_offline(path: Path, cfg: DictConfig) -> Tuple[List[Path], Optional[str]]:
+    """An offline W&B run whose record file holds logged steps; no online run beside it."""
+    runs_dir = path / "wandb"
+    online = sorted(runs_dir.glob("run-*"))
+    if online:
+        return online, f"W&B run {online[0].name} is not offline (WANDB_MODE must be offline)"
+    runs = sorted(p for p in runs_dir.glob("offline-run-*") if p.is_dir())
+    if not runs:
+        return [], f"no W&B offline run in {runs_dir}"
+    for run in runs:
+        records = sorted(run.glob("run-*.wandb"))
+        data = records[0].read_bytes() if records else b""
+        if not data.startswith(WANDB_MAGIC):
+            return runs, f"W&B run {run} has no record file (run-*.wandb)"
+        if b"step_time_ms" not in data:
+            return runs, f"W&B run {run} holds no logged steps"
+    return runs, None
+
+
+CHECKS: Dict[str, Check] = {
+    "traceml_summary": check_traceml_summary,
+    "torch_trace": check_torch_trace,
+    "speedscope": check_speedscope,
+    "wandb_offline": check_wandb_offline,
+}
+assert set(CHECKS) == set(KINDS) == set(TOOL_OF_KIND), "every artifact kind needs a check and a tool name"

@@ -1,0 +1,101 @@
+"""In-process tools beside TraceML: torch.profiler around the training loop, a W&B run logging every step.
+
+Both are off unless asked for (``--torch-profiler``, ``--wandb``), and then only these hooks run:
+:func:`start_tools` before the first warmup step, :meth:`ToolHooks.step` after every step (warmup
+and timed, inside the step's measured time), :meth:`ToolHooks.close` after the timed loop (the
+trace is written and the run finished in the trial's teardown). ``wandb`` is imported here only,
+and only under ``--wandb``; the harness's import path never imports it.
+
+- torch.profiler: every rank runs ``torch.profiler.profile`` (CPU activity, plus CUDA on a GPU)
+  with ``schedule(wait, warmup, active, repeat)``; ``prof.step()`` once per training step; each
+  finished cycle writes ``rank<r>...json`` into the tool dir (``tensorboard_trace_handler``, or
+  ``export_chrome_trace`` for ``--torch-profiler-handler chrome``).
+- W&B: rank 0 only (as DDP training scripts do) opens a run in ``<tool dir>/wandb/`` (offline when
+  ``WANDB_MODE=offline``, which mode=wandb_offline sets) and logs ``loss`` and ``step_time_ms``
+  every step. ``loss.item()`` synchronises the device on CUDA: that is part of the tool's cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from ddpbench.workload.runtime import Runtime
+
+
+class ToolHooks:
+    """The active in-process tools of one rank and their per-step hook."""
+
+    def __init__(self, profiler: Any = None, run: Any = None) -> None:
+        # a started torch.profiler.profile, or None
+        self.profiler = profiler
+        # a wandb Run, or None
+        self.run = run
+        # steps seen so far (warmup included): the W&B step index
+        self.steps = 0
+        # perf_counter() at the previous step's hook, s
+        self.last = time.perf_counter()
+
+    def step(self, loss: Any) -> None:
+        """After one training step: log it to W&B (loss, step time), advance the profiler's schedule."""
+        now = time.perf_counter()
+        if self.run is not None:
+            self.run.log({"loss": float(loss.item()), "step_time_ms": (now - self.last) * 1000.0}, step=self.steps)
+        if self.profiler is not None:
+            self.profiler.step()
+        self.steps += 1
+        self.last = now
+
+    def close(self) -> None:
+        """Stop the profiler (a cycle still recording writes its trace) and finish the W&B run."""
+        if self.profiler is not None:
+            self.profiler.stop()
+        if self.run is not None:
+            self.run.finish()
+
+
+def _chrome_handler(tool_dir: Path, rank: int) -> Callable[[Any], None]:
+    """on_trace_ready writing ``rank<r>.cycle<n>.json`` with ``export_chrome_trace``."""
+    cycles = [0]
+
+    def export(prof: Any) -> None:
+        cycles[0] += 1
+        tool_dir.mkdir(parents=True, exist_ok=True)
+        prof.export_chrome_trace(str(tool_dir / f"rank{rank}.cycle{cycles[0]}.json"))
+
+    return export
+
+
+def _start_profiler(args: argparse.Namespace, rt: Runtime, tool_dir: Path) -> Any:
+    from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
+
+    wait, warmup, active, repeat = args.torch_profiler
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if rt.device == "cuda" else [])
+    if args.torch_profiler_handler == "chrome":
+        handler = _chrome_handler(tool_dir, rt.rank)
+    else:
+        handler = tensorboard_trace_handler(str(tool_dir), worker_name=f"rank{rt.rank}")
+    prof = profile(activities=activities, schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=repeat),
+                   on_trace_ready=handler)
+    prof.start()
+    return prof
+
+
+def _start_wandb(args: argparse.Namespace, rt: Runtime, tool_dir: Path) -> Any:
+    import wandb
+
+    tool_dir.mkdir(parents=True, exist_ok=True)
+    config = {key: value for key, value in vars(args).items() if isinstance(value, (int, float, str, bool))}
+    return wandb.init(project=args.wandb_project, dir=str(tool_dir), config={**config, "world_size": rt.world_size})
+
+
+def start_tools(args: argparse.Namespace, rt: Runtime) -> Optional[ToolHooks]:
+    """Start the tools the arguments ask for on this rank; None when there are none."""
+    tool_dir = Path(args.tool_dir) if args.tool_dir else None
+    profiler = _start_profiler(args, rt, tool_dir) if args.torch_profiler and tool_dir else None
+    run = _start_wandb(args, rt, tool_dir) if args.wandb and rt.rank == 0 and tool_dir else None
+    if profiler is None and run is None:
+        return None
+    return ToolHooks(profiler, run)
