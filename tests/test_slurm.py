@@ -147,10 +147,10 @@ def test_cancelled_jobs_are_failed_trials_and_the_sweep_goes_on(slurm_cluster: S
 
 def test_g4dn_2node_sbatch_script() -> None:
     """The generated sbatch script of g4dn_2node (inspected, not submitted; no SLURM needed)."""
-    import ddpbench.app  # noqa: F401  (registers the configs and the launcher)
+    import ddpbench.app  # noqa: F401  (registers the configs)
     from hydra import compose, initialize_config_module
 
-    from hydra_plugins.ddpbench_sweeper.bounded_slurm_launcher import submission_script
+    from ddpbench.sweep.slurm_submit import submission_script
     from ddpbench.trial import command as commands
 
     with initialize_config_module("ddpbench.conf", version_base="1.3"):

@@ -19,7 +19,7 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, filter_overrides
@@ -60,12 +60,12 @@ def tasks_of(job: Any) -> List[Any]:
     return [job.task(i) for i in range(job.num_tasks)]
 
 
-def executor_for(launcher: Any) -> Tuple[Any, Dict[str, Any]]:
-    """submitit's SLURM executor for ``launcher.params`` and the parameters to update it with."""
+def executor_for(launcher_params: Mapping[str, Any]) -> Tuple[Any, Dict[str, Any]]:
+    """submitit's SLURM executor for the launcher's params and the parameters to update it with."""
     import submitit
     from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
 
-    params = {k: v for k, v in launcher.params.items() if k not in OWN_KEYS}
+    params = {k: v for k, v in launcher_params.items() if k not in (*OWN_KEYS, "_target_")}
     init_params = {"folder": params["submitit_folder"]}
     if "max_num_timeout" in params:
         init_params["slurm_max_num_timeout"] = params["max_num_timeout"]
@@ -82,7 +82,7 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
     """Submit ``job_overrides`` as one SLURM job each, await them in order; one JobReturn per job."""
     assert launcher.config is not None and len(job_overrides) > 0
     bounds: Bounds = launcher.bounds
-    executor, params = executor_for(launcher)
+    executor, params = executor_for(launcher.params)
     sweep_dir = Path(str(launcher.config.hydra.sweep.dir))
     sweep_dir.mkdir(parents=True, exist_ok=True)
     returns: Dict[int, JobReturn] = {}
@@ -282,13 +282,14 @@ def job_return(item: Submitted, summary: Dict[str, Any]) -> JobReturn:
     return ret
 
 
-def submission_script(launcher: Any, timeout_min: int = 10) -> str:
-    """The sbatch script submitit would write for ``launcher``'s params; nothing is submitted.
+def submission_script(launcher_params: Mapping[str, Any], timeout_min: int = 10,
+                      folder: str = "/tmp/ddpbench-preview") -> str:
+    """The sbatch script submitit would write for ``hydra.launcher`` (resolved, as a dict); nothing is submitted.
 
     Uses submitit's private ``_make_submission_file_text`` (submitit is bounded in pyproject.toml to the
     versions tested; ``tests/test_packaging.py`` checks the installed one).
     """
-    executor, params = executor_for(launcher)
+    executor, params = executor_for({**launcher_params, "submitit_folder": folder})
     minutes = params.get("timeout_min") or timeout_min
     executor.update_parameters(**{**params, "timeout_min": int(minutes)})
     slurm = executor._executor

@@ -17,9 +17,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from hydra.core.config_store import ConfigStore
-from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.plugins import Plugins
-from hydra.core.utils import JobReturn
 from hydra.errors import HydraException
 from hydra.plugins.launcher import Launcher
 from hydra.plugins.sweeper import Sweeper
@@ -72,6 +70,8 @@ class PairedSweeper(Sweeper):
 
         Raises :class:`ddpbench.sweep.order.SweepOrderError` for a sweep that cannot be ordered.
         """
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
         from ddpbench.sweep.order import order_jobs
 
         loader = self.hydra_context.config_loader if self.hydra_context is not None else None
@@ -110,7 +110,7 @@ class PairedSweeper(Sweeper):
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
-        returns: List[Sequence[JobReturn]] = []
+        returns: List[Sequence[Any]] = []
         done = 0
         for batch in self.batches(jobs):
             self.validate_batch_is_legal(batch)
