@@ -13,7 +13,9 @@
 #    writes ./outputs with a report; then tests/other_app, an unrelated Hydra app, starts and can select
 #    hydra/sweeper=paired. Hydra's plugin scan time is printed.
 #
-# Environment: PYTHON (default python3); TORCH_SPEC; KEEP=1 keeps the work dir. Needs the `build` package.
+# Environment: PYTHON (default python3); TORCH_SPEC; KEEP=1 keeps the work dir; RUN_IN=DIR: an empty folder
+# to run in instead of a temporary one, kept with ./outputs and the sweep's log (sweep.log) for a test's
+# own checks. Needs the `build` package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
@@ -55,11 +57,14 @@ EOF
 say "fresh venv $work/venv: ${TORCH_SPEC:-torch==2.13.0}, then the wheel"
 "$PY" -m venv "$work/venv"
 VPY="$work/venv/bin/python"
-"$VPY" -m pip install --quiet "${TORCH_SPEC:-torch==2.13.0}"
-"$VPY" -m pip install --quiet "$wheel"
+pip_install() { "$VPY" -m pip install --quiet "$@" >"$work/pip.log" 2>&1 || { tail -20 "$work/pip.log" >&2; fail "pip install $*"; }; }
+pip_install "${TORCH_SPEC:-torch==2.13.0}"
+pip_install "$wheel"
 
-mkdir "$work/empty"
-cd "$work/empty"
+empty=${RUN_IN:-$work/empty}
+mkdir -p "$empty"
+[ -z "$(ls -A "$empty")" ] || fail "$empty is not empty"
+cd "$empty"
 export PATH="$work/venv/bin:$PATH"
 unset PYTHONPATH
 
@@ -68,7 +73,7 @@ out=$(ddpbench mode=traceml model=tiny 2>&1); rc=$?
 set -e
 [ "$rc" -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] && [[ "$out" == "ddpbench: error: "*traceml* ]] \
     || fail "without traceml-ai, mode=traceml should be one error line and exit 2; got rc $rc: $out"
-"$VPY" -m pip install --quiet "$wheel[traceml]"
+pip_install "$wheel[traceml]"
 
 help=$(ddpbench --help)
 [[ "$(printf '%s\n' "$help" | head -1)" == "ddpbench measures "* ]] || fail "ddpbench --help does not open with what ddpbench does"
@@ -83,6 +88,7 @@ say "$version; --help ok"
 
 ddpbench -m mode=native,traceml repeat=1-2 model=tiny stop.steps=20 >"$work/sweep.log" 2>&1 \
     || { tail -30 "$work/sweep.log" >&2; fail "the sweep failed"; }
+cp "$work/sweep.log" "$empty/sweep.log"
 "$VPY" - <<'EOF'
 import json, pathlib, sys
 

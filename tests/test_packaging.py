@@ -14,6 +14,9 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
+from ddpbench_cli import assert_nothing_left, only_sweep_dir
+from sweep_checks import check_paired_native_traceml_sweep
+
 REPO = Path(__file__).resolve().parent.parent
 PLUGINS = REPO / "src" / "hydra_plugins" / "ddpbench_sweeper"
 #: what a plugin module may import at module level (Hydra imports it in every Hydra app's plugin scan)
@@ -67,10 +70,15 @@ def test_private_api_dependencies_are_bounded_and_installed_inside_the_bound(nam
 
 
 @pytest.mark.slow
-def test_wheel_installs_and_runs_from_an_empty_folder() -> None:
-    """scripts/check-wheel.sh: build, check contents, fresh venv, help/version, a sweep, another Hydra app."""
+def test_wheel_installs_and_runs_a_paired_sweep_from_an_empty_folder(tmp_path: Path) -> None:
+    """scripts/check-wheel.sh: build, check contents, fresh venv, help/version, a sweep, another Hydra app;
+    then the sweep it ran (native/traceml, 2 repeats, from the wheel) is checked in full here."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH"))}
-    proc = subprocess.run(["bash", str(REPO / "scripts" / "check-wheel.sh")], env={**env, "PYTHON": sys.executable},
+    env.update(PYTHON=sys.executable, RUN_IN=str(tmp_path / "user"))
+    proc = subprocess.run(["bash", str(REPO / "scripts" / "check-wheel.sh")], env=env,
                           capture_output=True, text=True, timeout=900, check=False)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "check-wheel: ok" in proc.stderr
+    user = tmp_path / "user"
+    check_paired_native_traceml_sweep(only_sweep_dir(user), (user / "sweep.log").read_text())
+    assert_nothing_left(str(tmp_path))
