@@ -219,9 +219,9 @@ def _annotate(item: Submitted) -> None:
     trial = _written_by_job(item)
     if trial is None or trial.get("resumed"):
         return
-    logs = trial.get("logs") if isinstance(trial.get("logs"), dict) else {}
-    logs.update(slurm_logs(item.job.job_id, item.state, tasks_of(item.job)))
-    trial["logs"] = logs
+    logs = trial.get("logs")
+    trial["logs"] = {**(logs if isinstance(logs, dict) else {}),
+                     **slurm_logs(item.job.job_id, item.state, tasks_of(item.job))}
     try:
         write_json_atomic(item.job_dir / "trial.json", trial)
     except OSError as error:

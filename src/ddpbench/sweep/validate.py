@@ -9,7 +9,7 @@ from omegaconf import DictConfig, OmegaConf
 
 def task_config(cfg: DictConfig) -> DictConfig:
     """A composed config without its ``hydra`` node: what a trial sees."""
-    return OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "hydra"])
+    return OmegaConf.masked_copy(cfg, [str(k) for k in cfg.keys() if k != "hydra"])
 
 
 def check_jobs(hydra_context: Any, config: DictConfig, jobs: Sequence[Sequence[str]]) -> List[DictConfig]:
