@@ -22,7 +22,7 @@ REPO=$(pwd)
 PY=${PYTHON:-python3}
 work=$(mktemp -d /tmp/ddpbench-wheel.XXXXXX)
 if [ "${KEEP:-}" != 1 ]; then trap 'rm -rf "$work"' EXIT; fi
-say() { echo "check-wheel: $*" >&2; }
+say() { echo "check-wheel: [${SECONDS}s] $*" >&2; }
 fail() { echo "check-wheel: error: $*" >&2; exit 1; }
 
 say "building sdist and wheel in $work/dist"
@@ -57,9 +57,10 @@ EOF
 say "fresh venv $work/venv: ${TORCH_SPEC:-torch==2.13.0}, then the wheel"
 "$PY" -m venv "$work/venv"
 VPY="$work/venv/bin/python"
-pip_install() { "$VPY" -m pip install --quiet "$@" >"$work/pip.log" 2>&1 || { tail -20 "$work/pip.log" >&2; fail "pip install $*"; }; }
+pip_install() { "$VPY" -m pip install --quiet --no-compile "$@" >"$work/pip.log" 2>&1 || { tail -20 "$work/pip.log" >&2; fail "pip install $*"; }; }
 pip_install "${TORCH_SPEC:-torch==2.13.0}"
 pip_install "$wheel"
+say "installed"
 
 empty=${RUN_IN:-$work/empty}
 mkdir -p "$empty"
@@ -86,6 +87,7 @@ version=$(ddpbench --version)
 [ "$(python -m ddpbench --version)" = "$version" ] || fail "python -m ddpbench --version differs"
 say "$version; --help ok"
 
+say "traceml extra installed; sweeping"
 ddpbench -m mode=native,traceml repeat=1-2 model=tiny stop.steps=20 >"$work/sweep.log" 2>&1 \
     || { tail -30 "$work/sweep.log" >&2; fail "the sweep failed"; }
 cp "$work/sweep.log" "$empty/sweep.log"
