@@ -42,6 +42,7 @@ for label, names, needed in (
     ("sdist", sdist_names, ["conf/config.yaml", "conf/mode/native.yaml", "setup.py",
                             "src/hydra_plugins/ddpbench_sweeper/paired_sweeper.py"]),
     ("wheel", wheel_names, ["ddpbench/conf/config.yaml", "ddpbench/conf/mode/native.yaml",
+                            "ddpbench/conf/hydra/sweeper/ddpbench.yaml",
                             "ddpbench/conf/cluster/local_cpu.yaml", "ddpbench/py.typed",
                             "ddpbench/sweep/driver.py", "hydra_plugins/ddpbench_sweeper/paired_sweeper.py",
                             "hydra_plugins/ddpbench_sweeper/bounded_slurm_launcher.py"]),

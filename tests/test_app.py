@@ -57,3 +57,11 @@ def test_help_opens_with_what_ddpbench_does_and_version_exits_zero(tmp_path: Pat
         assert word in run.stdout, word
     version = run_ddpbench(["--version"], tmp_path, timeout=60)
     assert (version.returncode, version.stdout) == (0, f"ddpbench {__version__}\n")
+
+
+@pytest.mark.parametrize("sweeper, target", [([], "paired_sweeper.PairedSweeper"), (["hydra/sweeper=basic"], "BasicSweeper")])
+def test_sweeper_choice_composes_without_warnings(tmp_path: Path, sweeper: list, target: str) -> None:
+    run = run_ddpbench([*sweeper, "--cfg", "hydra", "-p", "hydra.sweeper"], tmp_path, timeout=60)
+    assert run.returncode == 0, run.output
+    assert target in run.stdout and "Warning" not in run.stderr, run.output
+    assert ("driver: ddpbench.sweep.driver.SweepDriver" in run.stdout) == (not sweeper)

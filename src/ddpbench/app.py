@@ -1,8 +1,8 @@
 """The Hydra application: ``python -m ddpbench [-m] key=value ...``. One Hydra job = one trial.
 
 A single run (no ``-m``) is one trial that prints its headline figures. A multirun is a sweep
-ordered by the paired sweeper (``hydra/sweeper=paired``, found by Hydra's plugin scan, with
-:class:`ddpbench.sweep.driver.SweepDriver`); when it ends, the report
+ordered by the paired sweeper (``hydra/sweeper=ddpbench``: ``hydra/sweeper=paired``, found by Hydra's
+plugin scan, with :class:`ddpbench.sweep.driver.SweepDriver`); when it ends, the report
 callback writes ``report.md``. The process exits non-zero when any trial did not succeed.
 """
 

@@ -6,7 +6,7 @@ once, adjacent, in an order that alternates with the repeat (rows of a Williams 
 slowest; ``repeat=1-5`` is a range. Any Hydra application may use it; without those keys it is the basic
 sweeper's product order.
 
-A ``driver`` (a dotted class path, set by ddpbench's own config) adds what a benchmark sweep needs:
+A ``driver`` (a dotted class path; ddpbench's ``hydra/sweeper=ddpbench`` sets one) adds what a benchmark sweep needs:
 up-front validation of every job, progress lines, one-allocation SLURM mode, signal handling and the
 report after an interrupted sweep (:mod:`ddpbench.sweep.driver`). This module imports only Hydra,
 OmegaConf and the standard library: Hydra imports it in every Hydra application's plugin scan.
