@@ -78,7 +78,7 @@ def test_wheel_installs_and_runs_a_paired_sweep_from_an_empty_folder(tmp_path: P
     proc = subprocess.run(["bash", str(REPO / "scripts" / "check-wheel.sh")], env=env,
                           capture_output=True, text=True, timeout=900, check=False)
     assert proc.returncode == 0, proc.stderr[-4000:]
-    assert "check-wheel: ok" in proc.stderr
+    assert proc.stderr.rstrip().endswith("] ok"), proc.stderr[-2000:]
     user = tmp_path / "user"
     check_paired_native_traceml_sweep(only_sweep_dir(user), (user / "sweep.log").read_text())
     assert_nothing_left(str(tmp_path))
