@@ -2,7 +2,14 @@
 # setup.sh: install ddpbench and everything it runs with into the current Python environment.
 #
 #   bash scripts/setup.sh          # ddpbench (editable) + traceml-ai; CPU torch 2.13 when no torch is installed
-#   bash scripts/setup.sh --test   # also pytest, and (root, Debian/Ubuntu) slurm-wlm + munge + iproute2 for the tests
+#   bash scripts/setup.sh --test   # also pytest, build, mypy, import-linter, and (root, Debian/Ubuntu)
+#                                  # slurm-wlm + munge + iproute2 for the tests
+#
+# The editable install is setuptools' "strict" mode: a tree of links to src/ and conf/ under
+# build/__editable__.*, put on sys.path by a .pth file. Hydra's plugin scan walks that tree like any
+# directory, so it finds hydra_plugins/ddpbench_sweeper (the default editable mode hides namespace
+# packages from the scan), and conf/ is there as ddpbench.conf ("compat" mode loses that mapping).
+# Edits to existing files are live; after adding or removing a module, run this script again.
 #
 # Environment: PYTHON (default python3); TORCH_SPEC (default torch==2.13.0) is installed only when
 # `import torch` fails — on a GPU machine install the torch build you want first.
@@ -20,7 +27,7 @@ fi
 if ! "$PY" -c "import torch" >/dev/null 2>&1; then
     "$PY" -m pip install --quiet "${TORCH_SPEC:-torch==2.13.0}"
 fi
-"$PY" -m pip install --quiet -e ".[$extras]"
+"$PY" -m pip install --quiet -e ".[$extras]" --config-settings editable_mode=strict
 
 if [ "$extras" = test ]; then
     if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -1,4 +1,6 @@
-"""End-to-end tests of the Hydra app with the real torchrun and the real `traceml run`."""
+"""End-to-end tests of the Hydra app with the real torchrun and the real `traceml run`.
+
+The full paired native/traceml sweep runs from the built wheel (tests/test_packaging.py)."""
 
 from __future__ import annotations
 
@@ -7,40 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from ddpbench_cli import assert_nothing_left, only_sweep_dir, run_ddpbench, trials_in
+from ddpbench import __version__
+
+from ddpbench_cli import assert_nothing_left, run_ddpbench
 
 FAST = ["model=tiny", "stop.steps=30", "stop.warmup_steps=3"]
-
-
-@pytest.mark.slow
-def test_paired_sweep_native_traceml_two_repeats(tmp_path: Path) -> None:
-    run = run_ddpbench(["-m", "mode=native,traceml", "repeat=1-2", *FAST], tmp_path)
-    assert run.returncode == 0, run.output
-    sweep = only_sweep_dir(tmp_path)
-    trials = trials_in(sweep)
-    assert [(t["mode"], t["repeat"], t["pair_position"]) for t in trials] == [
-        ("native", 1, 0), ("traceml", 1, 1), ("traceml", 2, 0), ("native", 2, 1),
-    ]
-    assert all(t["status"] == "ok" for t in trials), [t["error"] for t in trials]
-    assert {t["steps"] for t in trials} == {30}
-    for t in trials:
-        assert [r["steps"] for r in t["ranks"]] == [30, 30]
-        parts = t["startup_s"] + t["train_s"] + t["teardown_s"]
-        assert parts == pytest.approx(t["wall_s"], abs=1e-6)
-        assert t["startup_s"] > 0 and t["train_s"] > 0 and t["teardown_s"] > 0
-    traced = [t for t in trials if t["mode"] == "traceml"]
-    for t in traced:
-        assert t["traceml"] and Path(t["traceml"]["summary_path"]).is_file()
-        assert t["traceml"]["steps_analyzed"] == 30 + 3  # warmup steps run inside trace_step too
-    assert (sweep / "report.md").stat().st_size > 0
-    plots = sorted((sweep / "plots").glob("*.png"))
-    assert {p.name.split("-", 1)[1] for p in plots} == {
-        "slope-traceml.png", "step-time.png", "wall-decomposition.png", "throughput.png"}
-    assert all(p.stat().st_size > 1000 for p in plots)
-    report = (sweep / "report.md").read_text()
-    assert all(f"plots/{p.name}" in report for p in plots)
-    assert "[1/4] start" in run.stdout and "[4/4] ok" in run.stdout
-    assert_nothing_left(str(tmp_path))
 
 
 @pytest.mark.slow
@@ -73,3 +46,22 @@ def test_user_mode_from_config_dir(tmp_path: Path) -> None:
     run = run_ddpbench(["--config-dir", str(tmp_path / "myconf"), "--cfg", "job", "mode=mytool"], tmp_path, timeout=60)
     assert run.returncode == 0, run.output
     assert "name: mytool" in run.stdout and "MYTOOL_ON" in run.stdout
+
+
+def test_help_opens_with_what_ddpbench_does_and_version_exits_zero(tmp_path: Path) -> None:
+    run = run_ddpbench(["--help"], tmp_path, timeout=60)
+    assert run.returncode == 0, run.output
+    assert run.stdout.startswith("ddpbench measures what a training-observability tool")
+    for word in ("ddpbench -m mode=native,traceml", "ddpbench-report", "ddpbench-collect", "== Config groups",
+                 "cluster: ", "mode: "):
+        assert word in run.stdout, word
+    version = run_ddpbench(["--version"], tmp_path, timeout=60)
+    assert (version.returncode, version.stdout) == (0, f"ddpbench {__version__}\n")
+
+
+@pytest.mark.parametrize("sweeper, target", [([], "paired_sweeper.PairedSweeper"), (["hydra/sweeper=basic"], "BasicSweeper")])
+def test_sweeper_choice_composes_without_warnings(tmp_path: Path, sweeper: list, target: str) -> None:
+    run = run_ddpbench([*sweeper, "--cfg", "hydra", "-p", "hydra.sweeper"], tmp_path, timeout=60)
+    assert run.returncode == 0, run.output
+    assert target in run.stdout and "Warning" not in run.stderr, run.output
+    assert ("driver: ddpbench.sweep.driver.SweepDriver" in run.stdout) == (not sweeper)

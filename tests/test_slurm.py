@@ -45,18 +45,19 @@ def _assert_queue_empty(cluster: SlurmCluster, wait_s: float = 15.0) -> None:
 
 @pytest.mark.slurm
 def test_two_node_paired_sweep_through_slurm(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    # repeat 2 alone: its pair runs in the reversed order (traceml, native), so one pair shows that the
+    # sweeper's alternating order reaches SLURM unchanged, one job per trial.
     run = run_ddpbench(
-        ["-m", "cluster=slurm_cpu_2node", "mode=native,traceml", "repeat=1-2", *FAST,
+        ["-m", "cluster=slurm_cpu_2node", "mode=native,traceml", "repeat=2", *FAST,
          f"hydra.launcher.partition={slurm_cluster.partition}"],
         cwd=tmp_path, timeout=240, env=_env(slurm_cluster),
     )
     assert run.returncode == 0, run.output
     sweep = only_sweep_dir(tmp_path)
     trials = trials_in(sweep)
-    assert [t["status"] for t in trials] == ["ok"] * 4, run.output
-    # alternating order: native,traceml then traceml,native
+    assert [t["status"] for t in trials] == ["ok"] * 2, run.output
     assert [(t["job_num"], t["mode"], t["repeat"], t["pair_position"]) for t in trials] == [
-        (0, "native", 1, 0), (1, "traceml", 1, 1), (2, "traceml", 2, 0), (3, "native", 2, 1)]
+        (0, "traceml", 2, 0), (1, "native", 2, 1)]
     job_ids = set()
     for trial in trials:
         assert trial["world_size"] == 2 and trial["nnodes"] == 2
@@ -67,7 +68,8 @@ def test_two_node_paired_sweep_through_slurm(slurm_cluster: SlurmCluster, tmp_pa
         assert len(logs["slurm_stdout"]) == 2 and all(Path(p).is_file() for p in logs["slurm_stdout"])
         assert logs["slurm_state"] in ("COMPLETED", "COMPLETING", "RUNNING"), logs
         job_ids.add(logs["slurm_job_id"])
-    assert len(job_ids) == 4, "one SLURM job per trial"
+    assert len(job_ids) == 2, "one SLURM job per trial"
+    assert trials[0]["nodes"][0]["exit_epoch"] <= trials[1]["nodes"][0]["spawn_epoch"]  # one at a time
     assert (sweep / "report.md").is_file()
     _assert_queue_empty(slurm_cluster)
     assert_nothing_left(str(sweep.name))
@@ -142,15 +144,17 @@ def test_cancelled_jobs_are_failed_trials_and_the_sweep_goes_on(slurm_cluster: S
     assert "[1/2] failed" in run.stdout and "[2/2] failed" in run.stdout, run.output
     assert (sweep / "report.md").is_file()
     _assert_queue_empty(slurm_cluster)
-    assert_nothing_left(str(sweep.name))
+    # The sweep may end while SLURM still kills the cancelled job's processes: scancel sends SIGTERM, then
+    # SIGKILL after KillWait (5 s in scripts/slurm-local.sh); anything alive past that is left behind.
+    assert_nothing_left(str(sweep.name), grace_s=15)
 
 
 def test_g4dn_2node_sbatch_script() -> None:
     """The generated sbatch script of g4dn_2node (inspected, not submitted; no SLURM needed)."""
-    import ddpbench.app  # noqa: F401  (registers the configs and the launcher)
+    import ddpbench.app  # noqa: F401  (registers the configs)
     from hydra import compose, initialize_config_module
 
-    from hydra_plugins.ddpbench_sweeper.bounded_slurm_launcher import submission_script
+    from ddpbench.sweep.slurm_submit import submission_script
     from ddpbench.trial import command as commands
 
     with initialize_config_module("ddpbench.conf", version_base="1.3"):

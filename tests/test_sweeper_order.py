@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from hydra_plugins.ddpbench_sweeper.order import (
+from ddpbench.sweep.order import (
     SweepOrderError,
     expand_repeat,
     mode_order,
@@ -91,14 +91,15 @@ def test_no_mode_or_repeat_gives_plain_product() -> None:
 
 @pytest.mark.parametrize("repeat", ["repeat=1-3", "repeat=range(1,4)", "repeat=1,2,3"])
 def test_sweeper_expands_every_hydra_repeat_syntax(repeat: str) -> None:
-    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from omegaconf import OmegaConf
 
+    from ddpbench.sweep.driver import SweepDriver
     from hydra_plugins.ddpbench_sweeper.paired_sweeper import PairedSweeper
 
     sweeper = PairedSweeper(max_batch_size=1)
-    sweeper.sweep_name = "s"
-    overrides = OverridesParser.create().parse_overrides(["mode=native,traceml", repeat, "model=tiny"])
-    batches = sweeper.split_arguments(overrides, max_batch_size=1)
+    sweeper.config = OmegaConf.create({"sweep_name": "s"})
+    batches = sweeper.batches(SweepDriver(sweeper).jobs(["mode=native,traceml", repeat, "model=tiny",
+                                                         "sweep_name=ignored", "pair_position=7"]))
     jobs = [batch[0] for batch in batches]
     assert len(jobs) == 6 and all(len(batch) == 1 for batch in batches)
     assert [(j[1], j[2], j[3]) for j in jobs[:4]] == [

@@ -119,6 +119,7 @@ def test_bad_input_exits_2_with_one_line(argv: list[str]) -> None:
 # ----------------------------------------------------------------------------- steps mode
 
 
+@pytest.mark.slow
 def test_steps_mode_exact_count(steps_run: tuple[CompletedRun, list[dict[str, Any]]]) -> None:
     run, ranks = steps_run
     assert [r["timed_steps"] for r in ranks] == [40, 40]
@@ -128,6 +129,7 @@ def test_steps_mode_exact_count(steps_run: tuple[CompletedRun, list[dict[str, An
     assert "Done. steps=40 elapsed_s=" in run.stdout
 
 
+@pytest.mark.slow
 def test_rank_json_validates(steps_run: tuple[CompletedRun, list[dict[str, Any]]]) -> None:
     _, ranks = steps_run
     for record in ranks:
@@ -138,6 +140,7 @@ def test_rank_json_validates(steps_run: tuple[CompletedRun, list[dict[str, Any]]
         assert record["device"] == "cpu" and record["backend"] == "gloo" and record["precision"] == "fp32"
 
 
+@pytest.mark.slow
 def test_inject_step_ms_raises_median(steps_run: tuple[CompletedRun, list[dict[str, Any]]], tmp_path: Path) -> None:
     _, base = steps_run
     run = torchrun(["--steps", "40", "--warmup-steps", "3", "--metrics-dir", str(tmp_path), "--inject-step-ms", "20"])
@@ -155,6 +158,7 @@ def test_inject_step_ms_raises_median(steps_run: tuple[CompletedRun, list[dict[s
 SKEW = ["--duration-sec", "2.5", "--fault-clock-skew-sec", "1.5", "--fault-rank", "1", "--warmup-steps", "2"]
 
 
+@pytest.mark.slow
 def test_lockstep_duration_stop_with_clock_skew(tmp_path: Path) -> None:
     """Rank 1's clock is 1.5 s ahead: without agreement it would stop ~1.5 s before rank 0."""
     run = torchrun([*SKEW, "--stop-check-every", "4", "--metrics-dir", str(tmp_path)])
@@ -167,6 +171,7 @@ def test_lockstep_duration_stop_with_clock_skew(tmp_path: Path) -> None:
     assert validate_rank_record(r0) == [] and validate_rank_record(r1) == []
 
 
+@pytest.mark.slow
 def test_no_sync_stop_with_clock_skew_does_not_finish(tmp_path: Path) -> None:
     """The reference's per-rank clock stop: rank 0 is left in an all-reduce rank 1 never joins."""
     run = torchrun([*SKEW, "--no-sync-stop", "--collective-timeout-sec", "4", "--metrics-dir", str(tmp_path)],
@@ -182,6 +187,7 @@ def _no_partial_files(metrics_dir: Path) -> list[str]:
     return sorted(p.name for p in metrics_dir.iterdir()) if metrics_dir.exists() else []
 
 
+@pytest.mark.slow
 def test_crash_fault_leaves_no_json(tmp_path: Path) -> None:
     run = torchrun(["--steps", "30", "--fault-crash-at-step", "5", "--fault-rank", "1",
                     "--collective-timeout-sec", "4", "--metrics-dir", str(tmp_path)], timeout=40.0)
@@ -190,6 +196,7 @@ def test_crash_fault_leaves_no_json(tmp_path: Path) -> None:
     assert _no_partial_files(tmp_path) == []  # neither rank wrote, not even a temp file
 
 
+@pytest.mark.slow
 def test_hang_fault_becomes_collective_timeout(tmp_path: Path) -> None:
     run = torchrun(["--steps", "30", "--fault-hang-at-step", "3", "--fault-rank", "0",
                     "--collective-timeout-sec", "3", "--metrics-dir", str(tmp_path)], timeout=40.0)
@@ -201,6 +208,7 @@ def test_hang_fault_becomes_collective_timeout(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------- single process, no traceml import
 
 
+@pytest.mark.slow
 def test_world_of_one_without_torchrun_never_imports_traceml(tmp_path: Path) -> None:
     code = (
         "import sys\n"
@@ -223,6 +231,7 @@ def test_world_of_one_without_torchrun_never_imports_traceml(tmp_path: Path) -> 
 # ----------------------------------------------------------------------------- under traceml run
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["auto", "manual"])
 def test_traceml_records_every_step(tmp_path: Path, mode: str) -> None:
     """TraceML's final summary counts warmup + timed steps (warmup is inside trace_step)."""

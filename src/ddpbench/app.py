@@ -1,7 +1,8 @@
 """The Hydra application: ``python -m ddpbench [-m] key=value ...``. One Hydra job = one trial.
 
 A single run (no ``-m``) is one trial that prints its headline figures. A multirun is a sweep
-ordered by the paired sweeper (``hydra_plugins.ddpbench_sweeper``); when it ends, the report
+ordered by the paired sweeper (``hydra/sweeper=ddpbench``: ``hydra/sweeper=paired``, found by Hydra's
+plugin scan, with :class:`ddpbench.sweep.driver.SweepDriver`); when it ends, the report
 callback writes ``report.md``. The process exits non-zero when any trial did not succeed.
 """
 
@@ -15,8 +16,7 @@ from typing import Any, Dict, List, Optional
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from hydra.core.plugins import Plugins
-from ddpbench import state
+from ddpbench import __version__, state
 from ddpbench.config import register_configs
 from ddpbench.trial.script_workload import job_dirname
 from ddpbench.errors import DdpbenchError
@@ -32,15 +32,6 @@ if not OmegaConf.has_resolver("ddpbench_unique"):
 if not OmegaConf.has_resolver("ddpbench_dirname"):
     OmegaConf.register_new_resolver("ddpbench_dirname", job_dirname)
 register_configs()
-# Editable installs hide hydra_plugins/ddpbench_sweeper from Hydra's plugin scan; register it by hand,
-# after the scan (which re-executes core plugin modules, so their classes must be taken after it).
-Plugins.instance()
-from hydra_plugins.ddpbench_sweeper.paired_sweeper import PairedSweeper  # noqa: E402
-
-Plugins.instance().register(PairedSweeper)
-from hydra_plugins.ddpbench_sweeper.bounded_slurm_launcher import BoundedSlurmLauncher  # noqa: E402
-
-Plugins.instance().register(BoundedSlurmLauncher)
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -74,9 +65,12 @@ def hydra_main(cfg: DictConfig) -> Optional[Dict[str, Any]]:
 
 
 def main(argv: Optional[List[str]] = None) -> None:
-    """Console entry point (``ddpbench``, ``python -m ddpbench``)."""
+    """Console entry point (``ddpbench``, ``python -m ddpbench``); ``--version`` prints ddpbench's version."""
     if argv is not None:
         sys.argv = [sys.argv[0], *argv]
+    if "--version" in sys.argv[1:]:
+        print(f"ddpbench {__version__}", flush=True)
+        raise SystemExit(0)
     state.reset()
     hydra_main()
     if state.failures():

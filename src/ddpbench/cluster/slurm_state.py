@@ -21,7 +21,9 @@ __all__ = [
     "ACTIVE_STATES",
     "TERMINAL_STATES",
     "SlurmStateError",
+    "QUEUED_STATES",
     "is_finished",
+    "is_started",
     "is_terminal",
     "job_state",
     "job_states",
@@ -61,6 +63,10 @@ ACTIVE_STATES = frozenset(
         "SUSPENDED",
     }
 )
+
+#: Job states of a job that has not started yet: the time limit and the running deadline count from the
+#: first state outside this set (CONFIGURING included: the nodes are allocated, SLURM's clock runs).
+QUEUED_STATES = frozenset({"PENDING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD"})
 
 _JOB_ID = re.compile(r"^\d+(_\d+)?(\.\w+)?$")
 _FIELD = re.compile(r"(?:^|\s)(JobId|ArrayJobId|ArrayTaskId|JobState)=(\S*)")
@@ -154,6 +160,13 @@ def is_terminal(state: str | None) -> bool:
     if state is None:
         return True
     return state.split()[0].rstrip("+") in TERMINAL_STATES
+
+
+def is_started(state: str | None) -> bool:
+    """True once a job has left the queue: running, cleaning up, or ended (``None``: forgotten, so ended)."""
+    if state is None:
+        return True
+    return state.split()[0].rstrip("+") not in QUEUED_STATES
 
 
 def is_finished(job_id: str | int, *, timeout: float = 10.0, env: Mapping[str, str] | None = None) -> bool:

@@ -1,0 +1,105 @@
+"""ddpbench's side of a paired sweep (``hydra.sweeper.driver: ddpbench.sweep.driver.SweepDriver``).
+
+Before the first trial: every trial composed and checked, the sweep dir checked writable, multirun.yaml
+saved. Then one progress line per trial as it starts and ends, failures counted for the exit status, and a
+one-allocation SLURM sweep submitted as one job. Ctrl-C, SIGTERM and SIGHUP stop the running trial's
+processes, keep what finished, write the report of what finished (with the sweep's ``baseline`` and
+``budget_pct``), say so in one line on stderr and exit ``128 + signal``.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+from typing import Any, List, NoReturn, Sequence
+
+from omegaconf import OmegaConf
+
+from ddpbench import state
+from ddpbench.errors import DdpbenchError
+from ddpbench.sweep import one_allocation
+from ddpbench.sweep.order import SweepOrderError
+from ddpbench.sweep.progress import Progress, succeeded, summary_from
+from ddpbench.sweep.report import write_sweep_report
+from ddpbench.sweep.signals import signal_of, stop_signals
+from ddpbench.sweep.validate import check_jobs
+
+#: keys the driver sets on every job itself (not swept)
+FIXED_KEYS = ("pair_position", "sweep_name")
+
+
+def fail(message: str) -> NoReturn:
+    """``ddpbench: error: message`` on stderr, exit 2."""
+    print(f"ddpbench: error: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(2)
+
+
+class SweepDriver:
+    """Runs the paired sweeper's jobs as a ddpbench sweep; ``sweeper`` is the set-up PairedSweeper."""
+
+    def __init__(self, sweeper: Any) -> None:
+        self.sweeper = sweeper
+        self.config = sweeper.config
+        self.launcher = sweeper.launcher
+        self.hydra_context = sweeper.hydra_context
+
+    def jobs(self, arguments: Sequence[str]) -> List[List[str]]:
+        """Every trial's overrides in paired order, with its pair position and the sweep's name."""
+        sweep_name = str(self.config.sweep_name)
+        try:
+            ordered = self.sweeper.ordered_jobs(arguments, skip=FIXED_KEYS)
+        except SweepOrderError as error:
+            fail(str(error))
+        return [[*job.overrides, f"pair_position={job.pair_position}", f"sweep_name={sweep_name}"]
+                for job in ordered]
+
+    def sweep(self, arguments: Sequence[str]) -> Any:
+        """Check, then run every trial; the launcher's returns per batch."""
+        from ddpbench.io import writable_dir_problem
+        from ddpbench.trial.runner import trial_timeout_s
+
+        jobs = self.jobs(arguments)
+        try:
+            cfgs = check_jobs(self.hydra_context, self.config, jobs)
+            whole = one_allocation.wanted(self.launcher, cfgs)
+        except DdpbenchError as error:
+            fail(str(error))
+        sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        problem = writable_dir_problem(sweep_dir)
+        if problem is not None:
+            fail(f"cannot write the sweep dir {sweep_dir}: {problem}")
+        OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
+        print(f"ddpbench: sweep of {len(jobs)} trials -> {sweep_dir}", flush=True)
+        progress = Progress(len(jobs))
+        returns: List[Any] = []
+        with stop_signals():
+            try:
+                if whole:
+                    timeouts = [trial_timeout_s(cfg) for cfg in cfgs]
+                    if one_allocation.run(self.launcher, self.config, str(self.config.sweep_name), timeouts) != 0:
+                        state.record_failure()
+                    return []
+                for batch in self.sweeper.batches(jobs):
+                    progress.starting(batch)
+                    results = self.launcher.launch(batch, initial_job_idx=progress.done)
+                    for result in results:
+                        summary = summary_from(result)
+                        if not succeeded(summary):
+                            state.record_failure()
+                        progress.finished(summary)
+                    returns.append(results)
+            except DdpbenchError as error:
+                fail(str(error))
+            except KeyboardInterrupt as stop:
+                self.stopped(signal_of(stop), progress)
+        return returns
+
+    def stopped(self, signum: int, progress: Progress) -> NoReturn:
+        """After a stop signal: say so, write the report of what finished, exit ``128 + signum``."""
+        how = "" if signum == signal.SIGINT else f" by {signal.Signals(signum).name}"
+        print(f"ddpbench: interrupted{how} after {progress.done} of {progress.total} trials; writing the report "
+              "of what finished", file=sys.stderr, flush=True)
+        state.record_failure()
+        write_sweep_report(self.config)
+        raise SystemExit(128 + signum)

@@ -1,0 +1,144 @@
+"""``cluster.slurm.one_allocation=true``: the whole sweep as ONE SLURM job, so every trial runs on the same nodes.
+
+The submitting driver writes ``<sweep>/.slurm/allocation.sbatch`` and submits it with ``sbatch``. Its batch
+step runs the same sweep with the basic launcher in the same sweep dir, where each trial is one ``srun``
+step over every node (:mod:`ddpbench.cluster.slurm_steps`); that inner sweep writes report.md. The submitter
+waits with :func:`ddpbench.sweep.slurm_wait.await_job` (queue timeout, then the time limit + 60 s), adds the
+job's id, state and log to every trial.json the job wrote, and prints the inner sweep's progress lines.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Sequence
+
+from omegaconf import DictConfig
+
+from ddpbench.errors import DdpbenchError
+from ddpbench.sweep.slurm_wait import RESULT_GRACE_S, SLURM_CALL_TIMEOUT_S, Bounds, await_job
+
+log = logging.getLogger(__name__)
+
+#: launcher / sweep overrides the in-allocation driver must not get (it runs the basic launcher in the same dir)
+OUTER_ONLY = ("hydra.launcher", "hydra/launcher", "hydra.sweep.dir", "sweep_name")
+#: seconds per trial added to the allocation's time limit: interpreter start, srun step launch, node records
+TRIAL_OVERHEAD_S = 30.0
+
+
+def wanted(launcher: Any, cfgs: Sequence[DictConfig]) -> bool:
+    """Whether this sweep runs as one allocation: the SLURM launcher and ``cluster.slurm.one_allocation``.
+
+    False inside that allocation, where the sweep runs with the basic launcher. Raises DdpbenchError when
+    only some trials ask for it or the trials use different SLURM clusters.
+    """
+    if not isinstance(getattr(launcher, "bounds", None), Bounds):
+        return False
+    flags = {bool(cfg.cluster.get("slurm", {}).get("one_allocation", False)) for cfg in cfgs}
+    if flags == {False}:
+        return False
+    if len(flags) > 1 or len({(str(cfg.cluster.kind), int(cfg.cluster.nnodes)) for cfg in cfgs}) > 1:
+        raise DdpbenchError("cluster.slurm.one_allocation=true needs every trial of the sweep on the same SLURM "
+                            "cluster")
+    return True
+
+
+def _hydra_quote(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def allocation_script(params: Dict[str, Any], command: List[str], sweep_dir: Path, minutes: int, cwd: Path) -> str:
+    """The sbatch script of a one-allocation sweep: its batch step (first node) runs ``command``."""
+    slurm_dir = sweep_dir / ".slurm"
+    lines = ["#!/bin/bash", f"#SBATCH --job-name={params.get('name') or 'ddpbench'}",
+             f"#SBATCH --nodes={int(params['nodes'])}", "#SBATCH --ntasks-per-node=1",
+             f"#SBATCH --time={minutes}",
+             f"#SBATCH --output={slurm_dir}/allocation-%j.out", f"#SBATCH --error={slurm_dir}/allocation-%j.err"]
+    for key, option in (("partition", "partition"), ("cpus_per_task", "cpus-per-task"),
+                        ("gpus_per_node", "gpus-per-node")):
+        if params.get(key) is not None:
+            lines.append(f"#SBATCH --{option}={params[key]}")
+    if params.get("mem_gb") is not None:
+        lines.append(f"#SBATCH --mem={params['mem_gb']}GB")
+    for key, value in (params.get("additional_parameters") or {}).items():
+        option = str(key).replace("_", "-")
+        if value is True:
+            lines.append(f"#SBATCH --{option}")
+        elif value not in (None, False):
+            lines.append(f"#SBATCH --{option}={value}")
+    lines += [str(line) for line in (params.get("setup") or [])]
+    lines += [f"cd {shlex.quote(str(cwd))}", " ".join(shlex.quote(arg) for arg in command),
+              f'echo $? > {shlex.quote(str(slurm_dir))}/allocation-"$SLURM_JOB_ID".rc']
+    return "\n".join(lines) + "\n"
+
+
+def run(launcher: Any, config: DictConfig, sweep_name: str, trial_timeouts_s: Sequence[float]) -> int:
+    """Submit the whole sweep as one job and wait for it (bounded); its exit status (1 when it left none)."""
+    bounds: Bounds = launcher.bounds
+    sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
+    slurm_dir = sweep_dir / ".slurm"
+    slurm_dir.mkdir(parents=True, exist_ok=True)
+    total_s = sum(trial_timeouts_s) + TRIAL_OVERHEAD_S * len(trial_timeouts_s)
+    minutes = launcher.params.get("timeout_min") or max(1, math.ceil((total_s + bounds.wait_margin_s) / 60.0))
+    keep = [str(a) for a in config.hydra.overrides.task if not str(a).lstrip("+~").startswith(OUTER_ONLY)]
+    keep += [str(o) for o in config.hydra.overrides.hydra if not str(o).lstrip("+~").startswith(OUTER_ONLY)]
+    command = [sys.executable, "-m", "ddpbench", "-m", *keep, "hydra/launcher=basic", f"sweep_name={sweep_name}",
+               f"hydra.sweep.dir={_hydra_quote(str(sweep_dir))}"]
+    script = slurm_dir / "allocation.sbatch"
+    script.write_text(allocation_script(launcher.params, command, sweep_dir, int(minutes), Path.cwd()))
+    submitted_epoch = time.time()
+    try:
+        proc = subprocess.run(["sbatch", "--parsable", str(script)], capture_output=True, text=True,
+                              timeout=SLURM_CALL_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise DdpbenchError(f"sbatch failed: {error}") from error
+    if proc.returncode != 0:
+        raise DdpbenchError(f"sbatch failed: {proc.stderr.strip()}")
+    job_id = proc.stdout.strip().split(";")[0]
+    out, err = slurm_dir / f"allocation-{job_id}.out", slurm_dir / f"allocation-{job_id}.err"
+    print(f"ddpbench: one_allocation: SLURM job {job_id} runs all {len(trial_timeouts_s)} trials; log {out}",
+          flush=True)
+    outcome = await_job(job_id, bounds=bounds, limit_s=float(minutes) * 60.0, submitted=time.monotonic())
+    rc_file = slurm_dir / f"allocation-{job_id}.rc"
+    deadline = time.monotonic() + RESULT_GRACE_S
+    while not rc_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    problem = outcome.problem
+    try:
+        rc = int(rc_file.read_text().strip())
+    except (OSError, ValueError):
+        rc = 1
+        problem = problem or f"SLURM job {job_id} ended {outcome.state or '(forgotten)'} without an exit status"
+    _annotate_trials(sweep_dir, submitted_epoch, {"slurm_job_id": job_id, "slurm_state": outcome.state,
+                                                  "slurm_stdout": [str(out)], "slurm_stderr": [str(err)]})
+    try:  # the in-allocation driver's progress lines
+        for line in out.read_text(errors="replace").splitlines():
+            if re.match(r"\[\d+/\d+\] ", line):
+                print(line, flush=True)
+    except OSError:
+        pass
+    if problem:
+        print(f"ddpbench: error: {problem}; see {out} and {err}", file=sys.stderr, flush=True)
+    return rc
+
+
+def _annotate_trials(sweep_dir: Path, since_epoch: float, slurm_logs: Dict[str, Any]) -> None:
+    """Add the allocation's SLURM entries to the ``logs`` of every trial.json it wrote."""
+    from ddpbench.io import read_json, write_json_atomic
+
+    for path in sorted(sweep_dir.glob("*/trial.json")):
+        try:
+            if path.stat().st_mtime < since_epoch:
+                continue
+            trial = read_json(path)
+            if isinstance(trial, dict) and not trial.get("resumed"):
+                trial["logs"] = {**(trial.get("logs") or {}), **slurm_logs}
+                write_json_atomic(path, trial)
+        except (OSError, ValueError) as error:
+            log.warning(f"could not add the SLURM job to {path}: {error}")

@@ -1,0 +1,32 @@
+"""The report written when a sweep ends, normally (the Hydra callback) or stopped by a signal (the driver)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+
+def write_sweep_report(config: DictConfig) -> None:
+    """Write report.md, plots and results.csv into the sweep dir of ``config``, with its baseline and budget.
+
+    A static-cluster node other than 0 leaves the report to node 0; a sweep without any trial.json writes
+    none. A failure is one line on stderr: it must never hide the trials' own outcome.
+    """
+    sweep_dir = Path(str(config.hydra.sweep.dir))
+    cluster = config.get("cluster")
+    if cluster is not None and str(cluster.get("kind")) == "static" and int(cluster.node_rank) != 0:
+        print(f"ddpbench: node {cluster.node_rank} done; node 0 writes the report", flush=True)
+        return
+    if not any(sweep_dir.glob("*/trial.json")):
+        return
+    try:
+        from ddpbench.report.build import write_report
+
+        write_report([sweep_dir], sweep_dir, baseline=str(config.baseline), budget_pct=float(config.budget_pct))
+    except Exception as error:
+        print(f"ddpbench: could not write the report: {type(error).__name__}: {error}", file=sys.stderr,
+              flush=True)
+        return
+    print(f"ddpbench: report: {sweep_dir / 'report.md'}", flush=True)

@@ -1,0 +1,38 @@
+"""What a finished paired native/traceml sweep of ``model=tiny`` must hold: shared by the tests that run one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ddpbench_cli import trials_in
+
+
+def check_paired_native_traceml_sweep(sweep: Path, stdout: str) -> None:
+    """``-m mode=native,traceml repeat=1-2``: order, steps, wall decomposition, TraceML's summary, report, plots."""
+    trials = trials_in(sweep)
+    assert [(t["mode"], t["repeat"], t["pair_position"]) for t in trials] == [
+        ("native", 1, 0), ("traceml", 1, 1), ("traceml", 2, 0), ("native", 2, 1),
+    ]
+    assert all(t["status"] == "ok" for t in trials), [t["error"] for t in trials]
+    steps, warmup = trials[0]["config"]["stop"]["steps"], trials[0]["config"]["stop"]["warmup_steps"]
+    assert {t["steps"] for t in trials} == {steps}
+    for t in trials:
+        assert [r["steps"] for r in t["ranks"]] == [steps, steps]
+        parts = t["startup_s"] + t["train_s"] + t["teardown_s"]
+        assert parts == pytest.approx(t["wall_s"], abs=1e-6)
+        assert t["startup_s"] > 0 and t["train_s"] > 0 and t["teardown_s"] > 0
+    for t in (t for t in trials if t["mode"] == "traceml"):
+        assert t["traceml"] and Path(t["traceml"]["summary_path"]).is_file()
+        assert t["traceml"]["steps_analyzed"] == steps + warmup  # warmup steps run inside trace_step too
+    assert (sweep / "report.md").stat().st_size > 0
+    assert json.loads((sweep / "analysis.json").read_text())
+    plots = sorted((sweep / "plots").glob("*.png"))
+    assert {p.name.split("-", 1)[1] for p in plots} == {
+        "slope-traceml.png", "step-time.png", "wall-decomposition.png", "throughput.png"}
+    assert all(p.stat().st_size > 1000 for p in plots)
+    report = (sweep / "report.md").read_text()
+    assert all(f"plots/{p.name}" in report for p in plots)
+    assert "[1/4] start" in stdout and "[4/4] ok" in stdout

@@ -1,0 +1,76 @@
+"""Stop signals to a sweep's driver, with real processes (#18 item 3, #12 item 8): SIGINT, SIGTERM and SIGHUP
+stop the running trial's processes, keep what finished, write the report of what finished with the sweep's
+own baseline and budget, say so in one line and exit 128 + signal; a second signal during that cleanup
+ends the driver at once. After each, no process of the sweep is left."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Tuple
+
+import pytest
+
+from ddpbench_cli import assert_nothing_left, start_ddpbench, wait_or_kill
+
+pytestmark = pytest.mark.slow
+SWEEP = ["-m", "mode=native", "repeat=1-2", "model=tiny", "stop.steps=30", "stop.warmup_steps=3",
+         "baseline=native_aa", "budget_pct=7.5", "sweep_name=stopped"]
+
+
+def _wait_for(pattern: str, cwd: Path, driver: subprocess.Popen, timeout: float) -> Path:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        found = sorted(cwd.glob(pattern))
+        if found:
+            return found[0]
+        assert driver.poll() is None, f"the driver ended early ({driver.returncode}) waiting for {pattern}"
+        time.sleep(0.1)
+    raise AssertionError(f"{pattern} did not appear in {timeout} s")
+
+
+def _stop_mid_second_trial(tmp_path: Path, *signals: signal.Signals) -> Tuple[int, str, Path, bytes]:
+    """Run the sweep, send ``signals`` (0.3 s apart) while trial 2 runs; (exit code, log, sweep dir, trial 1)."""
+    log = tmp_path / "driver.log"
+    driver = start_ddpbench(SWEEP, tmp_path, log=log)
+    try:
+        first = _wait_for("outputs/multirun/stopped/*repeat=1*/trial.json", tmp_path, driver, 120)
+        _wait_for("outputs/multirun/stopped/*repeat=2*/logs/node0.stdout.log", tmp_path, driver, 60)
+        time.sleep(1.0)
+        finished = first.read_bytes()
+        for index, signum in enumerate(signals):
+            if index:
+                time.sleep(0.3)
+            driver.send_signal(signum)
+        code = wait_or_kill(driver, 60)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    assert_nothing_left(str(tmp_path), grace_s=10)
+    assert first.read_bytes() == finished
+    return code, log.read_text(), tmp_path / "outputs" / "multirun" / "stopped", finished
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_stop_signal_writes_the_report_of_what_finished_with_the_sweeps_settings(
+        tmp_path: Path, signum: signal.Signals) -> None:
+    code, output, sweep, _ = _stop_mid_second_trial(tmp_path, signum)
+    assert code == 128 + signum, output
+    how = "" if signum == signal.SIGINT else f" by {signum.name}"
+    assert f"ddpbench: interrupted{how} after 1 of 2 trials; writing the report of what finished" in output
+    assert (sweep / "report.md").is_file(), output
+    analysis = json.loads((sweep / "analysis.json").read_text())
+    assert (analysis["baseline"], analysis["budget_pct"]) == ("native_aa", 7.5)
+    second = next(sweep.glob("*repeat=2*"))
+    assert not (second / "trial.json").exists() or json.loads((second / "trial.json").read_text())["status"] != "ok"
+    assert [p.name for p in second.iterdir() if p.name.startswith(".trial.json")] == []
+
+
+def test_second_signal_during_cleanup_ends_the_driver_at_once(tmp_path: Path) -> None:
+    code, output, _, _ = _stop_mid_second_trial(tmp_path, signal.SIGHUP, signal.SIGTERM)
+    assert "ddpbench: interrupted by SIGHUP after 1 of 2 trials" in output, output
+    assert code == 128 + signal.SIGTERM, output
+    assert "ddpbench: SIGTERM during cleanup; exiting now" in output, output
