@@ -110,6 +110,13 @@ class PairedSweeper(BasicSweeper):
         problem = writable_dir_problem(sweep_dir)
         if problem is not None:
             _error(f"cannot write the sweep dir {sweep_dir}: {problem}")
+        from ddpbench.errors import DdpbenchError
+        from ddpbench.sweep_lock import hold_sweep_lock
+
+        try:  # one driver per sweep dir (per node rank); kept until this process ends
+            self.sweep_lock = hold_sweep_lock(sweep_dir, self.config)
+        except DdpbenchError as error:
+            _error(str(error))
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
         total = sum(len(batch) for batch in self.overrides)
         print(f"ddpbench: sweep of {total} trials -> {sweep_dir}", flush=True)
