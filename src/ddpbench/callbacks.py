@@ -54,3 +54,6 @@ class DdpbenchCallback(Callback):
         except Exception as error:  # a report failure must not hide the trials' own outcome
             print(f"ddpbench: could not write the report: {type(error).__name__}: {error}", file=sys.stderr,
                   flush=True)
+            from ddpbench import state
+
+            state.record_failure()  # no report (a full or read-only disk): the sweep exits non-zero

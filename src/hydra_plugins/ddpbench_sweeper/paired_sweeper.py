@@ -104,7 +104,7 @@ class PairedSweeper(BasicSweeper):
         self.overrides = self.split_arguments(parser.parse_overrides(params), self.max_batch_size)
         self._validate_jobs(self.overrides)
 
-        from ddpbench.io import writable_dir_problem
+        from ddpbench.io import storage_error, writable_dir_problem
 
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         problem = writable_dir_problem(sweep_dir)
@@ -143,6 +143,8 @@ class PairedSweeper(BasicSweeper):
             state.record_failure()
             _write_report(sweep_dir)
             raise SystemExit(130)
+        except OSError as error:  # Hydra's own job files (.hydra/) on a full or read-only disk
+            _error(str(storage_error(error.filename or sweep_dir, error)))
         return returns
 
     def _one_allocation(self) -> bool:
