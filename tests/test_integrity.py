@@ -165,26 +165,23 @@ def test_one_driver_per_sweep_dir_and_a_killed_drivers_lock_never_blocks_the_res
     assert_nothing_left(name)
 
 
-def test_lock_names_a_live_holder_and_is_free_once_it_dies(tmp_path: Path) -> None:
+def test_lock_names_a_live_holder_and_is_free_once_it_dies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(TOKEN_ENV, raising=False)  # restored after the test: taking a lock sets it
     cfg = OmegaConf.create({"cluster": {"kind": "local", "node_rank": 0}})
     holder_code = ("import sys, time; from pathlib import Path; from omegaconf import OmegaConf; "
                    "from ddpbench.sweep_lock import hold_sweep_lock; "
                    "hold_sweep_lock(Path(sys.argv[1]), OmegaConf.create({'cluster': {'node_rank': 0}})); "
                    "print('held', flush=True); time.sleep(60)")
-    env = cli_env()
-    env.pop(TOKEN_ENV, None)
     holder = subprocess.Popen([sys.executable, "-c", holder_code, str(tmp_path)], stdout=subprocess.PIPE, text=True,
-                              env=env)
+                              env=cli_env())
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         with pytest.raises(SweepLockedError, match=f"pid {holder.pid},"):
             SweepLock(lock_path(tmp_path, cfg)).acquire()
         token = json.loads(lock_path(tmp_path, cfg).read_text())["token"]
-        os.environ[TOKEN_ENV] = token  # a driver the holder started (SLURM one_allocation) runs for it
-        try:
-            assert SweepLock(lock_path(tmp_path, cfg)).acquire().delegated
-        finally:
-            del os.environ[TOKEN_ENV]
+        monkeypatch.setenv(TOKEN_ENV, token)  # a driver the holder started (SLURM one_allocation) runs for it
+        assert SweepLock(lock_path(tmp_path, cfg)).acquire().delegated
+        monkeypatch.delenv(TOKEN_ENV)
         other_node = OmegaConf.create({"cluster": {"kind": "static", "node_rank": 1}})
         with SweepLock(lock_path(tmp_path, other_node)) as lock:  # static: one lock per node rank
             assert not lock.delegated and lock.path.name == ".ddpbench-lock.node1"
@@ -194,7 +191,6 @@ def test_lock_names_a_live_holder_and_is_free_once_it_dies(tmp_path: Path) -> No
     lock = hold_sweep_lock(tmp_path, cfg)
     assert not lock.delegated and lock.holder is not None and lock.holder.pid == os.getpid()
     lock.release()
-    os.environ.pop(TOKEN_ENV, None)
 
 
 # --------------------------------------------------------------------------- attempt folders
