@@ -65,8 +65,8 @@ def test_resume_skips_finished_trials_and_keeps_earlier_attempts(tmp_path: Path)
     assert (one / "trial.json").read_bytes() == before[one / "trial.json"]
     rerun = json.loads((two / "trial.json").read_text())
     assert rerun["status"] == "ok"
-    kept = json.loads((two / "previous" / "1" / "trial.json").read_text())
-    assert kept["status"] == "failed"
+    kept = json.loads((two / "attempts" / "1" / "trial.json").read_text())  # the earlier attempt, in its own folder
+    assert kept["status"] == "failed" and rerun["attempt"]["number"] == 2
 
 
 def _start_driver(args: list[str], cwd: Path) -> subprocess.Popen:
@@ -90,7 +90,7 @@ def test_driver_killed_mid_trial_loses_nothing_and_leaves_no_process(tmp_path: P
     sweep = tmp_path / "outputs" / "multirun" / "killed"
     try:
         native_trial = _wait_for("outputs/multirun/killed/mode=native,*/trial.json", tmp_path, 120)
-        running = _wait_for("outputs/multirun/killed/mode=traceml,*/logs/node0.stdout.log", tmp_path, 60).parent.parent
+        running = _wait_for("outputs/multirun/killed/mode=traceml,*/attempts/1/logs/node0.stdout.log", tmp_path, 60).parents[3]
         time.sleep(2)
         finished = native_trial.read_bytes()
         driver.send_signal(signal.SIGKILL if how == "sigkill" else signal.SIGINT)

@@ -80,10 +80,10 @@ def _when_hung(cluster: SlurmCluster, out: Path, repeat: int, timeout_s: float =
     end = time.monotonic() + timeout_s
     while time.monotonic() < end:
         running = [job for job, state in _squeue(cluster) if state == "RUNNING"]
-        logs = list(out.glob(f"outputs/multirun/*/*repeat={repeat},*/logs/node0.stderr.log"))
+        logs = list(out.glob(f"outputs/multirun/*/*repeat={repeat},*/attempts/*/logs/node0.stderr.log"))
         if running and logs:
             time.sleep(3.0)  # let it reach the hang at step 5
-            assert not list(out.glob(f"outputs/multirun/*/*repeat={repeat},*/metrics/rank-*")), "no hang?"
+            assert not list(out.glob(f"outputs/multirun/*/*repeat={repeat},*/attempts/*/metrics/rank-*")), "no hang?"
             return running[0]
         time.sleep(0.3)
     raise AssertionError(f"trial {repeat}'s job never ran")

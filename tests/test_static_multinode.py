@@ -203,13 +203,13 @@ def test_node_killed_mid_trial_fails_that_trial_within_bound(pair: Pair, tmp_pat
     sweep = tmp_path / "outputs" / "multirun" / name
     try:
         deadline = time.monotonic() + 60
-        while not any("fault: hang" in _log(p) for p in sweep.glob("*/logs/node1.stderr.log")):
+        while not any("fault: hang" in _log(p) for p in sweep.glob("*/attempts/*/logs/node1.stderr.log")):
             assert time.monotonic() < deadline, _log(tmp_path / "driver0.log") + _log(tmp_path / "driver1.log")
             assert procs[0].poll() is None and procs[1].poll() is None
             time.sleep(0.2)
         procs[1].send_signal(signal.SIGKILL)  # node 1's driver dies mid-trial; its guard takes its agent along
         killed_at = time.monotonic()
-        first = next(sweep.glob("*/logs/node1.stderr.log")).parent.parent / "trial.json"
+        first = next(sweep.glob("*/attempts/*/logs/node1.stderr.log")).parents[3] / "trial.json"
         while not first.exists():
             assert time.monotonic() - killed_at < 60, _log(tmp_path / "driver0.log")
             time.sleep(0.2)

@@ -168,7 +168,7 @@ def test_convnet_through_ddpbench_realistic_phase(tmp_path: Path) -> None:
     assert run.returncode == 0, run.output
     job = tmp_path / "outputs" / "runs" / "conv"
     assert json.loads((job / "trial.json").read_text())["status"] == "ok"
-    for record in read_ranks(job / "metrics"):
+    for record in read_ranks(job / "attempts" / "1" / "metrics"):
         assert_phase_record(record, "convnet", "realistic")
         assert record["args"]["width"] == 4 and record["args"]["stages"] == 1
 

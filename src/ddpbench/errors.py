@@ -11,3 +11,7 @@ class ConfigError(DdpbenchError):
 
 class ToolMissingError(DdpbenchError):
     """A mode needs a Python package that is not importable."""
+
+
+class StorageError(DdpbenchError, OSError):
+    """A result file could not be written (disk full, read-only file system, quota): the message names the file."""

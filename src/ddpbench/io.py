@@ -3,12 +3,32 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import socket
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator
+
+from ddpbench.errors import StorageError
+
+#: what to add to the system's reason for errors a user fixes on the storage side
+_HINTS = {
+    errno.ENOSPC: "the disk is full: free space, then resume the sweep with the same sweep_name",
+    errno.EDQUOT: "the disk quota is used up: free space, then resume the sweep with the same sweep_name",
+    errno.EROFS: "the file system is mounted read-only",
+    errno.EFBIG: "the file-size limit (ulimit -f) is too small",
+}
+
+
+def storage_error(path: str | os.PathLike[str], error: OSError) -> StorageError:
+    """``error`` (raised writing ``path``) as a one-line :class:`StorageError` naming the file and the cause."""
+    reason = error.strerror or str(error)
+    hint = _HINTS.get(error.errno or 0)
+    failure = StorageError(f"cannot write {path}: {reason}" + (f" ({hint})" if hint else ""))
+    failure.errno = error.errno
+    return failure
 
 
 @contextlib.contextmanager
@@ -17,21 +37,25 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
 
     Readers see the old file or the whole new one, never a part; on error the temporary file is removed.
     The one atomic write of ddpbench: every result file (JSON, CSV, Parquet, PNG) goes through it.
+    Any OSError (a full disk, a read-only file system) becomes a one-line :class:`StorageError`.
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        os.close(fd)
+    except OSError as error:
+        raise storage_error(target, error) from None
     try:
         yield Path(tmp_name)
         with open(tmp_name, "rb") as handle:
             os.fsync(handle.fileno())
         os.replace(tmp_name, target)
-    except BaseException:
-        try:
+    except BaseException as error:
+        with contextlib.suppress(OSError):
             os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
+        if isinstance(error, OSError) and not isinstance(error, StorageError):
+            raise storage_error(target, error) from None
         raise
 
 

@@ -21,6 +21,8 @@ Columns (see also ``docs/results-columns.md``):
 - ``traceml_<key>``: ``traceml`` fields; its nested objects flattened with ``_``
   (``traceml_step_time_ms_forward_ms``, ``traceml_step_time_median_ms_step_time_ms``, ...).
 - ``logs_stdout, logs_stderr, logs_tail``.
+- ``attempt_number, attempt_dir``: the record's ``attempt`` (empty for version 1 records, whose
+  rank records and logs lie in ``job_dir`` itself).
 - ``inject_step_ms, inject_startup_s, inject_teardown_s``: ``config.inject`` (ms, s, s);
   missing when the config has no ``inject`` block.
 - ``stop_kind``: ``condition.stop`` if present, else ``config.stop`` (a string, or its
@@ -189,6 +191,9 @@ def flatten_trial(trial: dict[str, Any], source_path: str = "") -> dict[str, Any
     if isinstance(logs, dict):
         for k in ("stdout", "stderr", "tail"):
             row[f"logs_{k}"] = logs.get(k)
+    attempt = trial.get("attempt") if isinstance(trial.get("attempt"), dict) else {}
+    row["attempt_number"] = attempt.get("number")
+    row["attempt_dir"] = attempt.get("dir")
     config = trial.get("config")
     inject = config.get("inject") if isinstance(config, dict) else None
     if isinstance(inject, dict):
@@ -249,18 +254,27 @@ def write_results(frame: pd.DataFrame, out_dir: str | os.PathLike[str]) -> list[
 
 
 def load_step_times(frame: pd.DataFrame, rank: int = 0) -> pd.DataFrame:
-    """Every timed step's duration (ms) of each ok trial, from ``rank``'s record in its job dir.
+    """Every timed step's duration (ms) of each ok trial, from ``rank``'s record of that trial's own attempt.
+
+    The record is read from the trial's ``attempt_dir`` (``job_dir`` for a version 1 record), never
+    from another attempt of the same trial.
 
     Long format: columns ``mode``, ``repeat``, ``step_ms``. Trials whose rank record is missing or
     has no ``step_times_ms`` (``trial.save_step_times=false``) are left out; the result may be empty.
     """
     parts = []
     ok = frame[frame["status"] == "ok"] if "status" in frame.columns else frame
-    for mode, repeat, job_dir in zip(ok.get("mode", []), ok.get("repeat", []), ok.get("job_dir", [])):
-        record, _ = read_rank_record(Path(str(job_dir)) / "metrics" / f"rank-{rank}.json")
+    for mode, repeat, folder in zip(ok.get("mode", []), ok.get("repeat", []), _attempt_dirs(ok)):
+        record, _ = read_rank_record(folder / "metrics" / f"rank-{rank}.json")
         steps = record.get("step_times_ms") if record is not None else None
         if steps:
             parts.append(pd.DataFrame({"mode": mode, "repeat": repeat, "step_ms": steps}))
     if not parts:
         return pd.DataFrame(columns=["mode", "repeat", "step_ms"])
     return pd.concat(parts, ignore_index=True)
+
+
+def _attempt_dirs(frame: pd.DataFrame) -> list[Path]:
+    """Each row's attempt folder: ``attempt_dir`` when the record names one, else its ``job_dir`` (version 1)."""
+    attempt_dirs = frame["attempt_dir"] if "attempt_dir" in frame.columns else [None] * len(frame)
+    return [Path(a) if isinstance(a, str) and a else Path(str(j)) for a, j in zip(attempt_dirs, frame.get("job_dir", []))]

@@ -56,7 +56,8 @@ class SweepDriver:
 
     def sweep(self, arguments: Sequence[str]) -> Any:
         """Check, then run every trial; the launcher's returns per batch."""
-        from ddpbench.io import writable_dir_problem
+        from ddpbench.io import storage_error, writable_dir_problem
+        from ddpbench.sweep_lock import hold_sweep_lock
         from ddpbench.trial.runner import trial_timeout_s
 
         jobs = self.jobs(arguments)
@@ -69,6 +70,10 @@ class SweepDriver:
         problem = writable_dir_problem(sweep_dir)
         if problem is not None:
             fail(f"cannot write the sweep dir {sweep_dir}: {problem}")
+        try:  # one driver per sweep dir (per node rank), held until this process ends
+            self.sweep_lock = hold_sweep_lock(sweep_dir, self.config)
+        except DdpbenchError as error:
+            fail(str(error))
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
         print(f"ddpbench: sweep of {len(jobs)} trials -> {sweep_dir}", flush=True)
         progress = Progress(len(jobs))
@@ -93,6 +98,8 @@ class SweepDriver:
                 fail(str(error))
             except KeyboardInterrupt as stop:
                 self.stopped(signal_of(stop), progress)
+            except OSError as error:  # Hydra's own job files (.hydra/) on a full or read-only disk
+                fail(str(storage_error(error.filename or sweep_dir, error)))
         return returns
 
     def stopped(self, signum: int, progress: Progress) -> NoReturn:

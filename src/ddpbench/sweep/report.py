@@ -12,12 +12,14 @@ def write_sweep_report(config: DictConfig) -> None:
     """Write report.md, plots and results.csv into the sweep dir of ``config``, with its baseline and budget.
 
     A static-cluster node other than 0 leaves the report to node 0; a sweep without any trial.json writes
-    none. A failure is one line on stderr: it must never hide the trials' own outcome.
+    none. A failure is one line on stderr and makes the sweep exit non-zero; it never hides the trials' own outcome.
     """
+    from ddpbench import state
+    from ddpbench.cluster import writes_report
+
     sweep_dir = Path(str(config.hydra.sweep.dir))
-    cluster = config.get("cluster")
-    if cluster is not None and str(cluster.get("kind")) == "static" and int(cluster.node_rank) != 0:
-        print(f"ddpbench: node {cluster.node_rank} done; node 0 writes the report", flush=True)
+    if config.get("cluster") is not None and not writes_report(config):
+        print(f"ddpbench: node {config.cluster.node_rank} done; node 0 writes the report", flush=True)
         return
     if not any(sweep_dir.glob("*/trial.json")):
         return
@@ -28,5 +30,6 @@ def write_sweep_report(config: DictConfig) -> None:
     except Exception as error:
         print(f"ddpbench: could not write the report: {type(error).__name__}: {error}", file=sys.stderr,
               flush=True)
+        state.record_failure()  # no report (a full or read-only disk, say): the sweep exits non-zero
         return
     print(f"ddpbench: report: {sweep_dir / 'report.md'}", flush=True)

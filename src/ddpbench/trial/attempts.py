@@ -1,15 +1,56 @@
-"""Earlier attempts of a trial in its job dir: reuse an ok one (resume), set aside any other."""
+"""Attempts of a trial in its job dir: reuse an ok one (resume), else give the new one a folder of its own.
 
+Layout (docs/formats.md): ``<job dir>/trial.json`` is the latest attempt's record; every attempt writes
+its rank records, logs, node records and the tool's output into ``<job dir>/attempts/<n>/`` (n = 1, 2,
+...), and the record names it (``attempt = {number, dir}``). When a new attempt starts, the earlier
+``trial.json`` moves into its own attempt folder, so each folder holds one attempt whole and nothing is
+overwritten. A job dir from before attempt folders (files directly in the job dir) has those files
+moved into ``previous/<n>/`` as before.
+
+Nodes of one trial that share the job dir (static with a shared dir, SLURM with one job per trial)
+write into node 0's attempt: node 0 names it in ``attempts/current.json`` (with the launch's run token)
+before it tells the other nodes to launch; a node that does not share node 0's dir uses its own.
+"""
+
+import contextlib
 import shutil
+import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Iterator, Optional, Sequence
 
+from ddpbench.cluster import NodePlan
+from ddpbench.errors import StorageError
 from ddpbench.formats.trial_record import TRIAL_FILE, read_trial_record
+from ddpbench.io import read_json, storage_error, write_json_atomic
 
-__all__ = ["ATTEMPT_ENTRIES", "TRIAL_FILE", "previous_ok", "set_aside_previous_attempt"]
+__all__ = [
+    "ATTEMPTS_DIR", "ATTEMPT_ENTRIES", "CURRENT_FILE", "JOIN_WAIT_S", "TRIAL_FILE", "Attempt", "attempt_for",
+    "join_attempt", "new_attempt", "previous_ok", "set_aside_previous_attempt", "start_attempt",
+]
 
-#: what one attempt leaves in its job dir; moved together into previous/<n>/
+#: the folder of a job dir holding one folder per attempt
+ATTEMPTS_DIR = "attempts"
+#: node 0's pointer to the attempt it launches, in ATTEMPTS_DIR
+CURRENT_FILE = "current.json"
+#: seconds a node waits for node 0's CURRENT_FILE to show on the shared file system
+JOIN_WAIT_S = 10.0
+#: what one attempt left in its job dir before attempt folders; moved together into previous/<n>/
 ATTEMPT_ENTRIES = (TRIAL_FILE, "logs", "metrics", "traceml", "nodes")
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One attempt of a trial: its number in the job dir (1, 2, ...) and the folder its files go to."""
+
+    # 1 for the first attempt of the trial in its job dir
+    number: int
+    # where this attempt's rank records (metrics/), logs/, nodes/ and tool output go
+    dir: Path
+
+    def section(self) -> Dict[str, Any]:
+        """The trial record's ``attempt`` section."""
+        return {"number": self.number, "dir": str(self.dir.resolve())}
 
 
 def previous_ok(job_dir: Path, config_hash: str) -> Optional[Dict[str, Any]]:
@@ -20,8 +61,72 @@ def previous_ok(job_dir: Path, config_hash: str) -> Optional[Dict[str, Any]]:
     return None
 
 
+def start_attempt(job_dir: Path, run_token: str) -> Attempt:
+    """Node 0 (the owner): keep what earlier attempts left, claim the next attempt folder, name it for the peers."""
+    with _storage(job_dir):
+        _file_last_record(job_dir)
+        set_aside_previous_attempt(job_dir)
+    attempt = new_attempt(job_dir)
+    write_json_atomic(job_dir / ATTEMPTS_DIR / CURRENT_FILE, {"number": attempt.number, "run_token": run_token})
+    return attempt
+
+
+def join_attempt(job_dir: Path, run_token: str, node_ranks: Sequence[int], wait_s: float) -> Attempt:
+    """A node sharing node 0's job dir: node 0's attempt of this launch (``run_token``), else one of its own.
+
+    Node 0 names its attempt before it lets the other nodes launch; ``wait_s`` bounds the wait for a
+    shared file system to show it. An attempt that already has its final record, or a record of one of
+    ``node_ranks``, is an earlier launch's (a static run token is the same on every resume): not joined.
+    """
+    root = job_dir / ATTEMPTS_DIR
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            current = read_json(root / CURRENT_FILE)
+            number = int(current["number"])
+            folder = root / str(number)
+            taken = [folder / TRIAL_FILE, *(folder / "nodes" / f"node{r}.json" for r in node_ranks)]
+            if current.get("run_token") == run_token and _record_number(job_dir) != number and not any(
+                    p.exists() for p in taken):
+                return Attempt(number, folder)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass
+        if time.monotonic() >= deadline:
+            return new_attempt(job_dir)
+        time.sleep(0.2)
+
+
+def attempt_for(job_dir: Path, plan: NodePlan) -> Attempt:
+    """This driver's attempt of the launch ``plan`` describes.
+
+    Node 0 starts one; a node whose records node 0 reads from the shared job dir joins it; any other
+    node (its own job dir: static with ``shared_dir=false``) starts one of its own.
+    """
+    if plan.owner:
+        return start_attempt(job_dir, plan.run_token)
+    if plan.peer_source == "records":
+        return join_attempt(job_dir, plan.run_token, plan.node_ranks, 0.0 if plan.skip_reason else JOIN_WAIT_S)
+    return new_attempt(job_dir)
+
+
+def new_attempt(job_dir: Path) -> Attempt:
+    """The next free ``attempts/<n>/``, created (mkdir is the claim, so two nodes never get the same one)."""
+    root = job_dir / ATTEMPTS_DIR
+    with _storage(job_dir):
+        root.mkdir(parents=True, exist_ok=True)
+        number = 1 + max((int(p.name) for p in root.iterdir() if p.name.isdigit()), default=0)
+        while True:
+            folder = root / str(number)
+            try:
+                folder.mkdir()
+            except FileExistsError:
+                number += 1
+                continue
+            return Attempt(number, folder)
+
+
 def set_aside_previous_attempt(job_dir: Path) -> Optional[Path]:
-    """Move an earlier attempt's results into ``previous/<n>/`` so nothing is overwritten; return that dir."""
+    """Move what an attempt left directly in ``job_dir`` (the layout before attempt folders) into ``previous/<n>/``."""
     present = [name for name in ATTEMPT_ENTRIES if (job_dir / name).exists()]
     if not present:
         return None
@@ -33,3 +138,31 @@ def set_aside_previous_attempt(job_dir: Path) -> Optional[Path]:
     for name in present:
         shutil.move(str(job_dir / name), str(target / name))
     return target
+
+
+def _file_last_record(job_dir: Path) -> None:
+    """Move the last attempt's ``trial.json`` into its own attempt folder (a record without one stays for previous/)."""
+    number = _record_number(job_dir)
+    if number is None or number < 1 or (job_dir / ATTEMPTS_DIR / str(number) / TRIAL_FILE).exists():
+        return
+    (job_dir / ATTEMPTS_DIR / str(number)).mkdir(parents=True, exist_ok=True)
+    (job_dir / TRIAL_FILE).replace(job_dir / ATTEMPTS_DIR / str(number) / TRIAL_FILE)
+
+
+def _record_number(job_dir: Path) -> Optional[int]:
+    """The attempt number ``job_dir``'s trial.json records, or None."""
+    try:
+        return int(read_json(job_dir / TRIAL_FILE)["attempt"]["number"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+@contextlib.contextmanager
+def _storage(job_dir: Path) -> Iterator[None]:
+    """Turn an OSError of the block (a full or read-only disk) into a one-line StorageError about ``job_dir``."""
+    try:
+        yield
+    except StorageError:
+        raise
+    except OSError as error:
+        raise storage_error(job_dir, error) from None

@@ -20,10 +20,13 @@ __all__ = ["LiveProgress", "launch", "launch_with_retry", "run_name"]
 
 
 def launch(
-    cfg: DictConfig, job: JobInfo, plan: NodePlan, run_name: str, deadline: float
+    cfg: DictConfig, plan: NodePlan, run_name: str, deadline: float, attempt_dir: Path
 ) -> Tuple[WaitOutcome, Optional[commands.LaunchContext]]:
-    """Start the plan's agents in ``job.job_dir`` and wait until ``deadline`` (monotonic); the outcome and the last context."""
-    metrics_dir = job.job_dir / "metrics"
+    """Start the plan's agents in ``attempt_dir`` and wait until ``deadline`` (monotonic); the outcome and the last context.
+
+    The agents' working dir, logs, rank records and the tool's output (``{job_dir}`` in a mode) are the attempt's.
+    """
+    metrics_dir = attempt_dir / "metrics"
     metrics_dir.mkdir(parents=True, exist_ok=True)
     handles = []
     context = None
@@ -32,14 +35,14 @@ def launch(
             context = commands.make_context(
                 cfg, node_rank=NODE_RANK_TOKEN if plan.wrap_agent else node_rank,  # type: ignore[arg-type]
                 master_addr=plan.master_addr, master_port=plan.master_port,
-                aggregator_port=plan.aggregator_port, run_name=run_name, job_dir=job.job_dir,
+                aggregator_port=plan.aggregator_port, run_name=run_name, job_dir=attempt_dir,
             )
             artifacts.prepare(cfg, context)
             argv = commands.node_command(cfg, context)
             env = commands.node_environment(cfg, context)
             if plan.wrap_agent is not None:  # one agent over every node: each fills in its own rank
-                argv = plan.wrap_agent(argv, job.job_dir)
-            handles.append(spawn_agent(node_rank, argv, env, job.job_dir, job.job_dir / "logs"))
+                argv = plan.wrap_agent(argv, attempt_dir)
+            handles.append(spawn_agent(node_rank, argv, env, attempt_dir, attempt_dir / "logs"))
     except BaseException:
         for handle in handles:
             stop_agent(handle)
@@ -77,14 +80,14 @@ class LiveProgress:
 
 
 def launch_with_retry(
-    cfg: DictConfig, job: JobInfo, plan: NodePlan, timeout_s: float
+    cfg: DictConfig, job: JobInfo, plan: NodePlan, timeout_s: float, attempt_dir: Path
 ) -> Tuple[WaitOutcome, Optional[commands.LaunchContext]]:
-    """Launch and wait; relaunch once with fresh ports when a port was taken under us (local only)."""
-    outcome, context = launch(cfg, job, plan, run_name(cfg, job, plan), time.monotonic() + timeout_s)
+    """Launch in ``attempt_dir`` and wait; relaunch once with fresh ports when a port was taken under us (local only)."""
+    outcome, context = launch(cfg, plan, run_name(cfg, job, plan), time.monotonic() + timeout_s, attempt_dir)
     if outcome.reason != "timeout" and plan.retry_on_port_clash and _port_clash(outcome.results):
         plan = plan_nodes(cfg, job, timeout_s)
-        shutil.rmtree(job.job_dir / "metrics", ignore_errors=True)
-        outcome, context = launch(cfg, job, plan, run_name(cfg, job, plan), time.monotonic() + timeout_s)
+        shutil.rmtree(attempt_dir / "metrics", ignore_errors=True)
+        outcome, context = launch(cfg, plan, run_name(cfg, job, plan), time.monotonic() + timeout_s, attempt_dir)
     return outcome, context
 
 

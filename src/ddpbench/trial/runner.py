@@ -25,7 +25,7 @@ from ddpbench.formats.rank_record import read_rank_record
 from ddpbench.io import read_json, write_json_atomic
 from ddpbench.trial import command as commands
 from ddpbench.trial import artifacts, environment
-from ddpbench.trial.attempts import TRIAL_FILE, previous_ok, set_aside_previous_attempt
+from ddpbench.trial.attempts import TRIAL_FILE, attempt_for, previous_ok
 from ddpbench.trial.job import JobInfo
 from ddpbench.trial.launch import launch_with_retry
 from ddpbench.trial.process import AgentResult, tail
@@ -151,23 +151,22 @@ def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
                 plan.announce(RESUMED)
             previous["resumed"] = True
             return previous
+    attempt = attempt_for(job.job_dir, plan)  # this launch's own folder: attempts/<n>/
     if plan.skip_reason is not None:
-        return _skipped_node(cfg, job, plan)
-    if plan.owner:
-        set_aside_previous_attempt(job.job_dir)
+        return _skipped_node(cfg, job, plan, attempt.dir)
     if plan.announce is not None:
         plan.announce(LAUNCH)
     if plan.on_launch is not None:
         plan.on_launch()
 
     started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    outcome, context = launch_with_retry(cfg, job, plan, timeout_s)
+    outcome, context = launch_with_retry(cfg, job, plan, timeout_s, attempt.dir)
     nodes = {r.node_rank: _node_entry(r, socket.gethostname()) for r in outcome.results}
     if not plan.owner:
-        return _report_to_owner(cfg, job, plan, nodes, outcome.results)
+        return _report_to_owner(cfg, attempt.dir, plan, nodes, outcome.results)
 
-    ranks, rank_problems = read_rank_records(job.job_dir / "metrics")
-    nodes.update(_peer_nodes(cfg, job, plan, nodes, ranks))
+    ranks, rank_problems = read_rank_records(attempt.dir / "metrics")
+    nodes.update(_peer_nodes(cfg, attempt.dir, plan, nodes, ranks))
     status, error = classify(outcome.reason, timeout_s, nodes, ranks, cfg, rank_problems)
     metrics, status, error = apply_metrics(cfg, nodes, status, error)
     tool = artifacts.inspect(cfg, context, [n.get("stderr") for n in nodes.values()])
@@ -190,17 +189,19 @@ def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
         logs=_logs_section(nodes, status),
         metrics=metrics,
         tool=tool.to_record() if tool is not None else None,
+        attempt=attempt.section(),
     )
     write_json_atomic(job.job_dir / TRIAL_FILE, trial)
     return trial
 
 
 def _report_to_owner(
-    cfg: DictConfig, job: JobInfo, plan: NodePlan, nodes: Mapping[int, Dict[str, Any]], results: Sequence[AgentResult]
+    cfg: DictConfig, attempt_dir: Path, plan: NodePlan, nodes: Mapping[int, Dict[str, Any]],
+    results: Sequence[AgentResult],
 ) -> Dict[str, Any]:
-    """A peer node's end of a trial: its node records for node 0, and a summary for its own sweeper."""
+    """A peer node's end of a trial: its node records for node 0 (in the attempt's folder), and a summary for its sweeper."""
     for entry in nodes.values():
-        write_json_atomic(job.job_dir / "nodes" / f"node{entry['node_rank']}.json", entry)
+        write_json_atomic(attempt_dir / "nodes" / f"node{entry['node_rank']}.json", entry)
     return _node_summary(cfg, plan, node_ok=all(r.exit_code == 0 for r in results),
                          wall_s=max((r.wall_s for r in results), default=None))
 
@@ -212,24 +213,24 @@ def _node_summary(cfg: DictConfig, plan: NodePlan, node_ok: bool, **extra: Any) 
 
 
 def _peer_nodes(
-    cfg: DictConfig, job: JobInfo, plan: NodePlan, own: Mapping[int, Any], ranks: Sequence[Mapping[str, Any]]
+    cfg: DictConfig, attempt_dir: Path, plan: NodePlan, own: Mapping[int, Any], ranks: Sequence[Mapping[str, Any]]
 ) -> Dict[int, Dict[str, Any]]:
-    """The other nodes' entries: from their node records in the shared job dir, or from their ranks."""
+    """The other nodes' entries: from their node records in this attempt's shared folder, or from their ranks."""
     peers = [r for r in range(int(cfg.cluster.nnodes)) if r not in own]
     if not peers:
         return {}
     if plan.peer_source == "ranks":
         return record.nodes_from_ranks(ranks, peers, int(cfg.cluster.nproc_per_node))
-    return _await_peer_nodes(job.job_dir / "nodes", peers, time.monotonic() + plan.peer_record_wait_s)
+    return _await_peer_nodes(attempt_dir / "nodes", peers, time.monotonic() + plan.peer_record_wait_s)
 
 
-def _skipped_node(cfg: DictConfig, job: JobInfo, plan: NodePlan) -> Dict[str, Any]:
+def _skipped_node(cfg: DictConfig, job: JobInfo, plan: NodePlan, attempt_dir: Path) -> Dict[str, Any]:
     """A non-owner that must not launch this trial (its peers left it): record why, report failure."""
     now = time.time()
     for node_rank in plan.node_ranks:
         entry = record.node_entry(node_rank, socket.gethostname(), wall_s=0.0, exit_code=None, spawn_epoch=now,
                                   exit_epoch=now, error=plan.skip_reason)
-        write_json_atomic(job.job_dir / "nodes" / f"node{node_rank}.json", entry)
+        write_json_atomic(attempt_dir / "nodes" / f"node{node_rank}.json", entry)
     print(f"ddpbench: node {plan.node_ranks} skips job {job.job_num}: {plan.skip_reason}", flush=True)
     return _node_summary(cfg, plan, node_ok=False, error=plan.skip_reason)
 
