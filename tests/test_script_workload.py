@@ -224,7 +224,7 @@ def test_the_recorder_gives_step_figures_decomposition_and_the_lockstep_stop(use
     assert sum(parts) == pytest.approx(trial["wall_s"])
     assert trial["workload"] == SCRIPT.name and trial["metrics"]["steps_per_s"]["value"] > 0
     for rank in (0, 1):
-        record = json.loads((Path(trial["job_dir"]) / "metrics" / f"rank-{rank}.json").read_text())
+        record = json.loads((Path(trial["attempt"]["dir"]) / "metrics" / f"rank-{rank}.json").read_text())
         assert validate_rank_record(record) == []
         assert record["data"]["loader"] == "own" and record["stop_reason"] == "duration"
         assert len(record["step_times_ms"]) == trial["steps"]

@@ -38,7 +38,7 @@ def _stop_mid_second_trial(tmp_path: Path, *signals: signal.Signals) -> Tuple[in
     driver = start_ddpbench(SWEEP, tmp_path, log=log)
     try:
         first = _wait_for("outputs/multirun/stopped/*repeat=1*/trial.json", tmp_path, driver, 120)
-        _wait_for("outputs/multirun/stopped/*repeat=2*/logs/node0.stdout.log", tmp_path, driver, 60)
+        _wait_for("outputs/multirun/stopped/*repeat=2*/attempts/1/logs/node0.stdout.log", tmp_path, driver, 60)
         time.sleep(1.0)
         finished = first.read_bytes()
         for index, signum in enumerate(signals):

@@ -28,6 +28,7 @@ from omegaconf import DictConfig
 from ddpbench.config import ARTIFACT_KINDS
 from ddpbench.trial.command import LaunchContext, fill_placeholders
 from ddpbench.trial.process import tail
+from ddpbench.trial.script_workload import is_user_script
 
 #: the tool each artifact kind belongs to (the ``tool.name`` recorded)
 TOOL_OF_KIND = {
@@ -141,7 +142,11 @@ def _load_json(path: Path) -> Any:
 
 
 def check_traceml_summary(path: Path, cfg: DictConfig) -> Tuple[List[Path], Optional[str]]:
-    """TraceML's final_summary.json exists and analysed at least one step."""
+    """TraceML's final_summary.json exists and analysed at least one step.
+
+    A user's own script that marks no steps for TraceML (``workload=script``) is still measured: its
+    summary must exist, but TraceML analysing no step is expected there, not a broken tool.
+    """
     if not path.is_file():
         return [], f"no TraceML summary at {path}"
     try:
@@ -149,7 +154,7 @@ def check_traceml_summary(path: Path, cfg: DictConfig) -> Tuple[List[Path], Opti
         steps = summary["step_time"]["global"]["window"]["steps_analyzed"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return [path], f"TraceML summary {path} is unreadable ({type(exc).__name__}: {exc})"
-    if not isinstance(steps, (int, float)) or steps <= 0:
+    if not isinstance(steps, (int, float)) or (steps <= 0 and not is_user_script(cfg)):
         return [path], f"TraceML analysed {steps} steps ({path})"
     return [path], None
 
