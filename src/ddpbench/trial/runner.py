@@ -26,9 +26,11 @@ from ddpbench.formats.rank_record import read_rank_record
 from ddpbench.io import read_json, write_json_atomic
 from ddpbench.trial import command as commands
 from ddpbench.trial import environment
+from ddpbench.trial import load as trial_load
 from ddpbench.trial.attempts import TRIAL_FILE, previous_ok, set_aside_previous_attempt
 from ddpbench.trial.job import JobInfo
 from ddpbench.trial.launch import launch_with_retry
+from ddpbench.trial.pinning import trial_pinning
 from ddpbench.trial.process import AgentResult, tail
 
 
@@ -72,6 +74,7 @@ def check_trial_config(cfg: DictConfig) -> None:
     validate_cluster(cfg)
     check_tool(cfg)
     check_command(cfg)
+    trial_pinning(cfg)
 
 
 def condition_of(job: JobInfo) -> Dict[str, str]:
@@ -161,7 +164,11 @@ def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
         plan.on_launch()
 
     started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    outcome, context = launch_with_retry(cfg, job, plan, timeout_s)
+    pins, load_start = trial_pinning(cfg), trial_load.sample()
+    with pins.applied():
+        outcome, context = launch_with_retry(cfg, job, plan, timeout_s)
+    load = trial_load.load_section(load_start, trial_load.sample(), n_cpus=len(pins.available),
+                                   own_cpus=pins.own_cpus, cpu_affinity=pins.record())
     nodes = {r.node_rank: _node_entry(r, socket.gethostname()) for r in outcome.results}
     if not plan.owner:
         return _report_to_owner(cfg, job, plan, nodes, outcome.results)
@@ -185,6 +192,7 @@ def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
         traceml=record.traceml_section(_read_optional_json(summary_file), str(summary_file) if summary_file else None),
         environment=environment.describe(ranks, [str(n.get("hostname")) for n in nodes.values()]),
         logs=_logs_section(nodes, status),
+        load=load,
     )
     write_json_atomic(job.job_dir / TRIAL_FILE, trial)
     return trial

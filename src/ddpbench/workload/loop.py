@@ -24,7 +24,7 @@ from ddpbench.formats.rank_record import PHASES
 from ddpbench.workload.base import Workload
 from ddpbench.workload.runtime import Runtime, TraceStep
 from ddpbench.workload.stop import Faults, StopRule
-from ddpbench.workload.timing import busy_wait
+from ddpbench.workload.timing import wait_until_known
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -77,14 +77,14 @@ class Trainer:
             self.optimizer.step()
 
     def step(self, batch: Any, inject: bool) -> "torch.Tensor":
-        """One optimisation step on ``batch``; busy-wait the injected cost when ``inject``. Returns the loss (no sync)."""
+        """One optimisation step on ``batch``; wait out the injected cost when ``inject``. Returns the loss (no sync)."""
         x, y = self._to_device(batch)
         with self._step_context():
             loss = self._forward(x, y)
             self._backward(loss)
             self._update()
             if inject:
-                busy_wait(self.inject_s)
+                wait_until_known(self.inject_s)
         return loss.detach()
 
     def step_phased(self, batches: Iterator[Any], inject: bool, phases_s: list[tuple[float, ...]]) -> "torch.Tensor":
@@ -110,7 +110,7 @@ class Trainer:
             sync()
             t5 = now()
             if inject:
-                busy_wait(self.inject_s)
+                wait_until_known(self.inject_s)
         phases_s.append((t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4))
         return loss.detach()
 

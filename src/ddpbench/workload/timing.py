@@ -1,4 +1,4 @@
-"""Host-clock helpers of the timed loop: the calibration busy-wait and step statistics (ms).
+"""Host-clock helpers of the timed loop: the calibration wait and step statistics (ms).
 
 Pure and torch-free: the statistics are the rank record's ``step_time_ms`` keys
 (:data:`ddpbench.formats.rank_record.STEP_STAT_KEYS`).
@@ -12,15 +12,27 @@ import time
 from typing import Sequence
 
 
-def busy_wait(seconds: float) -> None:
-    """Spin on ``time.perf_counter`` for ``seconds``.
+SPIN_TAIL_S = 0.001
+"""Seconds :func:`wait_until_known` spins at the end of an injected wait (it sleeps before that)."""
 
-    A sleep would add the scheduler's wake-up latency and timer slack (tens of µs to ms, varying
-    with load), so the added cost would not be the known amount.
+
+def wait_until_known(seconds: float, spin_tail_s: float = SPIN_TAIL_S) -> None:
+    """Wait ``seconds`` of wall time: sleep until ``spin_tail_s`` before the deadline, then spin on ``time.perf_counter``.
+
+    The calibration's injected per-step cost. Sleeping most of it leaves the cores to the peers
+    (gloo's threads, the node agent, the driver, other processes) as a real tool's waiting would,
+    instead of holding both cores of a small machine; spinning the last part absorbs the
+    scheduler's wake-up latency and timer slack (tens of µs), so the wait still ends on time.
+    A wake-up later than ``spin_tail_s`` (a loaded machine) makes the wait that much longer.
     """
     if seconds <= 0:
         return
     end = time.perf_counter() + seconds
+    while True:
+        left = end - time.perf_counter()
+        if left <= spin_tail_s:
+            break
+        time.sleep(left - spin_tail_s)
     while time.perf_counter() < end:
         pass
 
