@@ -58,6 +58,8 @@ def run_size(model: str, size: tuple[float, float, float], args: argparse.Namesp
     load_text = load_summary(sd)
     rows = []
     for item in (c["calibration"] or {}).get("items", []):
+        if not item["injected"]:
+            continue  # nothing injected: no error to state
         m = c["metrics"][METRIC_OF[item["name"]]]
         cost = NAMES[item["name"]]
         rows.append({"model": model, "cost": cost, "injected": item["injected"], "recovered": item["recovered"],

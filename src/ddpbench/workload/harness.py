@@ -6,7 +6,7 @@ timed loop (stop rule, faults, injection, timing), write the rank record. A mode
 :func:`run` from its ``__main__``; see ``docs/workload.md``.
 
 Calibration injection: ``--inject-step-ms X`` waits X ms inside every timed step, sleeping all
-but its last millisecond and spinning that (:func:`ddpbench.workload.timing.wait_until_known`), so
+but its last 0.2 ms and spinning that (:func:`ddpbench.workload.timing.wait_until_known`), so
 the peers keep the cores; ``--inject-startup-sec`` and ``--inject-teardown-sec`` *sleep*: they are
 seconds long, where wake-up jitter is negligible.
 
