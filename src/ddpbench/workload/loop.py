@@ -24,7 +24,7 @@ from ddpbench.formats.rank_record import PHASES
 from ddpbench.workload.base import Workload
 from ddpbench.workload.runtime import Runtime, TraceStep
 from ddpbench.workload.stop import Faults, StopRule
-from ddpbench.workload.timing import wait_until_known
+from ddpbench.workload.timing import InjectedWait
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -49,7 +49,7 @@ class Trainer:
         use_scaler = rt.device == "cuda" and rt.precision == "fp16"
         self.scaler = torch.amp.GradScaler("cuda") if use_scaler else None
         self.trace_step = trace_step
-        self.inject_s = args.inject_step_ms / 1000.0
+        self.inject_wait = InjectedWait(args.inject_step_ms / 1000.0)
         self.non_blocking = rt.device == "cuda"
 
     def _step_context(self) -> ContextManager[Any]:
@@ -84,7 +84,7 @@ class Trainer:
             self._backward(loss)
             self._update()
             if inject:
-                wait_until_known(self.inject_s)
+                self.inject_wait()
         return loss.detach()
 
     def step_phased(self, batches: Iterator[Any], inject: bool, phases_s: list[tuple[float, ...]]) -> "torch.Tensor":
@@ -110,7 +110,7 @@ class Trainer:
             sync()
             t5 = now()
             if inject:
-                wait_until_known(self.inject_s)
+                self.inject_wait()
         phases_s.append((t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4))
         return loss.detach()
 

@@ -42,6 +42,29 @@ def wait_until_known(seconds: float, spin_tail_s: float = SPIN_TAIL_S) -> None:
         pass
 
 
+class InjectedWait:
+    """The calibration's injected per-step cost: ``seconds`` of wall time per call, on average exactly.
+
+    Each call waits with :func:`wait_until_known`, shortened by what earlier calls overran (error
+    feedback): a wake-up that came late on a loaded machine is paid back on the next steps, so
+    the wait summed over a run is ``calls × seconds`` to within one call's overrun, whatever the
+    load. On an idle machine the overrun is a few µs and every call waits ``seconds``.
+    """
+
+    def __init__(self, seconds: float, spin_tail_s: float = SPIN_TAIL_S) -> None:
+        self.seconds = seconds
+        self.spin_tail_s = spin_tail_s
+        # seconds waited so far beyond calls × seconds (positive: owed back)
+        self.overrun_s = 0.0
+
+    def __call__(self) -> None:
+        if self.seconds <= 0:
+            return
+        t0 = time.perf_counter()
+        wait_until_known(max(0.0, self.seconds - self.overrun_s), self.spin_tail_s)
+        self.overrun_s += time.perf_counter() - t0 - self.seconds
+
+
 def percentile(sorted_values: Sequence[float], q: float) -> float:
     """``q``-th percentile (0..100) of already sorted values, linear interpolation (numpy's default)."""
     n = len(sorted_values)
