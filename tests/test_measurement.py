@@ -20,7 +20,7 @@ from ddpbench.analysis.disturbance import TrialLoad, trial_disturbance
 from ddpbench.formats.trial_record import LOAD_KEYS
 from ddpbench.trial import load as trial_load
 from ddpbench.workload import affinity
-from ddpbench.workload.timing import wait_until_known
+from ddpbench.workload.timing import InjectedWait, wait_until_known
 
 from ddpbench_cli import only_sweep_dir, run_ddpbench, trials_in
 
@@ -50,6 +50,17 @@ def test_injected_wait_ends_on_time_and_leaves_the_cpu() -> None:
     assert wall >= 0.100
     assert wall < 0.100 + 5 * 0.010  # each wait ends within 10 ms of its deadline even on a loaded machine
     assert cpu < 0.25 * wall, f"spun {cpu * 1e3:.1f} ms of {wall * 1e3:.1f} ms"  # a busy-wait would be ~100 %
+
+
+def test_injected_wait_pays_back_late_wake_ups() -> None:
+    wait = InjectedWait(0.004)
+    t0 = time.perf_counter()
+    for _ in range(50):
+        wait()
+    total = time.perf_counter() - t0
+    # 50 x 4 ms to within one call's overrun, however late single wake-ups came
+    assert abs(total - 0.200) <= 0.010 + max(wait.overrun_s, 0.0), (total, wait.overrun_s)
+    assert wait.overrun_s < 0.010
 
 
 # --- cluster.cpu_affinity: parsing and planning (pure) ---
@@ -142,8 +153,10 @@ def test_bad_cpu_affinity_fails_in_one_line_before_anything_runs(tmp_path: Path)
 
 @pytest.mark.slow
 def test_injected_cost_is_recovered_with_ranks_pinned(tmp_path: Path) -> None:
-    step_ms = 10.0
-    run = run_ddpbench(["-m", "mode=native,inject", "repeat=1-2", "model=tiny", "stop.steps=150", "stop.warmup_steps=5",
+    # 20 ms: on the shared 2-core machine each step also pays the slower rank's late wake-up
+    # (+2-4 ms at load 8, docs/accuracy.md), which must stay inside the ratio bound below
+    step_ms = 20.0
+    run = run_ddpbench(["-m", "mode=native,inject", "repeat=1-2", "model=tiny", "stop.steps=100", "stop.warmup_steps=5",
                         f"inject.step_ms={step_ms:g}", "inject.startup_s=0", "inject.teardown_s=0",
                         "cluster.cpu_affinity=auto"], tmp_path, timeout=240)
     assert run.returncode == 0, run.output
