@@ -1,8 +1,8 @@
 """Shared helpers of the sweep benchmarks (calibration, noise_floor, harness_overhead).
 
 Machine description, load average, running the real ``python -m ddpbench`` command line in a
-subprocess (own session, killed on timeout), a discarded warm-up trial, and reading a sweep's
-``analysis.json``.
+subprocess (own session, killed on timeout), a discarded warm-up trial, reading a sweep's
+``analysis.json``, and what else ran during its trials (their ``load`` sections).
 """
 
 from __future__ import annotations
@@ -126,6 +126,19 @@ def trials(sweep_dir: Path) -> list[dict[str, Any]]:
     """Every trial.json of a sweep, in job order."""
     out = [json.loads(p.read_text()) for p in sweep_dir.glob("*/trial.json")]
     return sorted(out, key=lambda t: t["job_num"])
+
+
+def load_summary(sweep_dir: Path) -> str:
+    """What else ran during a sweep's trials (their ``load`` sections): the 1-minute load range and
+    the mean CPU share of processes outside the trials (foreign CPU s / (wall s x CPUs))."""
+    loaded = [t for t in trials(sweep_dir) if t.get("load")]
+    l1 = [x for t in loaded for x in (t["load"]["load1_start"], t["load"]["load1_end"]) if x is not None]
+    if not l1:
+        return "load n/a"
+    shares = [t["load"]["foreign_cpu_s"] / (t["wall_s"] * t["load"]["n_cpus"]) for t in loaded
+              if t["load"]["foreign_cpu_s"] is not None and t.get("wall_s")]
+    share = f", foreign CPU {100 * sum(shares) / len(shares):.0f} %" if shares else ""
+    return f"load {min(l1):.1f}-{max(l1):.1f}{share}"
 
 
 def write_out(path: Path | None, text: str, data: dict[str, Any]) -> None:

@@ -17,6 +17,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 from ddpbench.errors import ConfigError
 from ddpbench.formats.rank_record import LOADERS, TIMINGS
+from ddpbench.workload.affinity import parse_setting as parse_cpu_affinity
 
 
 # --- workloads, data loaders, timing (issue 13) ---
@@ -311,6 +312,11 @@ class ClusterConfig:
     shared_dir: bool = True
     # slurm backend settings (ignored elsewhere)
     slurm: SlurmConfig = field(default_factory=SlurmConfig)
+    # --- cpu affinity (issue 16) ---
+    # pin each rank to CPUs: auto (spread the ranks, keep the driver and agents off their CPUs where
+    # CPUs allow) | none | a CPU list for the ranks in order: "0-3", [0,1] (ddpbench.workload.affinity)
+    cpu_affinity: Any = "none"
+    # --- end of cpu affinity ---
 
 
 @dataclass
@@ -455,6 +461,12 @@ def validate(cfg: DictConfig) -> None:
     _require(c.threads_per_rank >= 0, "cluster.threads_per_rank", "must be >= 0", c.threads_per_rank)
     _require(0 <= c.node_rank < c.nnodes, "cluster.node_rank", f"must be in [0, {c.nnodes - 1}]", c.node_rank)
     _require(c.base_port == 0 or 1024 <= c.base_port <= 65000, "cluster.base_port", "must be 0 or in [1024, 65000]", c.base_port)
+    # --- cpu affinity (issue 16) ---
+    try:
+        parse_cpu_affinity(c.cpu_affinity)
+    except ValueError as error:
+        raise ConfigError(f"cluster.cpu_affinity={c.cpu_affinity!r}: {error}") from None
+    # --- end of cpu affinity ---
     world = c.nnodes * c.nproc_per_node
     _require(
         m.num_samples >= m.batch_size * world,

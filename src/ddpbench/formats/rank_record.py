@@ -146,8 +146,10 @@ must hold :data:`FIELDS` and the fields every version <= v added."""
 
 OPTIONAL_FIELDS: Final[dict[str, tuple[tuple[type, ...], bool]]] = {
     "step_times_ms": ((list,), False),
+    "cpu_affinity": ((list,), False),
 }
-"""Fields that may be absent: ``step_times_ms`` (every timed step in ms, ``--save-step-times``)."""
+"""Fields that may be absent: ``step_times_ms`` (every timed step in ms, ``--save-step-times``) and
+``cpu_affinity`` (the CPU numbers the rank could run on after pinning itself, where the OS tells)."""
 
 
 def _type_problem(name: str, value: Any, types: tuple[type, ...], nullable: bool) -> str | None:

@@ -25,9 +25,11 @@ from ddpbench.formats.rank_record import read_rank_record
 from ddpbench.io import read_json, write_json_atomic
 from ddpbench.trial import command as commands
 from ddpbench.trial import artifacts, environment
+from ddpbench.trial import load as trial_load
 from ddpbench.trial.attempts import TRIAL_FILE, attempt_for, previous_ok
 from ddpbench.trial.job import JobInfo
 from ddpbench.trial.launch import launch_with_retry
+from ddpbench.trial.pinning import trial_pinning
 from ddpbench.trial.process import AgentResult, tail
 from ddpbench.trial.script_metrics import apply_metrics
 from ddpbench.trial.script_workload import check_script_workload, is_user_script
@@ -65,6 +67,7 @@ def check_trial_config(cfg: DictConfig) -> None:
     validate_cluster(cfg)
     check_tool(cfg)
     check_command(cfg)
+    trial_pinning(cfg)
 
 
 def condition_of(job: JobInfo) -> Dict[str, str]:
@@ -160,7 +163,11 @@ def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
         plan.on_launch()
 
     started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    outcome, context = launch_with_retry(cfg, job, plan, timeout_s, attempt.dir)
+    pins, load_start = trial_pinning(cfg), trial_load.sample()
+    with pins.applied():
+        outcome, context = launch_with_retry(cfg, job, plan, timeout_s, attempt.dir)
+    load = trial_load.load_section(load_start, trial_load.sample(), n_cpus=len(pins.available),
+                                   own_cpus=pins.own_cpus, cpu_affinity=pins.record())
     nodes = {r.node_rank: _node_entry(r, socket.gethostname()) for r in outcome.results}
     if not plan.owner:
         return _report_to_owner(cfg, attempt.dir, plan, nodes, outcome.results)
@@ -190,6 +197,7 @@ def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
         metrics=metrics,
         tool=tool.to_record() if tool is not None else None,
         attempt=attempt.section(),
+        load=load,
     )
     write_json_atomic(job.job_dir / TRIAL_FILE, trial)
     return trial

@@ -140,7 +140,7 @@ def build_parser(workload: "Workload") -> OneLineParser:
     fault.add_argument("--fault-clock-skew-sec", type=finite_float, default=0.0, help="stop clock reads S s ahead")
     fault.add_argument("--fault-crash-at-step", type=positive_int, default=None, help="os._exit(3) at timed step N")
     fault.add_argument("--fault-hang-at-step", type=positive_int, default=None, help="sleep forever at timed step N")
-    fault.add_argument("--inject-step-ms", type=non_negative_float, default=0.0, help="busy-wait X ms in every timed step")
+    fault.add_argument("--inject-step-ms", type=non_negative_float, default=0.0, help="wait X ms in every timed step (sleep, spin the last 0.2 ms)")
     fault.add_argument("--inject-startup-sec", type=non_negative_float, default=0.0, help="sleep X s before warmup")
     fault.add_argument("--inject-teardown-sec", type=non_negative_float, default=0.0, help="sleep X s after the timed loop")
 

@@ -5,10 +5,13 @@ call ``traceml_ai.init`` under ``traceml run``, build the model and the loader, 
 timed loop (stop rule, faults, injection, timing), write the rank record. A model file calls
 :func:`run` from its ``__main__``; see ``docs/workload.md``.
 
-Calibration injection: ``--inject-step-ms X`` busy-waits X ms inside every timed step (see
-:func:`ddpbench.workload.timing.busy_wait`); ``--inject-startup-sec`` and ``--inject-teardown-sec``
-*sleep*: they are seconds long, where wake-up jitter is negligible, and sleeping leaves the CPU to
-the peers.
+Calibration injection: ``--inject-step-ms X`` waits X ms inside every timed step, sleeping all
+but its last 0.2 ms and spinning that (:func:`ddpbench.workload.timing.wait_until_known`), so
+the peers keep the cores; ``--inject-startup-sec`` and ``--inject-teardown-sec`` *sleep*: they are
+seconds long, where wake-up jitter is negligible.
+
+CPU affinity: the rank pins itself first thing, before torch starts its threads
+(:func:`ddpbench.workload.affinity.pin_from_environment`, ``cluster.cpu_affinity``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import time
 from typing import Sequence
 
+from ddpbench.workload.affinity import current_cpus, pin_from_environment
 from ddpbench.workload.args import build_parser, parse_args
 from ddpbench.workload.base import Workload
 from ddpbench.workload.data import build_loader, endless_batches, loader_description
@@ -34,6 +38,10 @@ def run(workload: Workload, argv: Sequence[str] | None = None, *, process_start_
     """
     started = time.time() if process_start_epoch is None else process_start_epoch
     args = parse_args(workload, argv)
+    try:
+        pin_from_environment()
+    except (ValueError, OSError) as exc:
+        build_parser(workload).error(f"CPU affinity: {exc}")
     ensure_single_process_env()
     trace_step = init_traceml(args)  # before the DataLoader exists, so auto mode can patch it
 
@@ -72,6 +80,9 @@ def run(workload: Workload, argv: Sequence[str] | None = None, *, process_start_
             args, rt, res, workload=workload.name, data=loader_description(args, rt), process_start_epoch=started, pg_ready_epoch=pg_ready,
             traceml_active=trace_step is not None, stop_reason=stop.reason,
         )
+        cpus = current_cpus()
+        if cpus is not None:
+            record["cpu_affinity"] = cpus
         write_record(args.metrics_dir, record)
         if args.gather_metrics:
             gather_records(record, rt, args.metrics_dir, stop_group)

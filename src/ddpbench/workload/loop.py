@@ -24,7 +24,7 @@ from ddpbench.formats.rank_record import PHASES
 from ddpbench.workload.base import Workload
 from ddpbench.workload.runtime import Runtime, TraceStep
 from ddpbench.workload.stop import Faults, StopRule
-from ddpbench.workload.timing import busy_wait
+from ddpbench.workload.timing import InjectedWait
 from ddpbench.workload.tools import ToolHooks
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -50,7 +50,7 @@ class Trainer:
         use_scaler = rt.device == "cuda" and rt.precision == "fp16"
         self.scaler = torch.amp.GradScaler("cuda") if use_scaler else None
         self.trace_step = trace_step
-        self.inject_s = args.inject_step_ms / 1000.0
+        self.inject_wait = InjectedWait(args.inject_step_ms / 1000.0)
         self.non_blocking = rt.device == "cuda"
 
     def _step_context(self) -> ContextManager[Any]:
@@ -78,14 +78,14 @@ class Trainer:
             self.optimizer.step()
 
     def step(self, batch: Any, inject: bool) -> "torch.Tensor":
-        """One optimisation step on ``batch``; busy-wait the injected cost when ``inject``. Returns the loss (no sync)."""
+        """One optimisation step on ``batch``; wait out the injected cost when ``inject``. Returns the loss (no sync)."""
         x, y = self._to_device(batch)
         with self._step_context():
             loss = self._forward(x, y)
             self._backward(loss)
             self._update()
             if inject:
-                busy_wait(self.inject_s)
+                self.inject_wait()
         return loss.detach()
 
     def step_phased(self, batches: Iterator[Any], inject: bool, phases_s: list[tuple[float, ...]]) -> "torch.Tensor":
@@ -111,7 +111,7 @@ class Trainer:
             sync()
             t5 = now()
             if inject:
-                busy_wait(self.inject_s)
+                self.inject_wait()
         phases_s.append((t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4))
         return loss.detach()
 

@@ -1,4 +1,4 @@
-"""Host-clock helpers of the timed loop: the calibration busy-wait and step statistics (ms).
+"""Host-clock helpers of the timed loop: the calibration wait and step statistics (ms).
 
 Pure and torch-free: the statistics are the rank record's ``step_time_ms`` keys
 (:data:`ddpbench.formats.rank_record.STEP_STAT_KEYS`).
@@ -12,17 +12,57 @@ import time
 from typing import Sequence
 
 
-def busy_wait(seconds: float) -> None:
-    """Spin on ``time.perf_counter`` for ``seconds``.
+SPIN_TAIL_S = 0.0002
+"""Seconds :func:`wait_until_known` spins at the end of an injected wait (it sleeps before that).
 
-    A sleep would add the scheduler's wake-up latency and timer slack (tens of µs to ms, varying
-    with load), so the added cost would not be the known amount.
+0.2 ms: about twice an idle machine's wake-up latency. A longer tail does not help on a loaded
+machine, where spinning gets the process preempted: waiting 5 ms on a 2-core VM at load 8 took
+5.22 ms (mean of 300) sleeping only, 5.34 ms with this tail, 6.21 ms with a 1 ms tail and 11.8 ms
+spinning throughout (docs/accuracy.md)."""
+
+
+def wait_until_known(seconds: float, spin_tail_s: float = SPIN_TAIL_S) -> None:
+    """Wait ``seconds`` of wall time: sleep until ``spin_tail_s`` before the deadline, then spin on ``time.perf_counter``.
+
+    The calibration's injected per-step cost. Sleeping most of it leaves the cores to the peers
+    (gloo's threads, the node agent, the driver, other processes) as a real tool's waiting would,
+    instead of holding both cores of a small machine; spinning the last part absorbs the
+    scheduler's wake-up latency and timer slack (tens of µs), so the wait ends on time.
+    A wake-up later than ``spin_tail_s`` (a loaded machine) makes the wait that much longer.
     """
     if seconds <= 0:
         return
     end = time.perf_counter() + seconds
+    while True:
+        left = end - time.perf_counter()
+        if left <= spin_tail_s:
+            break
+        time.sleep(left - spin_tail_s)
     while time.perf_counter() < end:
         pass
+
+
+class InjectedWait:
+    """The calibration's injected per-step cost: ``seconds`` of wall time per call, on average exactly.
+
+    Each call waits with :func:`wait_until_known`, shortened by what earlier calls overran (error
+    feedback): a wake-up that came late on a loaded machine is paid back on the next steps, so
+    the wait summed over a run is ``calls × seconds`` to within one call's overrun, whatever the
+    load. On an idle machine the overrun is a few µs and every call waits ``seconds``.
+    """
+
+    def __init__(self, seconds: float, spin_tail_s: float = SPIN_TAIL_S) -> None:
+        self.seconds = seconds
+        self.spin_tail_s = spin_tail_s
+        # seconds waited so far beyond calls × seconds (positive: owed back)
+        self.overrun_s = 0.0
+
+    def __call__(self) -> None:
+        if self.seconds <= 0:
+            return
+        t0 = time.perf_counter()
+        wait_until_known(max(0.0, self.seconds - self.overrun_s), self.spin_tail_s)
+        self.overrun_s += time.perf_counter() - t0 - self.seconds
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:

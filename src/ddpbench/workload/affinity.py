@@ -1,0 +1,185 @@
+"""CPU affinity of the ranks (``cluster.cpu_affinity``): parse the setting, plan the cores, pin a rank.
+
+Torch-free and pure except :func:`pin_from_environment`. The trial plans the cores of the ranks
+on its host (:func:`plan`) and hands each node agent the plan in :data:`AFFINITY_ENV`; each rank
+pins itself at start by its host slot. Settings:
+
+- ``none``: nothing is pinned.
+- ``auto``: spread the ranks over the CPUs available. When there are more CPUs than ranks, the
+  first CPU (plus any left over after an even split) is kept for the driver, the node agents and
+  the tool, and the ranks share the rest in contiguous, equal groups; with no more CPUs than ranks
+  each rank gets one CPU (round robin) and the driver and agents share them (not pinned).
+- a CPU list such as ``0,1`` or ``0-3,6``: the CPUs for the ranks in order, split like ``auto``'s
+  (contiguous, equal groups; round robin when fewer CPUs than ranks); the driver and agents keep
+  the available CPUs outside the list, if any.
+
+:data:`AFFINITY_ENV` holds either the host plan, ``plan:`` and one CPU list per host slot
+separated by ``;`` (``plan:0;1``), or ``auto``, which the rank resolves from its own CPUs, for
+agents on hosts the driver cannot see (SLURM). A rank's host slot is its ``LOCAL_RANK``, or ``GROUP_RANK`` ×
+``LOCAL_WORLD_SIZE`` + ``LOCAL_RANK`` when the plan covers several node agents on one host.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+AFFINITY_ENV = "DDPBENCH_CPU_AFFINITY"
+"""Environment variable carrying the rank plan from the trial to the workload."""
+
+PLAN_PREFIX = "plan:"
+"""Start of an :data:`AFFINITY_ENV` value that is a host plan (else it is ``auto``)."""
+
+SETTINGS = ("auto", "none")
+"""The named settings; anything else must be a CPU list."""
+
+
+def parse_cpu_list(text: str) -> tuple[int, ...]:
+    """``"0,2-3"`` -> ``(0, 2, 3)`` in the order given, duplicates dropped. ValueError (one line) when malformed."""
+    cpus: list[int] = []
+    for part in str(text).replace(" ", "").split(","):
+        lo, dash, hi = part.partition("-")
+        if not lo.isdigit() or (dash and not hi.isdigit()):
+            raise ValueError(f"{part!r} is not a CPU number or range A-B")
+        first, last = int(lo), int(hi) if dash else int(lo)
+        if last < first:
+            raise ValueError(f"range {part!r} runs backwards")
+        cpus.extend(c for c in range(first, last + 1) if c not in cpus)
+    return tuple(cpus)
+
+
+def parse_setting(value: object) -> str | tuple[int, ...]:
+    """``auto`` / ``none`` as is, else the CPU list (text like ``0,1`` / ``0-3``, a number, or a list of numbers).
+
+    ValueError (one line) when it is none of these.
+    """
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        value = ",".join(str(v) for v in value)
+    text = str(value).strip()
+    if text in SETTINGS:
+        return text
+    try:
+        return parse_cpu_list(text)
+    except ValueError as error:
+        raise ValueError(f"must be auto, none or a CPU list like 0,1 or 0-3 ({error})") from None
+
+
+def format_cpus(cpus: Sequence[int]) -> str:
+    """``(0, 1, 2, 5)`` -> ``"0-2,5"``."""
+    ordered = sorted(set(cpus))
+    parts: list[str] = []
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Where a host's ranks and the trial's other processes run."""
+
+    # one CPU tuple per host slot (rank); empty when nothing is pinned
+    ranks: tuple[tuple[int, ...], ...]
+    # CPUs for the driver, node agents and the tool; None = not pinned (they share the ranks' CPUs)
+    others: tuple[int, ...] | None
+    # one line when the plan could not keep the ranks apart from each other or from the others
+    note: str | None = None
+
+    @property
+    def rank_cpus(self) -> tuple[int, ...]:
+        """Every CPU some rank is pinned to, sorted."""
+        return tuple(sorted({c for group in self.ranks for c in group}))
+
+    def env_value(self) -> str:
+        """The value of :data:`AFFINITY_ENV` for this plan: ``"plan:0;1"``."""
+        return PLAN_PREFIX + ";".join(format_cpus(group) for group in self.ranks)
+
+
+def _split(cpus: Sequence[int], n: int) -> tuple[tuple[int, ...], ...]:
+    """``n`` contiguous groups of ``cpus``, sizes differing by at most one; round robin when fewer CPUs than ``n``."""
+    if len(cpus) < n:
+        return tuple((cpus[i % len(cpus)],) for i in range(n))
+    size, extra = divmod(len(cpus), n)
+    groups, start = [], 0
+    for i in range(n):
+        end = start + size + (1 if i < extra else 0)
+        groups.append(tuple(cpus[start:end]))
+        start = end
+    return tuple(groups)
+
+
+def plan(setting: str | tuple[int, ...], available: Sequence[int], n_ranks: int) -> Plan:
+    """The plan for ``n_ranks`` ranks on a host whose usable CPUs are ``available``.
+
+    ValueError (one line) when a listed CPU is not available.
+    """
+    avail = sorted(set(available))
+    if setting == "none" or n_ranks < 1 or not avail:
+        return Plan(ranks=(), others=None)
+    if setting == "auto":
+        if len(avail) > n_ranks:
+            per_rank = (len(avail) - 1) // n_ranks
+            used = avail[len(avail) - per_rank * n_ranks:]
+            return Plan(ranks=_split(used, n_ranks), others=tuple(avail[:len(avail) - len(used)]))
+        note = (f"{len(avail)} CPUs for {n_ranks} ranks: the driver and agents share the ranks' CPUs"
+                + ("" if len(avail) == n_ranks else "; ranks share CPUs"))
+        return Plan(ranks=_split(avail, n_ranks), others=None, note=note)
+    assert isinstance(setting, tuple)
+    missing = [c for c in setting if c not in avail]
+    if missing:
+        raise ValueError(f"CPU {missing[0]} is not available here (available: {format_cpus(avail)})")
+    rest = tuple(c for c in avail if c not in setting)
+    notes = []
+    if len(setting) < n_ranks:
+        notes.append(f"{len(setting)} CPUs listed for {n_ranks} ranks: ranks share CPUs")
+    if not rest:
+        notes.append("no CPU left outside the list: the driver and agents share the ranks' CPUs")
+    return Plan(ranks=_split(list(setting), n_ranks), others=rest or None, note="; ".join(notes) or None)
+
+
+def current_cpus() -> list[int] | None:
+    """The CPUs this process may run on now (its affinity mask; the rank record's ``cpu_affinity``); None where unknown."""
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+
+
+def slot_cpus(value: str, environ: Mapping[str, str]) -> tuple[int, ...] | None:
+    """The CPUs of this rank under the :data:`AFFINITY_ENV` ``value``, or None (not pinned).
+
+    ``value`` is ``plan:`` and a host plan (``plan:0;1``), or ``auto``: plan from this process's
+    own CPUs for ``LOCAL_WORLD_SIZE`` ranks. ValueError (one line) when malformed.
+    """
+    local_rank = int(environ.get("LOCAL_RANK", "0"))
+    local_world = int(environ.get("LOCAL_WORLD_SIZE", "1"))
+    text = value.strip()
+    if text == "auto":
+        groups = plan("auto", current_cpus() or range(os.cpu_count() or 1), local_world).ranks
+    elif text.startswith(PLAN_PREFIX):
+        groups = tuple(parse_cpu_list(group) for group in text[len(PLAN_PREFIX):].split(";"))
+    else:
+        raise ValueError(f"${AFFINITY_ENV}={value!r}: expected auto or {PLAN_PREFIX}<cpus>;<cpus>...")
+    if not groups:
+        return None
+    slot = local_rank
+    if len(groups) > local_world:
+        slot = int(environ.get("GROUP_RANK", "0")) * local_world + local_rank
+    return groups[slot % len(groups)]
+
+
+def pin_from_environment(environ: Mapping[str, str] | None = None) -> tuple[int, ...] | None:
+    """Pin this process to its slot's CPUs when :data:`AFFINITY_ENV` asks; return them, or None.
+
+    Call it before torch starts its threads: threads created later inherit the mask.
+    """
+    env = os.environ if environ is None else environ
+    value = env.get(AFFINITY_ENV, "")
+    if not value or not hasattr(os, "sched_setaffinity"):
+        return None
+    cpus = slot_cpus(value, env)
+    if cpus is not None:
+        os.sched_setaffinity(0, cpus)
+    return cpus
