@@ -367,6 +367,37 @@ class TrialConfig:
     resume: bool = True
 
 
+# --- repeat=auto: when to stop adding pairs (issue 16) ---
+#: paired metrics repeat=auto may decide on (per-pair values of the analysis; units: % or ms)
+PRECISION_METRICS = ("step_overhead_pct", "step_overhead_ms", "step_median_overhead_pct",
+                     "step_median_overhead_ms", "throughput_overhead_pct", "wall_overhead_pct")
+
+
+@dataclass
+class PrecisionConfig:
+    """When ``repeat=auto`` stops adding pairs (ddpbench.analysis.sequential; docs/analysis.md)."""
+
+    # the paired metric the rule decides on (one of PRECISION_METRICS); % metrics are compared with
+    # budget_pct, ms metrics with budget_ms
+    metric: str = "step_overhead_pct"
+    # stop once the interval's half-width is at most this (the metric's unit); null = only a decisive
+    # verdict, max_pairs or max_minutes stop
+    halfwidth_pct: Optional[float] = 1.0
+    # never stop before this many pairs per condition (at least 2: an interval needs two)
+    min_pairs: int = 3
+    # never run more than this many pairs per condition
+    max_pairs: int = 12
+    # stop adding pairs once the sweep has run this long, minutes
+    max_minutes: float = 60.0
+    # how the error rate is spread over the looks: pocock (decides early) or obrien_fleming
+    spending: str = "pocock"
+    # budget for a ms metric, ms per step (null = a ms metric needs it set)
+    budget_ms: Optional[float] = None
+
+
+# --- end of repeat=auto ---
+
+
 @dataclass
 class DdpbenchConfig:
     """The whole composed config of one trial."""
@@ -396,6 +427,8 @@ class DdpbenchConfig:
     baseline: str = "native"
     # overhead budget for the report's verdicts, %
     budget_pct: float = 2.0
+    # repeat=auto: when to stop adding pairs
+    precision: PrecisionConfig = field(default_factory=PrecisionConfig)
 
 
 def register_configs() -> None:

@@ -19,6 +19,7 @@ from ddpbench.analysis.paired import INCONCLUSIVE, OVER, Analysis, analysis_to_d
 from ddpbench.collect.collector import collect_trials, write_results
 from ddpbench.formats.analysis_record import ANALYSIS_FILE
 from ddpbench.io import write_json_atomic, write_text_atomic
+from ddpbench.formats.stopping_record import read_stopping_record
 from ddpbench.report.markdown import render_report
 from ddpbench.analysis.tools import compares_several_tools
 from ddpbench.report.plots import plot_condition, save_figure
@@ -147,8 +148,10 @@ def write_report(
         ddpbench_version=__version__,
     )
     analysis_path = write_json_atomic(out / ANALYSIS_FILE, payload)
+    stopping = [record for record, _ in (read_stopping_record(d) for d in dirs) if record is not None]
     text = render_report(
-        analysis, frame, plot_refs, [str(d) for d in dirs], collected.skipped, generated, __version__, tool_plot_ref
+        analysis, frame, plot_refs, [str(d) for d in dirs], collected.skipped, generated, __version__, tool_plot_ref,
+        stopping,
     )
     report_path = write_text_atomic(out / "report.md", text)
     return ReportOutcome(

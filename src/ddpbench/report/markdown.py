@@ -11,7 +11,7 @@ trials, skipped files. Every figure, unit, caveat and provenance fact comes from
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
@@ -21,7 +21,8 @@ from ddpbench.analysis.efficiency import workload_of
 from ddpbench.analysis.paired import Analysis, Comparison
 from ddpbench.analysis.provenance import provenance
 from ddpbench.analysis.tools import compares_several_tools
-from ddpbench.report.sections import artifacts, calibration_line, details, disturbed, efficiency_line, method, setup
+from ddpbench.report.sections import (artifacts, calibration_line, details, disturbed, efficiency_line, method, setup,
+                                      stopping_section)
 from ddpbench.report.tables import ci, figure_rows_table, headline, tool_table
 
 __all__ = ["calibration_line", "render_report"]
@@ -81,11 +82,13 @@ def render_report(
     generated_at: str = "",
     ddpbench_version: str = "",
     tool_plot: str | None = None,
+    stopping: Sequence[Mapping[str, Any]] = (),
 ) -> str:
     """The whole report.md.
 
     ``plots`` maps condition_id → {plot name → path relative to the report}; ``tool_plot`` is the
-    relative path of the plot comparing the tools (drawn when more than one tool was compared).
+    relative path of the plot comparing the tools (drawn when more than one tool was compared);
+    ``stopping``: the ``stopping.json`` records of ``repeat=auto`` sweeps.
     """
     comps = list(analysis.comparisons)
     tools = [c for c in comps if c.role == "tool"]
@@ -99,6 +102,8 @@ def render_report(
         f"{sum(c.n_excluded for c in comps)} excluded, {len(skipped)} file(s) skipped.",
         "",
     ]
+    for record in stopping:
+        lines += stopping_section(record)
     if compares_several_tools(comps):
         by_label = {c.label: c for c in tools}
         ranked = [by_label[label] for label in analysis.tool_ranking if label in by_label]

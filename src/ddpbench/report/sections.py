@@ -5,7 +5,7 @@ TFLOP/s, disturbed trials and pairs, the tools' own output. Pure layout of :mod:
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 from ddpbench.analysis.caveats import fmt
 from ddpbench.analysis.paired import METRIC_UNITS, Analysis, Comparison
@@ -181,4 +181,20 @@ def artifacts(analysis: Analysis) -> list[str]:
         size = "unknown" if a.bytes is None else f"{a.bytes:,}"
         problem = (a.problem or "").replace("|", "\\|")
         lines.append(f"| {a.condition_id} | {a.mode} | {a.repeat} | {a.name or '—'} | {usable} | {size} | {problem} |")
+    return lines + [""]
+
+
+def stopping_section(record: Mapping[str, Any]) -> list[str]:
+    """``## Why the sweep stopped``: the repeat=auto rule and, per condition, its pairs and reason."""
+    rule = record.get("rule", {})
+    lines = ["## Why the sweep stopped (repeat=auto)", "",
+             f"Pairs were added until `{rule.get('metric')}` was decided against the budget of "
+             f"{rule.get('budget')} ({rule.get('spending')} alpha spending over at most {rule.get('max_pairs')} "
+             f"looks, {float(rule.get('confidence', 0.95)) * 100:g} % overall; at least {rule.get('min_pairs')} "
+             f"pairs; half-width target {rule.get('halfwidth')}; at most {rule.get('max_minutes')} min).", "",
+             "| condition | pairs | stopped because | per mode |", "|---|---|---|---|"]
+    for condition in record.get("conditions", []):
+        shown = " ".join(condition.get("condition") or []) or "all"
+        modes = "; ".join(f"{mode}: {c.get('message')}" for mode, c in (condition.get("comparisons") or {}).items())
+        lines.append(f"| {shown} | {condition.get('pairs')} | {condition.get('reason')} | {modes} |")
     return lines + [""]

@@ -12,21 +12,31 @@ from __future__ import annotations
 import signal
 import sys
 from pathlib import Path
-from typing import Any, List, NoReturn, Sequence
+from typing import Any, Dict, List, Mapping, NoReturn, Sequence
 
 from omegaconf import OmegaConf
 
 from ddpbench import state
 from ddpbench.errors import DdpbenchError
-from ddpbench.sweep import one_allocation
+from ddpbench.sweep import adaptive, one_allocation
 from ddpbench.sweep.order import SweepOrderError
 from ddpbench.sweep.progress import Progress, succeeded, summary_from
 from ddpbench.sweep.report import write_sweep_report
 from ddpbench.sweep.signals import signal_of, stop_signals
-from ddpbench.sweep.validate import check_jobs
+from ddpbench.sweep.validate import check_baseline, check_jobs
 
 #: keys the driver sets on every job itself (not swept)
 FIXED_KEYS = ("pair_position", "sweep_name")
+
+
+def job_dir_of(summary: Mapping[str, Any], result: Any) -> str:
+    """A finished job's own folder: from its trial summary, else from the Hydra config it ran with ("" if unknown)."""
+    if summary.get("job_dir"):
+        return str(summary["job_dir"])
+    try:
+        return str(result.hydra_cfg.hydra.runtime.output_dir)
+    except AttributeError:
+        return ""
 
 
 def fail(message: str) -> NoReturn:
@@ -60,9 +70,15 @@ class SweepDriver:
         from ddpbench.sweep_lock import hold_sweep_lock
         from ddpbench.trial.runner import trial_timeout_s
 
+        arguments, auto = adaptive.expand_auto(arguments, int(self.config.precision.max_pairs))
         jobs = self.jobs(arguments)
         try:
             cfgs = check_jobs(self.hydra_context, self.config, jobs)
+            check_baseline(self.config, cfgs, explicit=any(a.startswith("baseline=") for a in arguments))
+            if auto:
+                adaptive.check_precision(self.config.precision, [str(c.mode.name) for c in cfgs],
+                                         str(self.config.baseline), float(self.config.budget_pct),
+                                         all(bool(c.cluster.get("shared_dir", True)) for c in cfgs))
             whole = one_allocation.wanted(self.launcher, cfgs)
         except DdpbenchError as error:
             fail(str(error))
@@ -75,8 +91,13 @@ class SweepDriver:
         except DdpbenchError as error:
             fail(str(error))
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
-        print(f"ddpbench: sweep of {len(jobs)} trials -> {sweep_dir}", flush=True)
+        upto = "up to " if auto else ""
+        print(f"ddpbench: sweep of {upto}{len(jobs)} trials -> {sweep_dir}", flush=True)
         progress = Progress(len(jobs))
+        stopper = (adaptive.AdaptiveStop(sweep_dir, self.config.precision, str(self.config.baseline),
+                                         float(self.config.budget_pct)) if auto else None)
+        groups = adaptive.pair_groups(jobs) if auto else {}
+        finished: Dict[Any, List[str]] = {}
         returns: List[Any] = []
         with stop_signals():
             try:
@@ -86,14 +107,23 @@ class SweepDriver:
                         state.record_failure()
                     return []
                 for batch in self.sweeper.batches(jobs):
+                    if stopper is not None:
+                        batch = [job for job in batch if not stopper.is_stopped(job)]
+                        if not batch:
+                            continue
                     progress.starting(batch)
                     results = self.launcher.launch(batch, initial_job_idx=progress.done)
-                    for result in results:
+                    for overrides, result in zip(batch, results):
                         summary = summary_from(result)
                         if not succeeded(summary):
                             state.record_failure()
                         progress.finished(summary)
+                        if stopper is not None:
+                            self.decide(stopper, groups, finished, overrides, job_dir_of(summary, result))
                     returns.append(results)
+                if stopper is not None:
+                    print(f"ddpbench: repeat=auto ran {progress.done} of up to {len(jobs)} trials; why: "
+                          f"{sweep_dir / 'stopping.json'}", flush=True)
             except DdpbenchError as error:
                 fail(str(error))
             except KeyboardInterrupt as stop:
@@ -101,6 +131,19 @@ class SweepDriver:
             except OSError as error:  # Hydra's own job files (.hydra/) on a full or read-only disk
                 fail(str(storage_error(error.filename or sweep_dir, error)))
         return returns
+
+    @staticmethod
+    def decide(stopper: adaptive.AdaptiveStop, groups: Mapping[Any, int], finished: Dict[Any, List[str]],
+               overrides: Sequence[str], job_dir: str) -> None:
+        """After a job of a repeat=auto sweep: once its pair is complete, ask whether its condition is decided."""
+        group = (adaptive.condition_key(overrides), adaptive.repeat_of(overrides))
+        finished.setdefault(group, []).append(job_dir)
+        if len(finished[group]) < groups[group]:
+            return
+        decided = stopper.after_pair(overrides, [d for d in finished[group] if d])
+        if decided.reason is not None:
+            shown = " ".join(decided.condition) or "the sweep"
+            print(f"ddpbench: {shown}: stop after {decided.pairs} pairs ({decided.reason})", flush=True)
 
     def stopped(self, signum: int, progress: Progress) -> NoReturn:
         """After a stop signal: say so, write the report of what finished, exit ``128 + signum``."""

@@ -27,3 +27,17 @@ def check_jobs(hydra_context: Any, config: DictConfig, jobs: Sequence[Sequence[s
         prepare_sweep(cfg)
         cfgs.append(cfg)
     return cfgs
+
+
+def check_baseline(config: DictConfig, cfgs: Sequence[DictConfig], explicit: bool) -> None:
+    """Raise ConfigError when ``baseline=`` names a mode the sweep does not run.
+
+    Checked when the sweep compares modes (two or more) or when the user set ``baseline=`` on the command
+    line; a one-mode sweep with the default baseline compares nothing and is left alone.
+    """
+    from ddpbench.errors import ConfigError
+
+    modes = sorted({str(cfg.mode.name) for cfg in cfgs})
+    baseline = str(config.baseline)
+    if baseline not in modes and (explicit or len(modes) > 1):
+        raise ConfigError(f"baseline={baseline}: not a mode of this sweep (its modes: {', '.join(modes)})")

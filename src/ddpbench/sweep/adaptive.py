@@ -1,0 +1,172 @@
+"""``repeat=auto``: keep adding pairs per condition until the chosen metric's verdict is known.
+
+The driver expands ``repeat=auto`` to ``repeat=1..precision.max_pairs`` (:func:`expand_auto`), runs
+the jobs in the usual paired order and, after every complete pair, asks :class:`AdaptiveStop`
+whether that condition is decided; once it is, the condition's remaining pairs are skipped. The
+decision is :func:`ddpbench.analysis.sequential.decide` (alpha spending over the looks, so the
+stated confidence holds under this optional stopping) for every mode against the baseline; a
+condition stops when every mode's comparison has stopped. Decisions read the trial records in the
+sweep dir, so every driver of a static multi-node sweep (shared dir) reaches the same one.
+``stopping.json`` records why each condition stopped; the report shows it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from omegaconf import DictConfig
+
+from ddpbench.errors import ConfigError
+
+#: the value of ``repeat`` that asks for adaptive stopping
+AUTO = "auto"
+#: keys that never set a job's condition (the driver's own, and what varies inside a condition)
+NON_CONDITION_KEYS = ("mode", "repeat", "pair_position", "sweep_name")
+#: seconds a driver waits for a pair's trial records to appear (a peer node's driver waits for node 0's)
+RECORD_WAIT_S = 120.0
+
+
+def expand_auto(arguments: Sequence[str], max_pairs: int) -> Tuple[List[str], bool]:
+    """``arguments`` with ``repeat=auto`` replaced by ``repeat=range(1,max_pairs+1)``; whether it was there."""
+    expanded, auto = [], False
+    for argument in arguments:
+        if argument.replace(" ", "") == f"repeat={AUTO}":
+            expanded.append(f"repeat=range(1,{int(max_pairs) + 1})")
+            auto = True
+        else:
+            expanded.append(argument)
+    return expanded, auto
+
+
+def check_precision(precision: DictConfig, modes: Sequence[str], baseline: str, budget_pct: float,
+                    shared_dir: bool) -> None:
+    """Raise ConfigError (one line) when ``repeat=auto`` cannot run with these settings."""
+    from ddpbench.analysis.sequential import check_rule
+    from ddpbench.config import PRECISION_METRICS
+
+    if len(set(modes)) < 2:
+        raise ConfigError(f"repeat=auto compares modes: give at least two (mode=native,traceml), got {sorted(set(modes))}")
+    if str(precision.metric) not in PRECISION_METRICS:
+        raise ConfigError(f"precision.metric={precision.metric!r}: must be one of {', '.join(PRECISION_METRICS)}")
+    if str(precision.metric).endswith("_ms") and precision.budget_ms is None:
+        raise ConfigError(f"precision.metric={precision.metric}: a ms metric needs precision.budget_ms (ms per step)")
+    if not shared_dir:
+        raise ConfigError("repeat=auto needs every node to read the trial records: cluster.shared_dir=true")
+    try:
+        check_rule(0.95, None if precision.halfwidth_pct is None else float(precision.halfwidth_pct),
+                   int(precision.min_pairs), int(precision.max_pairs), float(precision.max_minutes),
+                   str(precision.spending))
+    except ValueError as error:
+        raise ConfigError(f"precision: {error}") from None
+
+
+def condition_key(overrides: Sequence[str]) -> Tuple[str, ...]:
+    """The overrides a job shares with every job of its condition (sorted)."""
+    return tuple(sorted(o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in NON_CONDITION_KEYS))
+
+
+def repeat_of(overrides: Sequence[str]) -> int:
+    """The job's repeat label."""
+    return next(int(o.split("=", 1)[1]) for o in overrides if o.startswith("repeat="))
+
+
+@dataclass
+class ConditionState:
+    """What the driver knows of one condition: its finished pairs and, once decided, why it stopped."""
+
+    condition: Tuple[str, ...]
+    pairs: int = 0
+    reason: Optional[str] = None
+    comparisons: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+
+
+class AdaptiveStop:
+    """Decides, after each complete pair, whether a condition needs more pairs."""
+
+    def __init__(self, sweep_dir: Path, precision: DictConfig, baseline: str, budget_pct: float) -> None:
+        self.sweep_dir = sweep_dir
+        self.metric = str(precision.metric)
+        self.budget = float(precision.budget_ms) if self.metric.endswith("_ms") else float(budget_pct)
+        self.halfwidth = None if precision.halfwidth_pct is None else float(precision.halfwidth_pct)
+        self.min_pairs = int(precision.min_pairs)
+        self.max_pairs = int(precision.max_pairs)
+        self.max_minutes = float(precision.max_minutes)
+        self.spending = str(precision.spending)
+        self.baseline = baseline
+        self.started = time.monotonic()
+        self.conditions: Dict[Tuple[str, ...], ConditionState] = {}
+
+    def is_stopped(self, overrides: Sequence[str]) -> bool:
+        """Whether the job's condition is already decided (its remaining pairs are skipped)."""
+        state = self.conditions.get(condition_key(overrides))
+        return state is not None and state.reason is not None
+
+    def after_pair(self, overrides: Sequence[str], job_dirs: Sequence[str]) -> ConditionState:
+        """Record a finished pair (its jobs' dirs) of the job's condition and decide; writes stopping.json."""
+        from ddpbench.analysis.pairing import pair_table
+        from ddpbench.analysis.sequential import decide
+        from ddpbench.collect.collector import collect_trials
+
+        key = condition_key(overrides)
+        state = self.conditions.setdefault(key, ConditionState(key))
+        state.pairs += 1
+        _await_records(job_dirs)
+        frame = collect_trials([self.sweep_dir]).frame
+        condition_ids = set(frame[frame["job_dir"].isin([str(Path(d).resolve()) for d in job_dirs])]["condition_id"]) \
+            if len(frame) and "job_dir" in frame else set()
+        pairs, _, _ = pair_table(frame, baseline=self.baseline) if len(frame) else ([], [], {})
+        by_mode: Dict[str, List[float]] = {}
+        for pair in sorted(pairs, key=lambda p: p.repeat):
+            value = float(getattr(pair, self.metric))
+            if pair.condition_id in condition_ids and math.isfinite(value):
+                by_mode.setdefault(pair.mode, []).append(value)
+        elapsed = (time.monotonic() - self.started) / 60.0
+        decisions = {mode: decide(values, self.budget, 0.95, self.halfwidth, self.min_pairs, self.max_pairs,
+                                  elapsed, self.max_minutes, self.spending)
+                     for mode, values in sorted(by_mode.items())}
+        state.comparisons = {mode: _decision_dict(d) for mode, d in decisions.items()}
+        if decisions and all(d.stop for d in decisions.values()):
+            state.reason = ", ".join(sorted({str(d.reason) for d in decisions.values()}))
+        elif state.pairs >= self.max_pairs:
+            state.reason = "max_pairs"
+        elif elapsed >= self.max_minutes and state.pairs >= self.min_pairs:
+            state.reason = "max_minutes"
+        self.write()
+        return state
+
+    def write(self) -> None:
+        """``stopping.json`` with every condition's state so far."""
+        from ddpbench.formats.stopping_record import build_stopping_record, write_stopping_record
+
+        rule = {"metric": self.metric, "budget": self.budget, "confidence": 0.95, "halfwidth": self.halfwidth,
+                "min_pairs": self.min_pairs, "max_pairs": self.max_pairs, "max_minutes": self.max_minutes,
+                "spending": self.spending, "baseline": self.baseline,
+                "source": "Lan & DeMets (1983) alpha spending, Bonferroni over the looks (docs/analysis.md)"}
+        conditions = [{"condition": list(s.condition), "pairs": s.pairs, "reason": s.reason or "running",
+                       "comparisons": s.comparisons} for s in self.conditions.values()]
+        write_stopping_record(self.sweep_dir, build_stopping_record(rule, conditions))
+
+
+def _decision_dict(decision: Any) -> Dict[str, Any]:
+    data = asdict(decision)
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in data.items()}
+
+
+def _await_records(job_dirs: Sequence[str]) -> None:
+    """Wait (bounded) until every job dir holds its trial.json: a peer node's driver finishes before node 0 writes."""
+    deadline = time.monotonic() + RECORD_WAIT_S
+    while time.monotonic() < deadline and not all((Path(d) / "trial.json").exists() for d in job_dirs):
+        time.sleep(0.2)
+
+
+def pair_groups(jobs: Sequence[Sequence[str]]) -> Mapping[Tuple[Tuple[str, ...], int], int]:
+    """How many jobs each (condition, repeat) pair has: a pair is complete when that many have finished."""
+    sizes: Dict[Tuple[Tuple[str, ...], int], int] = {}
+    for overrides in jobs:
+        group = (condition_key(overrides), repeat_of(overrides))
+        sizes[group] = sizes.get(group, 0) + 1
+    return sizes
