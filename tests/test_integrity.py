@@ -263,7 +263,8 @@ def test_disk_full_mid_sweep_stops_with_one_line_and_keeps_finished_trials(small
     assert code != 0, driver.out() + driver.err()
     [line] = driver.error_lines()
     assert "No space left on device" in line or "File too large" in line, driver.err()
-    assert first.read_bytes() == finished and json.loads(finished)["status"] == "ok"
+    assert json.loads(finished)["status"] == "ok", json.loads(finished).get("error")
+    assert first.read_bytes() == finished
     assert_nothing_left(name, grace_s=10)
     for path in sweep.rglob("*.json"):  # every file a reader can take for a result is whole
         if not path.name.startswith("."):

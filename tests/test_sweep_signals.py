@@ -17,7 +17,8 @@ import pytest
 from ddpbench_cli import assert_nothing_left, start_ddpbench, wait_or_kill
 
 pytestmark = pytest.mark.slow
-SWEEP = ["-m", "mode=native", "repeat=1-2", "model=tiny", "stop.steps=30", "stop.warmup_steps=3",
+# one mode that is not the default baseline (native): the report must use the sweep's own baseline and budget
+SWEEP = ["-m", "mode=native_aa", "repeat=1-2", "model=tiny", "stop.steps=30", "stop.warmup_steps=3",
          "baseline=native_aa", "budget_pct=7.5", "sweep_name=stopped"]
 
 

@@ -86,5 +86,8 @@ def run(workload: Workload, argv: Sequence[str] | None = None, *, process_start_
         write_record(args.metrics_dir, record)
         if args.gather_metrics:
             gather_records(record, rt, args.metrics_dir, stop_group)
+    # every rank reaches teardown before any destroys the group: gloo can abort a rank whose peer tore
+    # its pair down first ("terminate called without an active exception")
+    dist.barrier(group=stop_group)
     dist.destroy_process_group()
     return 0
