@@ -11,7 +11,7 @@ flagged disturbed. Every flag carries its one-line reason.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, cast
 
 from ddpbench.analysis.disturbance import TrialLoad, outlier_pairs, trial_disturbance
 from ddpbench.analysis.figures import finite
@@ -69,7 +69,7 @@ def disturbed_trials(records: Sequence[Mapping[str, Any]]) -> tuple[Flag, ...]:
         why = _why(r)
         if why:
             out.append(Flag("disturbed trial", str(r.get("sweep_dir")), str(r.get("condition_id")),
-                            str(r.get("mode")), int(r.get("repeat")), why))
+                            str(r.get("mode")), int(cast(Any, r.get("repeat"))), why))
     return tuple(out)
 
 

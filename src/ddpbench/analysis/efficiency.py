@@ -8,7 +8,7 @@ Unknown, with the reason, on CPU, for another workload, or for a GPU not in the 
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, cast
 
 from ddpbench.analysis.figures import config_of, step_ms
 from ddpbench.analysis.flops import achieved_tflops, fraction_of_peak, step_flops_for_model
@@ -32,7 +32,9 @@ def workload_of(row: Mapping[str, Any]) -> str:
 def _trial_tflops(row: Mapping[str, Any]) -> tuple[float | None, str | None, int | None, str | None, str | None]:
     """(TFLOP/s, GPU name, FLOPs per step, precision, why unknown) of one trial."""
     config = config_of(row)
-    cluster = config.get("cluster") if isinstance(config.get("cluster"), dict) else {}
+    cluster = config.get("cluster")
+    if not isinstance(cluster, dict):
+        cluster = {}
     precision = str(cluster.get("precision") or "fp32")
     gpus = [g for g in str(row.get("env_gpu_names") or "").split(",") if g and g != "nan"]
     workload = workload_of(row)
@@ -58,7 +60,7 @@ def efficiency(mode: str, rows: Sequence[Mapping[str, Any]]) -> Efficiency:
         note = per[0][4] if per else "no trials"
         precision = per[0][3] if per else None
         return Efficiency(mode, len(rows), None, None, None, None, precision, note)
-    tflops = mean([p[0] for p in known])
+    tflops = mean([cast(float, p[0]) for p in known])  # known: p[0] is not None
     _, gpu, flops, precision, _ = known[0]
     assert gpu is not None and precision is not None
     try:

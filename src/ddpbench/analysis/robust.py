@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from scipy import stats as _st
@@ -49,7 +49,7 @@ EXACT_MAX_N = 200
 NAN = math.nan
 
 
-def _values(differences: Sequence[float]) -> np.ndarray:
+def _values(differences: Sequence[float] | np.ndarray) -> np.ndarray:
     xs = np.asarray([float(v) for v in differences], dtype=float)
     if not np.all(np.isfinite(xs)):
         raise ValueError(f"differences must be finite numbers, got {xs[~np.isfinite(xs)][0]}")
@@ -61,7 +61,7 @@ def _check_confidence(confidence: float) -> None:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
 
 
-def walsh_averages(differences: Sequence[float]) -> np.ndarray:
+def walsh_averages(differences: Sequence[float] | np.ndarray) -> np.ndarray:
     """The sorted n(n + 1)/2 Walsh averages (x_i + x_j)/2, i ≤ j, in the differences' unit."""
     xs = _values(differences)
     i, j = np.triu_indices(len(xs))
@@ -110,7 +110,7 @@ class WilcoxonInterval:
     exact: bool
 
 
-def wilcoxon_interval(differences: Sequence[float], confidence: float = 0.95) -> WilcoxonInterval:
+def wilcoxon_interval(differences: Sequence[float] | np.ndarray, confidence: float = 0.95) -> WilcoxonInterval:
     """Hodges–Lehmann estimate with its Wilcoxon signed-rank confidence interval."""
     _check_confidence(confidence)
     w = walsh_averages(differences)
@@ -155,11 +155,11 @@ class BootstrapInterval:
     seed: int
 
 
-_STATISTICS = {"mean": np.mean, "median": np.median}
+_STATISTICS: dict[str, Callable[[np.ndarray], Any]] = {"mean": np.mean, "median": np.median}
 
 
 def bootstrap_interval(
-    differences: Sequence[float],
+    differences: Sequence[float] | np.ndarray,
     statistic: str = "mean",
     confidence: float = 0.95,
     n_resamples: int = 9999,
@@ -212,7 +212,7 @@ class PairedT:
         return (self.ci_high - self.ci_low) / 2.0
 
 
-def paired_t(differences: Sequence[float], confidence: float = 0.95) -> PairedT:
+def paired_t(differences: Sequence[float] | np.ndarray, confidence: float = 0.95) -> PairedT:
     """Paired t interval ``mean ± t(1 − α/2, n − 1) · s/√n`` and the two-sided test of zero mean."""
     _check_confidence(confidence)
     xs = _values(differences)

@@ -106,10 +106,23 @@ def phase_rows(sides: Sides, confidence: float) -> tuple[FigureRow, ...]:
         return ()
     whole = mean([step_ms(b) or math.nan for b, _ in sides])
     return tuple(
-        figure_row("phase", phase, "ms", sides, lambda r, p=phase: finite(r.get(f"phase_time_ms_{p}_mean")),
-                   confidence, whole)
+        figure_row("phase", phase, "ms", sides, _phase_mean(phase), confidence, whole)
         for phase in PHASES
     )
+
+
+def _phase_mean(phase: str) -> Callable[[Mapping[str, Any]], float | None]:
+    def value(row: Mapping[str, Any]) -> float | None:
+        return finite(row.get(f"phase_time_ms_{phase}_mean"))
+
+    return value
+
+
+def _metric(name: str) -> Callable[[Mapping[str, Any]], float | None]:
+    def value(row: Mapping[str, Any]) -> float | None:
+        return metric_value(row, name)
+
+    return value
 
 
 def _mb(column: str) -> Callable[[Mapping[str, Any]], float | None]:
@@ -139,6 +152,6 @@ def metric_rows(sides: Sides, confidence: float) -> tuple[FigureRow, ...]:
                 if unit or name not in units:
                     units[name] = unit
     return tuple(
-        figure_row("metric", name, unit, sides, lambda r, n=name: metric_value(r, n), confidence)
+        figure_row("metric", name, unit, sides, _metric(name), confidence)
         for name, unit in sorted(units.items())
     )

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, cast
 
 from ddpbench.analysis.figures import finite
 from ddpbench.analysis.results import Comparison, ToolArtifact
@@ -47,14 +47,14 @@ def tool_artifacts(records: Sequence[Mapping[str, Any]]) -> tuple[ToolArtifact, 
     """Every trial with a ``tool`` section: its tool's name, whether its output is usable, and its size."""
     out = []
     for r in records:
-        if all(r.get(k) is None or (isinstance(r.get(k), float) and math.isnan(r.get(k)))
+        if all(r.get(k) is None or (isinstance(r.get(k), float) and math.isnan(cast(float, r.get(k))))
                for k in ("tool_name", "tool_usable", "tool_bytes")):
             continue
         size = finite(r.get("tool_bytes"))
         problem = r.get("tool_problem")
         name = r.get("tool_name")
         out.append(ToolArtifact(
-            condition_id=str(r.get("condition_id")), mode=str(r.get("mode")), repeat=int(r.get("repeat")),
+            condition_id=str(r.get("condition_id")), mode=str(r.get("mode")), repeat=int(cast(Any, r.get("repeat"))),
             name=str(name) if isinstance(name, str) else None, usable=_bool(r.get("tool_usable")),
             bytes=int(size) if size is not None else None,
             problem=str(problem) if isinstance(problem, str) and problem else None,

@@ -191,7 +191,9 @@ def flatten_trial(trial: dict[str, Any], source_path: str = "") -> dict[str, Any
     if isinstance(logs, dict):
         for k in ("stdout", "stderr", "tail"):
             row[f"logs_{k}"] = logs.get(k)
-    attempt = trial.get("attempt") if isinstance(trial.get("attempt"), dict) else {}
+    attempt = trial.get("attempt")
+    if not isinstance(attempt, dict):
+        attempt = {}
     row["attempt_number"] = attempt.get("number")
     row["attempt_dir"] = attempt.get("dir")
     config = trial.get("config")
@@ -200,12 +202,16 @@ def flatten_trial(trial: dict[str, Any], source_path: str = "") -> dict[str, Any
         for k in INJECT_KEYS:
             row[f"inject_{k}"] = inject.get(k)
     row["stop_kind"] = _stop_kind(condition, config)
-    ranks = trial.get("ranks") if isinstance(trial.get("ranks"), list) else []
-    nodes = trial.get("nodes") if isinstance(trial.get("nodes"), list) else []
+    ranks = trial.get("ranks")
+    if not isinstance(ranks, list):
+        ranks = []
+    nodes = trial.get("nodes")
+    if not isinstance(nodes, list):
+        nodes = []
     row["n_ranks"] = len(ranks)
     row["n_nodes"] = len(nodes)
-    rates = [r.get("steps_per_s") for r in ranks if isinstance(r, dict)]
-    rates = [r for r in rates if isinstance(r, (int, float))]
+    raw_rates = [r.get("steps_per_s") for r in ranks if isinstance(r, dict)]
+    rates = [r for r in raw_rates if isinstance(r, (int, float))]
     row["rank_steps_per_s_min"] = min(rates) if rates else None
     row["rank_steps_per_s_max"] = max(rates) if rates else None
     _put_v2_sections(row, trial)

@@ -34,8 +34,8 @@ KNOWN_VERSIONS = frozenset(range(1, SCHEMA_VERSION + 1))
 ANALYSIS_FILE = "analysis.json"
 
 #: fields version 2 adds: at the top level, and in each comparison, with the value a version 1 record gets
-ADDED_IN_V2 = {"disturbed_trials": [], "tool_artifacts": [], "tool_ranking": []}
-COMPARISON_ADDED_IN_V2 = {"workload": "mlp", "robust": {}, "pct_notes": {}, "rows": [], "efficiency": [], "flags": []}
+ADDED_IN_V2: Dict[str, Any] = {"disturbed_trials": [], "tool_artifacts": [], "tool_ranking": []}
+COMPARISON_ADDED_IN_V2: Dict[str, Any] = {"workload": "mlp", "robust": {}, "pct_notes": {}, "rows": [], "efficiency": [], "flags": []}
 
 #: top-level fields every version holds, with their JSON types
 REQUIRED_FIELDS: Dict[str, Tuple[type, ...]] = {

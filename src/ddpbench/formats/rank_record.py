@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import json
 import os
-from typing import Any, Final, Mapping
+from typing import Any, Final, Mapping, TypeGuard
 
 SCHEMA: Final[str] = "ddpbench.rank"
 """Value of the record's ``schema`` field."""
@@ -165,7 +165,7 @@ def _type_problem(name: str, value: Any, types: tuple[type, ...], nullable: bool
     return None
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[float]:
     """True for a finite int/float that is not a bool."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 

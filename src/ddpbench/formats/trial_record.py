@@ -72,7 +72,7 @@ def config_hash(config: Mapping[str, Any]) -> str:
 
 def combine_step_times(ranks: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, float]]:
     """Combine the ranks' ``step_time_ms`` objects as the module docstring says."""
-    stats = [r.get("step_time_ms") for r in ranks]
+    stats: List[Any] = [r.get("step_time_ms") for r in ranks]
     if not stats or any(not s for s in stats):
         return None
     combined: Dict[str, float] = {}
@@ -211,7 +211,7 @@ def traceml_section(summary: Optional[Mapping[str, Any]], path: Optional[str]) -
 
 def combine_phase_times(ranks: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, Dict[str, float]]]:
     """Per phase, the ranks' ``phase_time_ms`` combined like :func:`combine_step_times`; None without phases."""
-    phases = [r.get("phase_time_ms") for r in ranks]
+    phases: List[Any] = [r.get("phase_time_ms") for r in ranks]
     if not phases or any(not p for p in phases):
         return None
     combined: Dict[str, Dict[str, float]] = {}

@@ -147,11 +147,12 @@ def render_report(
     lines += ["## Failed trials", ""]
     if analysis.failed_trials:
         lines += ["| condition | mode | repeat | status | exit code | error | file |", "|---|---|---|---|---|---|---|"]
-        for t in analysis.failed_trials:
-            err = (t.error or "").replace("|", "\\|")
+        for failed in analysis.failed_trials:
+            err = (failed.error or "").replace("|", "\\|")
+            exit_code = failed.exit_code if failed.exit_code is not None else '—'
             lines.append(
-                f"| {t.condition_id} | {t.mode} | {t.repeat} | {t.status} | {t.exit_code if t.exit_code is not None else '—'} "
-                f"| {err} | `{t.source_path}` |"
+                f"| {failed.condition_id} | {failed.mode} | {failed.repeat} | {failed.status} | {exit_code} "
+                f"| {err} | `{failed.source_path}` |"
             )
     else:
         lines.append("None.")

@@ -92,6 +92,7 @@ def trial_pinning(cfg: DictConfig) -> TrialPinning:
     if host_ranks is None:
         if setting == "auto":
             return TrialPinning(text, available, None, "auto", "each rank plans from its own node's CPUs")
+        assert isinstance(setting, tuple)  # "auto" and "none" returned above
         remote = plan(setting, setting, int(cluster.nproc_per_node))
         return TrialPinning(text, available, None, remote.env_value(), "the list is applied on every node, unchecked")
     try:

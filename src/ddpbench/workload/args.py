@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
-from typing import TYPE_CHECKING, Callable, NoReturn, Sequence
+from typing import TYPE_CHECKING, Callable, NoReturn, Sequence, TypeVar
 
 from ddpbench.formats.rank_record import LOADERS, TIMINGS
 
@@ -28,10 +28,13 @@ DEFAULT_STOP_CHECK_EVERY = 50
 """Default K of ``--stop-check-every``: measured by benchmarks/stop_check_cost.py (docs/workload.md)."""
 
 
-def _named(name: str) -> Callable[[Callable[[str], object]], Callable[[str], object]]:
+_TypeFn = TypeVar("_TypeFn", bound=Callable[[str], object])
+
+
+def _named(name: str) -> Callable[[_TypeFn], _TypeFn]:
     """Give an argparse type function a readable name: argparse quotes it in its errors."""
 
-    def rename(fn: Callable[[str], object]) -> Callable[[str], object]:
+    def rename(fn: _TypeFn) -> _TypeFn:
         fn.__name__ = name
         return fn
 

@@ -16,7 +16,7 @@ every step is a full batch.
 from __future__ import annotations
 
 import argparse
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, cast
 
 from ddpbench.workload.runtime import Runtime
 
@@ -57,19 +57,19 @@ class TransformedDataset:
 def build_loader(args: argparse.Namespace, rt: Runtime, dataset: Any, transform: Transform) -> tuple[Any, Any]:
     """``dataset`` through a seeded DistributedSampler (shuffle, drop_last) and a DataLoader per ``--loader``."""
     import torch
-    from torch.utils.data import DataLoader
+    from torch.utils.data import DataLoader, Dataset
     from torch.utils.data.distributed import DistributedSampler
 
-    sampler = DistributedSampler(
+    sampler: DistributedSampler[Any] = DistributedSampler(
         dataset, num_replicas=rt.world_size, rank=rt.rank, shuffle=True, seed=args.seed, drop_last=True
     )
     pin = rt.device == "cuda"
     if args.loader == "synthetic":
         loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler, drop_last=True,
                             num_workers=0, pin_memory=pin)
-    else:
+    else:  # TransformedDataset is a duck-typed map-style Dataset (no torch import at module level)
         loader = DataLoader(
-            TransformedDataset(dataset, transform), batch_size=args.batch_size, sampler=sampler, drop_last=True,
+            cast("Dataset[Any]", TransformedDataset(dataset, transform)), batch_size=args.batch_size, sampler=sampler, drop_last=True,
             num_workers=args.loader_workers, pin_memory=pin, prefetch_factor=args.prefetch_factor,
             persistent_workers=True, generator=torch.Generator().manual_seed(args.seed + rt.rank),
         )
