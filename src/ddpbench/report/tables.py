@@ -120,7 +120,7 @@ def figure_rows_table(comparisons: Sequence[Comparison], group: str) -> list[str
     base = comparisons[0].baseline
     what = {"phase": "phase", "memory": "peak", "metric": "figure"}[group]
     lines = [
-        f"| mode | {what} | {base} | mode | Δ [95 % CI] | Δ HL [Wilcoxon] | Δ % [95 % CI] |",
+        f"| mode | {what} | {base} | with the mode | Δ [95 % CI] | Δ HL [Wilcoxon] | Δ % [95 % CI] |",
         "|---|---|---|---|---|---|---|",
     ]
     notes = []
