@@ -42,8 +42,7 @@ def expand_auto(arguments: Sequence[str], max_pairs: int) -> Tuple[List[str], bo
     return expanded, auto
 
 
-def check_precision(precision: DictConfig, modes: Sequence[str], baseline: str, budget_pct: float,
-                    shared_dir: bool) -> None:
+def check_precision(precision: DictConfig, modes: Sequence[str], shared_dir: bool) -> None:
     """Raise ConfigError (one line) when ``repeat=auto`` cannot run with these settings."""
     from ddpbench.analysis.sequential import check_rule
     from ddpbench.config import PRECISION_METRICS

@@ -77,7 +77,6 @@ class SweepDriver:
             check_baseline(self.config, cfgs, explicit=any(a.startswith("baseline=") for a in arguments))
             if auto:
                 adaptive.check_precision(self.config.precision, [str(c.mode.name) for c in cfgs],
-                                         str(self.config.baseline), float(self.config.budget_pct),
                                          all(bool(c.cluster.get("shared_dir", True)) for c in cfgs))
             whole = one_allocation.wanted(self.launcher, cfgs)
         except DdpbenchError as error:
