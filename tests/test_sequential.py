@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from ddpbench.analysis.sequential import SPENDING_FUNCTIONS, alpha_spent, decide, look_level, replay
+from ddpbench.analysis.sequential import SPENDING_FUNCTIONS, alpha_spent, boundaries, decide, look_level, replay
 
 ALPHA = 0.05
 BUDGET = 2.0
@@ -152,3 +152,25 @@ def test_non_finite_overhead_raises() -> None:
         decide([1.0, float("nan"), 3.0], BUDGET)
     with pytest.raises(ValueError, match="budget must be a finite number"):
         decide([1.0, 2.0, 3.0], float("inf"))
+
+
+@pytest.mark.parametrize("spending", SPENDING_FUNCTIONS)
+def test_exact_boundaries_spend_the_whole_alpha(spending: str) -> None:
+    # fresh null paths (another seed than the boundaries'): the chance that any look's interval
+    # misses the true mean is alpha itself, not the Boole bound's 1-3 %
+    bounds = np.array(boundaries(ALPHA, MIN_PAIRS, MAX_PAIRS, spending))
+    reps = 40_000
+    x = np.random.default_rng(99).standard_normal((reps, MAX_PAIRS)) * 7.0 + 3.0
+    n = np.arange(MIN_PAIRS, MAX_PAIRS + 1)
+    means = np.stack([x[:, :k].mean(axis=1) for k in n], axis=1)
+    sds = np.stack([x[:, :k].std(axis=1, ddof=1) for k in n], axis=1)
+    missed = (np.abs(means - 3.0) > bounds * sds / np.sqrt(n)).any(axis=1).mean()
+    assert abs(missed - ALPHA) <= _tolerance(ALPHA, reps) + 0.002
+
+
+def test_exact_boundaries_are_narrower_than_boole_after_the_first_look() -> None:
+    bounds = boundaries(ALPHA, MIN_PAIRS, MAX_PAIRS, "pocock")
+    boole = [st.t.isf(look_level(k, ALPHA, MIN_PAIRS, MAX_PAIRS) / 2, k - 1) for k in range(MIN_PAIRS, MAX_PAIRS + 1)]
+    assert bounds[0] == pytest.approx(boole[0], rel=1e-12)  # one look so far: the plain t quantile
+    assert all(b < c for b, c in zip(bounds[1:], boole[1:]))
+    assert boundaries(ALPHA, MIN_PAIRS, MAX_PAIRS, "pocock") is bounds  # cached: every look reuses them

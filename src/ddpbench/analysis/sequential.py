@@ -6,23 +6,35 @@ would inflate the error rate of a fixed 95 % interval (the more looks, the more 
 interval to miss the true mean). The rule here keeps its stated confidence under this optional
 stopping:
 
-**Rule: Bonferroni-bounded alpha spending over the looks.** The total error ``α = 1 − confidence``
-is spread over the looks at n = ``min_pairs``, ``min_pairs`` + 1, …, ``max_pairs`` pairs by an
-alpha-spending function ``α(t)`` of the information fraction ``t = n / max_pairs`` (Lan, K. K. G.
-and DeMets, D. L., 1983, "Discrete sequential boundaries for clinical trials", *Biometrika* 70(3),
-659–663). The look at n pairs gets ``α_n = α(n / N) − α((n − 1) / N)`` (the first look, at
-``min_pairs``, gets all of ``α(min_pairs / N)``), and its interval is Student's paired *t* interval
-at level ``1 − α_n``::
+**Rule: alpha spending over the looks, with exact repeated-*t* boundaries.** The total error
+``α = 1 − confidence`` is spread over the looks at n = ``min_pairs``, ``min_pairs`` + 1, …,
+``max_pairs`` pairs by an alpha-spending function ``α(t)`` of the information fraction
+``t = n / max_pairs`` (Lan, K. K. G. and DeMets, D. L., 1983, "Discrete sequential boundaries for
+clinical trials", *Biometrika* 70(3), 659–663). The look at n pairs may spend
+``α_n = α(n / N) − α((n − 1) / N)`` (the first look, at ``min_pairs``, all of ``α(min_pairs / N)``),
+and its interval is ::
 
-    mean ± t(1 − α_n / 2, n − 1) · s / √n
+    mean ± c_n · s / √n
 
-The ``α_n`` sum to ``α(1) = α``, so by Boole's inequality the probability that *any* look's interval
-misses the true mean is at most α, whatever the dependence between the looks and whenever the
-sweep stops (decisive, precise enough, out of pairs or out of time). Hence the probability of a
-false "over" (true mean ≤ budget) or a false "within" (true mean ≥ budget) is at most α (each at
-most α/2). Looks the caller skips (deciding only between batches) only leave their share unspent;
-the rule stays valid. Each look's interval assumes the per-pair values are independent and
-roughly normal, as the fixed-n paired *t* interval does.
+with critical values ``c_n`` chosen so that the probability that look n is the *first* look whose
+interval misses the true mean is exactly ``α_n``. Then the probability that *any* look's interval
+misses is ``Σ α_n = α``: these are repeated confidence intervals (Jennison, C. and Turnbull, B. W.,
+1989, "Interim analyses: the repeated confidence interval approach", *JRSS B* 51(3), 305–361;
+*Group Sequential Methods*, 2000, ch. 9) and stay valid whenever the sweep stops (decisive,
+precise enough, out of pairs or out of time). A false "over" (true mean ≤ budget) or a false
+"within" (true mean ≥ budget) needs a look whose interval misses the mean, so each has probability
+at most α (together at most α).
+
+How the ``c_n`` are found: for independent normal pair values, ``(mean − μ) / (s / √n)`` is
+Student's *t* whatever μ and σ are (a pivot), so the joint law of the statistics over the looks can
+be simulated once, with μ = 0 and σ = 1, and ``c_n`` read off as quantiles of the paths that have
+not crossed an earlier boundary (:data:`SIMULATIONS` seeded paths: every driver of a sweep computes
+the same boundaries; Monte Carlo error of the total error about ±0.001). Unlike a Bonferroni bound
+(each look's *t* interval at level ``1 − α_n`` on its own: valid, but it ignores that successive
+looks share most of their pairs), this spends the whole α, so intervals are narrower and decisions
+come sooner: at look 6 of 12 with Pocock spending the interval is about a fifth narrower. Each
+look's interval assumes the per-pair values are independent and roughly normal, as the fixed-n
+paired *t* interval does.
 
 Spending functions (both proposed by Lan and DeMets 1983):
 
@@ -42,10 +54,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
+import numpy as np
 from scipy import stats as _st
 
 __all__ = [
     "SPENDING_FUNCTIONS",
+    "boundaries",
     "STOP_REASONS",
     "StopDecision",
     "alpha_spent",
@@ -58,7 +72,11 @@ __all__ = [
 #: the reasons a sweep stops, in the order they are checked
 STOP_REASONS = ("over", "within", "precise", "max_pairs", "max_minutes")
 SPENDING_FUNCTIONS = ("pocock", "obrien_fleming")
-RULE_NAME = "alpha spending (Lan-DeMets 1983) over per-pair looks, Bonferroni-bounded paired t intervals"
+RULE_NAME = "alpha spending (Lan-DeMets 1983) over per-pair looks, exact repeated t intervals (simulated boundaries)"
+#: simulated null paths behind the boundaries of :func:`boundaries`
+SIMULATIONS = 200_000
+#: seed of those paths: every driver of a sweep (and every later report) gets the same boundaries
+BOUNDARY_SEED = 16
 
 
 @dataclass(frozen=True)
@@ -126,10 +144,48 @@ def look_level(n: int, alpha: float, min_pairs: int, max_pairs: int, spending: s
     return alpha_spent(n / max_pairs, alpha, spending) - prev
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=64)
+def boundaries(alpha: float, min_pairs: int, max_pairs: int, spending: str = "pocock") -> tuple[float, ...]:
+    """Critical values ``c_n`` (in units of s/√n) of the looks at n = ``min_pairs`` … ``max_pairs``.
+
+    Look n's interval ``mean ± c_n s/√n`` is the first to miss the true mean with probability
+    :func:`look_level` (normal pair values; simulated with :data:`SIMULATIONS` seeded paths).
+    """
+    check_rule(1.0 - alpha, None, min_pairs, max_pairs, math.inf, spending)
+    rng = np.random.default_rng(BOUNDARY_SEED)
+    total = np.zeros(SIMULATIONS)
+    squares = np.zeros(SIMULATIONS)
+    alive = np.ones(SIMULATIONS, dtype=bool)
+    crits: list[float] = []
+    for n in range(1, max_pairs + 1):
+        x = rng.standard_normal(SIMULATIONS)
+        total += x
+        squares += x * x
+        if n < min_pairs:
+            continue
+        mean = total / n
+        sd = np.sqrt(np.maximum(squares - n * mean * mean, 0.0) / (n - 1))
+        stat = np.abs(mean) / (sd / math.sqrt(n))
+        level = look_level(n, alpha, min_pairs, max_pairs, spending)
+        crossing = int(round(level * SIMULATIONS))
+        live = np.sort(stat[alive])
+        if n == min_pairs:  # nothing crossed before: the exact t quantile, no simulation error
+            c = float(_st.t.isf(level / 2.0, n - 1))
+        elif crossing <= 0 or live.size == 0:
+            c = math.inf
+        elif crossing >= live.size:
+            c = 0.0
+        else:
+            c = float(live[live.size - crossing - 1])
+        crits.append(c)
+        alive &= stat <= c
+    return tuple(crits)
+
+
 def _critical_t(n: int, alpha: float, min_pairs: int, max_pairs: int, spending: str) -> tuple[float, float]:
-    a_n = look_level(n, alpha, min_pairs, max_pairs, spending)
-    return float(_st.t.isf(a_n / 2.0, n - 1)), a_n
+    """(c_n, the two-sided per-look error of a fixed-n t interval that wide)."""
+    c = boundaries(alpha, min_pairs, max_pairs, spending)[n - min_pairs]
+    return c, float(2.0 * _st.t.sf(c, n - 1))
 
 
 def _mean_sd(xs: Sequence[float]) -> tuple[float, float]:
