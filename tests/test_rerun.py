@@ -2,7 +2,7 @@
 the stopping decision without them, stopping record v2 (and v1 still read), and the report that agrees.
 
 Synthetic trial records (the decision and the analysis only read records); the real sweep with a real
-CPU hog is tests/test_rerun_sweep.py.
+CPU hog is in tests/test_repeat_auto.py.
 """
 
 from __future__ import annotations
@@ -131,6 +131,8 @@ def test_the_report_leaves_out_and_names_the_pairs_stopping_json_excluded(tmp_pa
     assert line in stopping_part and f"- Not counted: {line}." in details_part
     assert "| 4 (3) | over |" in stopping_part
     assert "(disturbed, re-run and not counted: pair 2)" in report
+    assert "1 disturbed trial(s) belong to pairs that repeat=auto re-ran: they are not in the statistics." in report
+    assert "trial(s) ran while other work took part of the machine" not in report
     payload = json.loads(outcome.analysis_path.read_text())
     assert [e["repeat"] for e in payload["comparisons"][0]["excluded"]] == [2]
 
