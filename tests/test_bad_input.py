@@ -35,6 +35,8 @@ CASES: List[Tuple[str, Dict[str, str], List[str], str]] = [
      "precision.metric='joy': must be one of"),
     ("auto-halfwidth-zero", {}, ["-m", "mode=native,traceml", "repeat=auto", "precision.halfwidth_pct=0"],
      "precision half-width must be positive"),
+    ("auto-disturbed-unknown", {}, ["-m", "mode=native,traceml", "repeat=auto", "precision.disturbed=ignore"],
+     "ddpbench: error: precision.disturbed=ignore: must be rerun or count"),
     ("baseline-not-in-sweep", {}, ["-m", "mode=native,traceml", "baseline=nosuchmode"],
      "baseline=nosuchmode: not a mode of this sweep (its modes: native, traceml)"),
     ("fault-rank-outside-world", {}, ["fault.rank=7"], "fault.rank=7: must be null or in [0, 1]"),

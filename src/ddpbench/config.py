@@ -393,6 +393,9 @@ class PrecisionConfig:
     spending: str = "pocock"
     # budget for a ms metric, ms per step (null = a ms metric needs it set)
     budget_ms: Optional[float] = None
+    # a pair whose trials' load shows other work disturbed it: rerun = not counted, the next repeat
+    # takes its place (it still uses up max_pairs and max_minutes); count = counted like any other
+    disturbed: str = "rerun"
 
 
 # --- end of repeat=auto ---

@@ -12,6 +12,7 @@ import math
 from typing import Sequence
 
 from ddpbench.analysis.coverage import CoverageGap
+from ddpbench.analysis.rerun import is_rerun
 from ddpbench.analysis.results import Analysis, Comparison
 
 __all__ = ["caveats", "fixed_cost_split", "fmt"]
@@ -108,9 +109,14 @@ def caveats(analysis: Analysis, gaps: Sequence[CoverageGap] = ()) -> list[str]:
     flags = [f for c in analysis.comparisons for f in c.flags]
     n_pairs = sum(1 for f in flags if f.kind == "disturbed pair")
     n_outliers = sum(1 for f in flags if f.kind == "outlier pair")
-    if analysis.disturbed_trials or flags:
+    rerun = {(e.sweep_dir, e.condition_id, e.repeat) for c in analysis.comparisons for e in c.excluded if is_rerun(e)}
+    counted = [t for t in analysis.disturbed_trials if (t.sweep_dir, t.condition_id, t.repeat) not in rerun]
+    if len(counted) < len(analysis.disturbed_trials):
+        out.append(f"{len(analysis.disturbed_trials) - len(counted)} disturbed trial(s) belong to pairs that "
+                   "repeat=auto re-ran: they are not in the statistics.")
+    if counted or flags:
         out.append(
-            f"{len(analysis.disturbed_trials)} trial(s) ran while other work took part of the machine, "
+            f"{len(counted)} trial(s) ran while other work took part of the machine, "
             f"{n_pairs} pair(s) disturbed, {n_outliers} outlying pair overhead(s) (listed under Disturbed trials). "
             "They stay in the statistics; one such pair can decide a t interval of a few pairs, so compare the "
             "Hodges–Lehmann estimate and its Wilcoxon interval, which one pair cannot move far, and re-run them."

@@ -17,7 +17,7 @@ from ddpbench.analysis.disturbance import TrialLoad, outlier_pairs, trial_distur
 from ddpbench.analysis.figures import finite
 from ddpbench.analysis.results import Flag, PairRecord
 
-__all__ = ["OUTLIER_METRICS", "disturbed_trials", "pair_flags", "trial_load"]
+__all__ = ["OUTLIER_METRICS", "disturbed_trials", "pair_flags", "trial_disturbance_of", "trial_load"]
 
 #: per-pair metrics checked for outliers, with their units
 OUTLIER_METRICS = (("step_overhead_ms", "ms"), ("throughput_overhead_pct", "%"))
@@ -55,7 +55,8 @@ def trial_load(row: Mapping[str, Any]) -> TrialLoad | None:
     )
 
 
-def _why(row: Mapping[str, Any]) -> str | None:
+def trial_disturbance_of(row: Mapping[str, Any]) -> str | None:
+    """Why the trial of ``row`` counts as disturbed, or None (also when it recorded no usable ``load``)."""
     load = trial_load(row)
     return trial_disturbance(load) if load is not None else None
 
@@ -66,7 +67,7 @@ def disturbed_trials(records: Sequence[Mapping[str, Any]]) -> tuple[Flag, ...]:
     for r in records:
         if r.get("status") != "ok":
             continue
-        why = _why(r)
+        why = trial_disturbance_of(r)
         if why:
             out.append(Flag("disturbed trial", str(r.get("sweep_dir")), str(r.get("condition_id")),
                             str(r.get("mode")), int(cast(Any, r.get("repeat"))), why))
@@ -77,7 +78,8 @@ def pair_flags(pairs: Sequence[PairRecord], sides: Sequence[tuple[Mapping[str, A
     """Disturbed pairs (either trial disturbed) and outlying pairs of one comparison, in pair order."""
     flags: list[Flag] = []
     for p, (b, x) in zip(pairs, sides):
-        parts = [f"{label} trial: {why}" for label, why in (("baseline", _why(b)), ("mode", _why(x))) if why]
+        parts = [f"{label} trial: {why}" for label, why in
+                 (("baseline", trial_disturbance_of(b)), ("mode", trial_disturbance_of(x))) if why]
         if parts:
             flags.append(Flag("disturbed pair", p.sweep_dir, p.condition_id, p.mode, p.repeat, "; ".join(parts)))
     for metric, unit in OUTLIER_METRICS:

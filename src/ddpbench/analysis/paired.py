@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
@@ -35,6 +35,7 @@ from ddpbench.analysis.calibration import applied_injection, calibration
 from ddpbench.analysis.disturbed import disturbed_trials, pair_flags
 from ddpbench.analysis.efficiency import efficiency, workload_of
 from ddpbench.analysis.pairing import pair_table, str_or_none
+from ddpbench.analysis.rerun import RerunKey, leave_out
 from ddpbench.analysis.results import (
     CALIBRATION_TOLERANCE_PCT,
     Analysis,
@@ -254,8 +255,13 @@ def analyze(
     budget_pct: float = 2.0,
     confidence: float = 0.95,
     calibration_tolerance_pct: float = CALIBRATION_TOLERANCE_PCT,
+    rerun: Mapping[RerunKey, str] | None = None,
 ) -> Analysis:
-    """Compare every mode with ``baseline`` per condition; see the module docstring."""
+    """Compare every mode with ``baseline`` per condition; see the module docstring.
+
+    ``rerun``: pairs a ``repeat=auto`` sweep re-ran instead of counting
+    (:func:`ddpbench.analysis.rerun.rerun_pairs`); they are excluded with that reason.
+    """
     records = frame.to_dict("records") if len(frame) else []
     failed = tuple(
         FailedTrial(
@@ -272,6 +278,7 @@ def analyze(
         if r.get("status") != "ok"
     )
     pairs, excluded, sides = pair_table(frame, baseline) if records else ([], [], {})
+    pairs, excluded = leave_out(pairs, excluded, rerun or {})
     keys = sorted({(p.condition_id, p.mode) for p in pairs} | {(e.condition_id, e.mode) for e in excluded})
     drafts = []
     for cond, mode in keys:

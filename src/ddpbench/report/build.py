@@ -12,10 +12,13 @@ import datetime as dt
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
 
 from ddpbench import __version__
 from ddpbench.analysis.paired import INCONCLUSIVE, OVER, Analysis, analysis_to_dict, analyze
+from ddpbench.analysis.rerun import RerunKey, rerun_pairs
 from ddpbench.collect.collector import collect_trials, write_results
 from ddpbench.formats.analysis_record import ANALYSIS_FILE
 from ddpbench.io import write_json_atomic, write_text_atomic
@@ -94,6 +97,16 @@ def _check_out_dir(out_dir: Path) -> None:
         raise ReportInputError(f"output dir is not writable: {out_dir}")
 
 
+def _rerun(frame: pd.DataFrame, stopping: Mapping[Path, Mapping[str, Any]]) -> dict[RerunKey, str]:
+    """The pairs each sweep dir's ``stopping.json`` re-ran, keyed by the ``sweep_dir`` its trials recorded."""
+    out: dict[RerunKey, str] = {}
+    for d, record in stopping.items():
+        inside = os.path.join(os.path.abspath(d), "")
+        recorded = {str(s) for p, s in zip(frame["source_path"], frame["sweep_dir"]) if str(p).startswith(inside)}
+        out.update(rerun_pairs(record, recorded))
+    return out
+
+
 def write_report(
     sweep_dirs: list[Path],
     out_dir: Path | None = None,
@@ -120,7 +133,8 @@ def write_report(
     out = Path(out_dir) if out_dir is not None else (dirs[0] if dirs[0].is_dir() else dirs[0].parent)
     _check_out_dir(out)
 
-    analysis = analyze(frame, baseline=baseline, budget_pct=budget_pct)
+    stopping = {d: record for d in dirs for record in [read_stopping_record(d)[0]] if record is not None}
+    analysis = analyze(frame, baseline=baseline, budget_pct=budget_pct, rerun=_rerun(frame, stopping))
     plots_dir = out / "plots"
     plot_paths: list[Path] = []
     plot_refs: dict[str, dict[str, str]] = {}
@@ -148,10 +162,9 @@ def write_report(
         ddpbench_version=__version__,
     )
     analysis_path = write_json_atomic(out / ANALYSIS_FILE, payload)
-    stopping = [record for record, _ in (read_stopping_record(d) for d in dirs) if record is not None]
     text = render_report(
         analysis, frame, plot_refs, [str(d) for d in dirs], collected.skipped, generated, __version__, tool_plot_ref,
-        stopping,
+        list(stopping.values()),
     )
     report_path = write_text_atomic(out / "report.md", text)
     return ReportOutcome(

@@ -20,6 +20,7 @@ from ddpbench.analysis.coverage import tool_step_coverage
 from ddpbench.analysis.efficiency import workload_of
 from ddpbench.analysis.paired import Analysis, Comparison
 from ddpbench.analysis.provenance import provenance
+from ddpbench.analysis.rerun import is_rerun
 from ddpbench.analysis.tools import compares_several_tools
 from ddpbench.report.sections import (artifacts, calibration_line, details, disturbed, efficiency_line, method, setup,
                                       stopping_section)
@@ -118,9 +119,12 @@ def render_report(
         for c in tools:
             t = c.metrics["throughput_overhead_pct"]
             w = c.metrics.get("wall_overhead_pct")
+            reruns = [str(e.repeat) for e in c.excluded if is_rerun(e)]
             lines.append(
                 f"- {c.label}: **{c.verdict.status}** — per-step {ci(c.metrics.get('step_overhead_ms'), ' ms', 3)}, "
                 f"throughput overhead {ci(t, ' %')}, wall overhead {ci(w, ' %')}"
+                + (f" (disturbed, re-run and not counted: pair{'s' * (len(reruns) > 1)} {', '.join(reruns)})"
+                   if reruns else "")
             )
         lines.append("")
     for c in comps:

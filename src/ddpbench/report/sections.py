@@ -10,6 +10,7 @@ from typing import Any, Mapping, Sequence
 from ddpbench.analysis.caveats import fmt
 from ddpbench.analysis.paired import METRIC_UNITS, Analysis, Comparison
 from ddpbench.analysis.provenance import Provenance
+from ddpbench.analysis.rerun import is_rerun, rerun_reason
 from ddpbench.analysis.results import Efficiency
 from ddpbench.report.tables import robust_text
 
@@ -127,7 +128,8 @@ def details(c: Comparison) -> list[str]:
     if c.host_mismatch:
         lines.append(f"- Pairs whose sides ran on different hosts: {', '.join(c.host_mismatch)}.")
     for e in c.excluded:
-        lines.append(f"- Excluded: repeat {e.repeat} in {e.sweep_dir}: {e.reason}.")
+        lines.append(f"- Not counted: {e.reason}." if is_rerun(e)
+                     else f"- Excluded: repeat {e.repeat} in {e.sweep_dir}: {e.reason}.")
     if c.calibration is not None:
         lines.append(f"- {calibration_line(c)}")
     for flag in c.flags:
@@ -184,6 +186,14 @@ def artifacts(analysis: Analysis) -> list[str]:
     return lines + [""]
 
 
+#: the stopping section's sentence on disturbed pairs, per ``precision.disturbed``
+DISTURBED_RULE = {
+    "rerun": "A pair whose trials' load shows other work disturbed it was re-run, not counted (it still used up "
+             "max_pairs and max_minutes).",
+    "count": "Disturbed pairs were counted like the others (precision.disturbed=count).",
+}
+
+
 def stopping_section(record: Mapping[str, Any]) -> list[str]:
     """``## Why the sweep stopped``: the repeat=auto rule and, per condition, its pairs and reason."""
     rule = record.get("rule", {})
@@ -191,10 +201,16 @@ def stopping_section(record: Mapping[str, Any]) -> list[str]:
              f"Pairs were added until `{rule.get('metric')}` was decided against the budget of "
              f"{rule.get('budget')} ({rule.get('spending')} alpha spending over at most {rule.get('max_pairs')} "
              f"looks, {float(rule.get('confidence', 0.95)) * 100:g} % overall; at least {rule.get('min_pairs')} "
-             f"pairs; half-width target {rule.get('halfwidth')}; at most {rule.get('max_minutes')} min).", "",
-             "| condition | pairs | stopped because | per mode |", "|---|---|---|---|"]
+             f"pairs; half-width target {rule.get('halfwidth')}; at most {rule.get('max_minutes')} min). "
+             + DISTURBED_RULE.get(str(rule.get("disturbed", "count")), ""), "",
+             "| condition | pairs run (counted) | stopped because | per mode |", "|---|---|---|---|"]
+    reruns = []
     for condition in record.get("conditions", []):
         shown = " ".join(condition.get("condition") or []) or "all"
         modes = "; ".join(f"{mode}: {c.get('message')}" for mode, c in (condition.get("comparisons") or {}).items())
-        lines.append(f"| {shown} | {condition.get('pairs')} | {condition.get('reason')} | {modes} |")
-    return lines + [""]
+        counted = condition.get("counted")
+        pairs = f"{condition.get('pairs')} ({len(counted)})" if counted is not None else f"{condition.get('pairs')}"
+        lines.append(f"| {shown} | {pairs} | {condition.get('reason')} | {modes} |")
+        reruns += [f"- {shown}: {rerun_reason(int(e['repeat']), str(e.get('why')))}."
+                   for e in condition.get("excluded") or []]
+    return lines + ([""] + reruns if reruns else []) + [""]

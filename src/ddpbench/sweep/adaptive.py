@@ -7,7 +7,10 @@ decision is :func:`ddpbench.analysis.sequential.decide` (alpha spending over the
 stated confidence holds under this optional stopping) for every mode against the baseline; a
 condition stops when every mode's comparison has stopped. Decisions read the trial records in the
 sweep dir, so every driver of a static multi-node sweep (shared dir) reaches the same one.
-``stopping.json`` records why each condition stopped; the report shows it.
+With ``precision.disturbed=rerun`` (the default) a pair whose trials' ``load`` shows it was
+disturbed (:mod:`ddpbench.analysis.rerun`) is not counted: the decision uses the other pairs and
+the next repeat takes its place; it still uses up ``max_pairs`` and ``max_minutes``.
+``stopping.json`` records why each condition stopped and which pairs it left out; the report shows it.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ def expand_auto(arguments: Sequence[str], max_pairs: int) -> Tuple[List[str], bo
 
 def check_precision(precision: DictConfig, modes: Sequence[str], shared_dir: bool) -> None:
     """Raise ConfigError (one line) when ``repeat=auto`` cannot run with these settings."""
+    from ddpbench.analysis.rerun import DISTURBED_CHOICES
     from ddpbench.analysis.sequential import check_rule
     from ddpbench.config import PRECISION_METRICS
 
@@ -53,6 +57,8 @@ def check_precision(precision: DictConfig, modes: Sequence[str], shared_dir: boo
         raise ConfigError(f"precision.metric={precision.metric!r}: must be one of {', '.join(PRECISION_METRICS)}")
     if str(precision.metric).endswith("_ms") and precision.budget_ms is None:
         raise ConfigError(f"precision.metric={precision.metric}: a ms metric needs precision.budget_ms (ms per step)")
+    if str(precision.disturbed) not in DISTURBED_CHOICES:
+        raise ConfigError(f"precision.disturbed={precision.disturbed}: must be {' or '.join(DISTURBED_CHOICES)}")
     if not shared_dir:
         raise ConfigError("repeat=auto needs every node to read the trial records: cluster.shared_dir=true")
     try:
@@ -78,9 +84,16 @@ class ConditionState:
     """What the driver knows of one condition: its finished pairs and, once decided, why it stopped."""
 
     condition: Tuple[str, ...]
+    # pairs finished, counted or not
     pairs: int = 0
     reason: Optional[str] = None
     comparisons: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    # the trials' condition_id (None before the first record is read)
+    condition_id: Optional[str] = None
+    # disturbed pairs left out of the decision: {"repeat": int, "why": str}
+    excluded: List[Dict[str, Any]] = field(default_factory=list)
+    # repeats whose pairs the last decision used
+    counted: List[int] = field(default_factory=list)
 
 
 class AdaptiveStop:
@@ -95,6 +108,7 @@ class AdaptiveStop:
         self.max_pairs = int(precision.max_pairs)
         self.max_minutes = float(precision.max_minutes)
         self.spending = str(precision.spending)
+        self.disturbed = str(precision.disturbed)
         self.baseline = baseline
         self.started = time.monotonic()
         self.conditions: Dict[Tuple[str, ...], ConditionState] = {}
@@ -107,6 +121,7 @@ class AdaptiveStop:
     def after_pair(self, overrides: Sequence[str], job_dirs: Sequence[str]) -> ConditionState:
         """Record a finished pair (its jobs' dirs) of the job's condition and decide; writes stopping.json."""
         from ddpbench.analysis.pairing import pair_table
+        from ddpbench.analysis.rerun import RERUN, disturbed_repeats
         from ddpbench.analysis.sequential import decide
         from ddpbench.collect.collector import collect_trials
 
@@ -115,14 +130,21 @@ class AdaptiveStop:
         state.pairs += 1
         _await_records(job_dirs)
         frame = collect_trials([self.sweep_dir]).frame
-        condition_ids = set(frame[frame["job_dir"].isin([str(Path(d).resolve()) for d in job_dirs])]["condition_id"]) \
-            if len(frame) and "job_dir" in frame else set()
-        pairs, _, _ = pair_table(frame, baseline=self.baseline) if len(frame) else ([], [], {})
+        condition_ids = {str(c) for c in frame[frame["job_dir"].isin([str(Path(d).resolve()) for d in job_dirs])]
+                         ["condition_id"]} if len(frame) and "job_dir" in frame else set()
+        state.condition_id = state.condition_id or (min(condition_ids) if condition_ids else None)
+        pairs, _, sides = pair_table(frame, baseline=self.baseline) if len(frame) else ([], [], {})
+        pairs = [p for p in sorted(pairs, key=lambda p: p.repeat) if p.condition_id in condition_ids]
+        disturbed = disturbed_repeats(pairs, sides, self.baseline) if self.disturbed == RERUN else {}
+        state.excluded = [{"repeat": repeat, "why": why} for repeat, why in sorted(disturbed.items())]
         by_mode: Dict[str, List[float]] = {}
-        for pair in sorted(pairs, key=lambda p: p.repeat):
+        counted = set()
+        for pair in pairs:
             value = float(getattr(pair, self.metric))
-            if pair.condition_id in condition_ids and math.isfinite(value):
+            if pair.repeat not in disturbed and math.isfinite(value):
                 by_mode.setdefault(pair.mode, []).append(value)
+                counted.add(pair.repeat)
+        state.counted = sorted(counted)
         elapsed = (time.monotonic() - self.started) / 60.0
         decisions = {mode: decide(values, self.budget, 0.95, self.halfwidth, self.min_pairs, self.max_pairs,
                                   elapsed, self.max_minutes, self.spending)
@@ -143,9 +165,10 @@ class AdaptiveStop:
 
         rule = {"metric": self.metric, "budget": self.budget, "confidence": 0.95, "halfwidth": self.halfwidth,
                 "min_pairs": self.min_pairs, "max_pairs": self.max_pairs, "max_minutes": self.max_minutes,
-                "spending": self.spending, "baseline": self.baseline,
+                "spending": self.spending, "baseline": self.baseline, "disturbed": self.disturbed,
                 "source": "Lan & DeMets (1983) alpha spending, Bonferroni over the looks (docs/analysis.md)"}
-        conditions = [{"condition": list(s.condition), "pairs": s.pairs, "reason": s.reason or "running",
+        conditions = [{"condition": list(s.condition), "condition_id": s.condition_id, "pairs": s.pairs,
+                       "excluded": s.excluded, "counted": s.counted, "reason": s.reason or "running",
                        "comparisons": s.comparisons} for s in self.conditions.values()]
         write_stopping_record(self.sweep_dir, build_stopping_record(rule, conditions))
 

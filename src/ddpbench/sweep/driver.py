@@ -135,13 +135,18 @@ class SweepDriver:
     def decide(stopper: adaptive.AdaptiveStop, groups: Mapping[Any, int], finished: Dict[Any, List[str]],
                overrides: Sequence[str], job_dir: str) -> None:
         """After a job of a repeat=auto sweep: once its pair is complete, ask whether its condition is decided."""
+        from ddpbench.analysis.rerun import rerun_reason
+
         group = (adaptive.condition_key(overrides), adaptive.repeat_of(overrides))
         finished.setdefault(group, []).append(job_dir)
         if len(finished[group]) < groups[group]:
             return
         decided = stopper.after_pair(overrides, [d for d in finished[group] if d])
+        shown = " ".join(decided.condition) or "the sweep"
+        for excluded in decided.excluded:
+            if excluded["repeat"] == group[1]:
+                print(f"ddpbench: {shown}: {rerun_reason(group[1], excluded['why'])}", flush=True)
         if decided.reason is not None:
-            shown = " ".join(decided.condition) or "the sweep"
             print(f"ddpbench: {shown}: stop after {decided.pairs} pairs ({decided.reason})", flush=True)
 
     def stopped(self, signum: int, progress: Progress) -> NoReturn:

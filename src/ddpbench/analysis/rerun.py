@@ -1,0 +1,103 @@
+"""``repeat=auto`` with ``precision.disturbed=rerun``: which pairs are re-run instead of counted. Pure.
+
+A **pair** here is every trial of one condition and one repeat (the baseline's and each compared
+mode's). It is disturbed when any of its ``ok`` trials is, by the rules of
+:mod:`ddpbench.analysis.disturbance` (other processes' CPU or steal time over the thresholds there,
+read from the trial's ``load`` by :func:`ddpbench.analysis.disturbed.trial_load`). A pair with a
+failed trial is never "disturbed": pairing already leaves it out. The sweep does not count a disturbed
+pair in its stopping decision and lists it in ``stopping.json`` (``excluded``: repeat and why);
+:func:`rerun_pairs` turns that list into the pairs the analysis leaves out, so the report's
+intervals use the pairs the decision used.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Sequence
+
+from ddpbench.analysis.disturbed import trial_disturbance_of
+from ddpbench.analysis.results import ExcludedPair, PairRecord
+
+__all__ = [
+    "DISTURBED_CHOICES", "RERUN", "RERUN_NOTE", "RerunKey", "Sides", "disturbed_repeats", "is_rerun", "leave_out",
+    "rerun_pairs", "rerun_reason", "repeat_disturbance",
+]
+
+#: what ``precision.disturbed`` may be: ``rerun`` leaves a disturbed pair out and runs another, ``count`` counts it
+DISTURBED_CHOICES = ("rerun", "count")
+RERUN = "rerun"
+#: the end of every reason this module gives (the report finds the re-run pairs by it)
+RERUN_NOTE = "re-run, not counted"
+
+Sides = tuple[Mapping[str, Any], Mapping[str, Any]]
+"""The baseline's and the compared mode's trial rows of one pair."""
+RerunKey = tuple[str, str, int]
+"""(sweep_dir, condition_id, repeat) of a pair the sweep re-ran."""
+
+
+def repeat_disturbance(rows: Sequence[Mapping[str, Any]], baseline: str) -> str | None:
+    """Why the pair made of ``rows`` (the trial rows of one condition and repeat) is disturbed, or None.
+
+    Each trial is judged alone (:func:`ddpbench.analysis.disturbance.trial_disturbance`); the reason
+    names the disturbed trials' modes, the baseline first. A pair with a trial that is not ``ok`` is
+    None: pairing leaves it out for that.
+    """
+    if any(row.get("status") != "ok" for row in rows):
+        return None
+    ordered = sorted(rows, key=lambda r: (str(r.get("mode")) != baseline, str(r.get("mode"))))
+    parts = []
+    for row in ordered:
+        why = trial_disturbance_of(row)
+        if why:
+            parts.append(f"{row.get('mode')} trial: {why}")
+    return "; ".join(parts) if parts else None
+
+
+def disturbed_repeats(pairs: Sequence[PairRecord], sides: Mapping[tuple[str, str, int, str], Sides],
+                      baseline: str) -> dict[int, str]:
+    """Repeat → why, for every disturbed pair among ``pairs`` (one condition's; ``sides`` as
+    :func:`ddpbench.analysis.pairing.pair_table` gives them: the trials each pair used)."""
+    trials: dict[int, dict[str, Mapping[str, Any]]] = {}
+    for p in pairs:
+        base, mode = sides[(p.sweep_dir, p.condition_id, p.repeat, p.mode)]
+        trials.setdefault(p.repeat, {}).update({baseline: base, p.mode: mode})
+    found = {repeat: repeat_disturbance(list(by_mode.values()), baseline) for repeat, by_mode in sorted(trials.items())}
+    return {repeat: why for repeat, why in found.items() if why}
+
+
+def rerun_reason(repeat: int, why: str) -> str:
+    """The one line the report and ``stopping.json`` readers show for a re-run pair."""
+    return f"pair {repeat} disturbed ({why}): {RERUN_NOTE}"
+
+
+def is_rerun(excluded: ExcludedPair) -> bool:
+    """Whether the analysis left ``excluded`` out because the sweep re-ran it."""
+    return excluded.reason.endswith(RERUN_NOTE)
+
+
+def rerun_pairs(record: Mapping[str, Any], sweep_dirs: Iterable[str]) -> dict[RerunKey, str]:
+    """The pairs a ``stopping.json`` ``record`` lists as excluded, keyed for the analysis, with their reason.
+
+    ``sweep_dirs`` are the ``sweep_dir`` values of the trials that lie in the record's sweep dir (the
+    dir may have moved since the trials wrote theirs). A condition without ``condition_id`` (a
+    version 1 record) or without ``excluded`` contributes nothing.
+    """
+    out: dict[RerunKey, str] = {}
+    dirs = sorted(set(sweep_dirs))
+    for condition in record.get("conditions") or []:
+        condition_id = condition.get("condition_id")
+        if condition_id is None:
+            continue
+        for entry in condition.get("excluded") or []:
+            repeat = int(entry["repeat"])
+            for sweep_dir in dirs:
+                out[(sweep_dir, str(condition_id), repeat)] = rerun_reason(repeat, str(entry.get("why", "")))
+    return out
+
+
+def leave_out(pairs: Sequence[PairRecord], excluded: Sequence[ExcludedPair],
+              rerun: Mapping[RerunKey, str]) -> tuple[list[PairRecord], list[ExcludedPair]]:
+    """``(pairs, excluded)`` with every pair of ``rerun`` moved from the first to the second, with its reason."""
+    kept = [p for p in pairs if (p.sweep_dir, p.condition_id, p.repeat) not in rerun]
+    moved = [ExcludedPair(p.sweep_dir, p.condition_id, p.repeat, p.mode, rerun[(p.sweep_dir, p.condition_id, p.repeat)])
+             for p in pairs if (p.sweep_dir, p.condition_id, p.repeat) in rerun]
+    return kept, [*excluded, *moved]
