@@ -21,7 +21,8 @@ def test_a_clear_overhead_stops_before_max_pairs(tmp_path: Path) -> None:
     run = run_ddpbench(
         ["-m", "mode=native,inject", "repeat=auto", "model=tiny", "stop.steps=30", "stop.warmup_steps=2",
          "inject.step_ms=15", "inject.startup_s=0", "inject.teardown_s=0", "precision.min_pairs=2",
-         "precision.max_pairs=5", "precision.halfwidth_pct=null", "baseline=native", "sweep_name=auto1"],
+         "precision.max_pairs=5", "precision.halfwidth_pct=null", "precision.disturbed=count", "baseline=native",
+         "sweep_name=auto1"],
         cwd=tmp_path, timeout=600,
     )
     assert run.returncode == 0, run.output
@@ -30,7 +31,7 @@ def test_a_clear_overhead_stops_before_max_pairs(tmp_path: Path) -> None:
     assert stopping["schema"] == "ddpbench.stopping" and stopping["rule"]["metric"] == "step_overhead_pct"
     [condition] = stopping["conditions"]
     assert condition["reason"] == "over", stopping
-    assert 2 <= condition["pairs"] < 5
+    assert 2 <= condition["pairs"] < 5, stopping
     comparison = condition["comparisons"]["inject"]
     assert comparison["ci_low"] > 2.0 and comparison["n"] == condition["pairs"]
     trials = sorted(sweep.glob("*/trial.json"))

@@ -166,7 +166,7 @@ class AdaptiveStop:
         rule = {"metric": self.metric, "budget": self.budget, "confidence": 0.95, "halfwidth": self.halfwidth,
                 "min_pairs": self.min_pairs, "max_pairs": self.max_pairs, "max_minutes": self.max_minutes,
                 "spending": self.spending, "baseline": self.baseline, "disturbed": self.disturbed,
-                "source": "Lan & DeMets (1983) alpha spending, Bonferroni over the looks (docs/analysis.md)"}
+                "source": "Lan & DeMets (1983) alpha spending, exact repeated t boundaries (docs/sequential.md)"}
         conditions = [{"condition": list(s.condition), "condition_id": s.condition_id, "pairs": s.pairs,
                        "excluded": s.excluded, "counted": s.counted, "reason": s.reason or "running",
                        "comparisons": s.comparisons} for s in self.conditions.values()]
