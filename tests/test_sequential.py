@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from ddpbench.analysis.sequential import SPENDING_FUNCTIONS, alpha_spent, boundaries, decide, look_level, replay
+from ddpbench.analysis.sequential import SPENDING_FUNCTIONS, alpha_spent, boundaries, decide, look_level, pairs_needed, replay
 
 ALPHA = 0.05
 BUDGET = 2.0
@@ -174,3 +174,26 @@ def test_exact_boundaries_are_narrower_than_boole_after_the_first_look() -> None
     assert bounds[0] == pytest.approx(boole[0], rel=1e-12)  # one look so far: the plain t quantile
     assert all(b < c for b, c in zip(bounds[1:], boole[1:]))
     assert boundaries(ALPHA, MIN_PAIRS, MAX_PAIRS, "pocock") is bounds  # cached: every look reuses them
+
+
+def test_pairs_needed_is_the_first_n_whose_fixed_interval_clears_the_budget() -> None:
+    # the real 1,000-step sweep of docs/accuracy.md: mean +6.54 %, per-pair SD 7.13 points, budget 2 %
+    n = pairs_needed(6.54, 7.13, 2.0)
+    assert n is not None and n >= 12  # the sweep ran 12 and, with its looks, did not decide
+
+    def clears(k: int) -> bool:
+        return bool(st.t.isf(0.025, k - 1) * 7.13 / math.sqrt(k) < 6.54 - 2.0)
+
+    assert clears(n) and not clears(n - 1)
+    assert pairs_needed(2.0, 3.0, 2.0) is None  # at the budget: no number of pairs decides
+    assert pairs_needed(2.01, 30.0, 2.0) is None  # beyond the limit
+    assert pairs_needed(5.0, 0.0, 2.0) == 2
+
+
+def test_an_inconclusive_stop_says_how_many_pairs_a_verdict_needs() -> None:
+    xs = [6.0, -1.0, 14.0, 3.0, 10.0]
+    d = decide(xs, 2.0, min_pairs=3, max_pairs=5)
+    assert d.reason == "max_pairs" and d.pairs_needed == pairs_needed(d.mean, float(np.std(xs, ddof=1)), 2.0)
+    assert f"a verdict needs at least {d.pairs_needed} pairs" in d.message
+    decided = decide([20.0, 21.0, 19.0, 20.5], 2.0, min_pairs=3, max_pairs=5)
+    assert decided.reason == "over" and decided.pairs_needed is None and "needs at least" not in decided.message

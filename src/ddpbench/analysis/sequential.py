@@ -66,6 +66,7 @@ __all__ = [
     "check_rule",
     "decide",
     "look_level",
+    "pairs_needed",
     "replay",
 ]
 
@@ -99,6 +100,9 @@ class StopDecision:
     look_confidence: float
     budget: float
     message: str
+    #: an inconclusive stop's hint: the fewest pairs a fixed-n interval at this mean and SD would need
+    #: to lie on one side of the budget (:func:`pairs_needed`); None when decided, or when no number would
+    pairs_needed: int | None = None
 
     @property
     def half_width(self) -> float:
@@ -197,6 +201,30 @@ def _mean_sd(xs: Sequence[float]) -> tuple[float, float]:
     return m, sd
 
 
+#: :func:`pairs_needed` looks no further than this many pairs
+PAIRS_NEEDED_LIMIT = 1000
+
+
+def pairs_needed(mean: float, sd: float, budget: float, confidence: float = 0.95) -> int | None:
+    """The fewest pairs n whose fixed-n paired *t* interval, with this ``mean`` and ``sd``, lies wholly on one side of ``budget``.
+
+    A lower bound for ``repeat=auto``, whose looks each cost some width: its interval at n pairs is
+    wider than the fixed-n one. None when ``mean`` is at the budget, a figure is not finite, or more
+    than :data:`PAIRS_NEEDED_LIMIT` pairs would be needed. Units: the metric's (% or ms).
+    """
+    gap = abs(mean - budget)
+    if not (math.isfinite(gap) and math.isfinite(sd)) or gap == 0.0:
+        return None
+    if sd == 0.0:
+        return 2
+    alpha = 1.0 - confidence
+    start = max(2, int((_st.norm.isf(alpha / 2.0) * sd / gap) ** 2))  # the normal bound: t needs at least this many
+    for n in range(start, PAIRS_NEEDED_LIMIT + 1):
+        if _st.t.isf(alpha / 2.0, n - 1) * sd / math.sqrt(n) < gap:
+            return n
+    return None
+
+
 def decide(
     overheads: Sequence[float],
     budget: float,
@@ -253,6 +281,7 @@ def decide(
         reason = None
     interval = (f"{look} pairs: mean {m:+.4g}, interval [{lo:+.4g}, {hi:+.4g}] at {100 * (1 - a_n):.3g} % per look "
                 f"({100 * confidence:g} % overall, {spending} spending) vs budget {budget:g}")
+    needed = pairs_needed(m, sd, budget, confidence) if reason in ("precise", "max_pairs", "max_minutes") else None
     if reason == "over":
         why = "stop: wholly above the budget (over)"
     elif reason == "within":
@@ -265,8 +294,12 @@ def decide(
         why = f"stop: {elapsed_minutes:.1f} of max_minutes={max_minutes:g} used (inconclusive)"
     else:
         why = "continue"
+    if reason in ("precise", "max_pairs", "max_minutes"):
+        why += (f"; at this mean and spread a verdict needs at least {needed} pairs (a fixed-n "
+                f"{100 * confidence:g} % interval; repeat=auto's looks need a few more)" if needed is not None
+                else f"; at this mean and spread no verdict within {PAIRS_NEEDED_LIMIT} pairs (the mean is too close to the budget)")
     return StopDecision(reason is not None, reason, look, m, lo, hi, confidence, 1.0 - a_n, budget,
-                        f"{interval}: {why}")
+                        f"{interval}: {why}", needed)
 
 
 def replay(
