@@ -194,6 +194,11 @@ def test_an_inconclusive_stop_says_how_many_pairs_a_verdict_needs() -> None:
     xs = [6.0, -1.0, 14.0, 3.0, 10.0]
     d = decide(xs, 2.0, min_pairs=3, max_pairs=5)
     assert d.reason == "max_pairs" and d.pairs_needed == pairs_needed(d.mean, float(np.std(xs, ddof=1)), 2.0)
-    assert f"a verdict needs at least {d.pairs_needed} pairs" in d.message
+    assert d.pairs_needed is not None and d.pairs_needed_auto is not None
+    assert f"a verdict needs about {d.pairs_needed_auto} pairs with these looks (at least {d.pairs_needed}" in d.message
+    # the looks cost width: the estimate exceeds the fixed-n bound by the squared ratio of the last boundary to t
+    ratio = (boundaries(ALPHA, 3, 5, "pocock")[-1] / st.t.isf(ALPHA / 2, 4)) ** 2
+    assert d.pairs_needed_auto == math.ceil(d.pairs_needed * ratio) > d.pairs_needed
     decided = decide([20.0, 21.0, 19.0, 20.5], 2.0, min_pairs=3, max_pairs=5)
-    assert decided.reason == "over" and decided.pairs_needed is None and "needs at least" not in decided.message
+    assert decided.reason == "over" and decided.pairs_needed is None and decided.pairs_needed_auto is None
+    assert "needs about" not in decided.message

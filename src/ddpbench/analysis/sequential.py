@@ -67,6 +67,7 @@ __all__ = [
     "decide",
     "look_level",
     "pairs_needed",
+    "pairs_needed_with_looks",
     "replay",
 ]
 
@@ -103,6 +104,8 @@ class StopDecision:
     #: an inconclusive stop's hint: the fewest pairs a fixed-n interval at this mean and SD would need
     #: to lie on one side of the budget (:func:`pairs_needed`); None when decided, or when no number would
     pairs_needed: int | None = None
+    #: the same for this rule's looks, estimated (:func:`pairs_needed_with_looks`); None likewise
+    pairs_needed_auto: int | None = None
 
     @property
     def half_width(self) -> float:
@@ -225,6 +228,19 @@ def pairs_needed(mean: float, sd: float, budget: float, confidence: float = 0.95
     return None
 
 
+def pairs_needed_with_looks(fixed_n: int, alpha: float, min_pairs: int, max_pairs: int, spending: str) -> int:
+    """About how many pairs ``repeat=auto`` needs where a fixed-n interval needs ``fixed_n``.
+
+    Each look costs width: at ``max_pairs`` the rule's interval is ``c / t`` times the fixed-n one
+    (c: its last boundary, t: the fixed-n quantile), so it needs about ``(c / t)²`` times the pairs
+    (the sample size inflation of a group-sequential design, taken as constant for a spending
+    function). An estimate for planning ``precision.max_pairs``, not a guarantee.
+    """
+    last = boundaries(alpha, min_pairs, max_pairs, spending)[-1]
+    inflation = (last / float(_st.t.isf(alpha / 2.0, max_pairs - 1))) ** 2 if max_pairs > 1 else 1.0
+    return max(fixed_n, math.ceil(fixed_n * inflation))
+
+
 def decide(
     overheads: Sequence[float],
     budget: float,
@@ -294,12 +310,13 @@ def decide(
         why = f"stop: {elapsed_minutes:.1f} of max_minutes={max_minutes:g} used (inconclusive)"
     else:
         why = "continue"
+    needed_auto = pairs_needed_with_looks(needed, alpha, min_pairs, max_pairs, spending) if needed is not None else None
     if reason in ("precise", "max_pairs", "max_minutes"):
-        why += (f"; at this mean and spread a verdict needs at least {needed} pairs (a fixed-n "
-                f"{100 * confidence:g} % interval; repeat=auto's looks need a few more)" if needed is not None
+        why += (f"; at this mean and spread a verdict needs about {needed_auto} pairs with these looks (at least "
+                f"{needed} for a fixed-n {100 * confidence:g} % interval)" if needed is not None
                 else f"; at this mean and spread no verdict within {PAIRS_NEEDED_LIMIT} pairs (the mean is too close to the budget)")
     return StopDecision(reason is not None, reason, look, m, lo, hi, confidence, 1.0 - a_n, budget,
-                        f"{interval}: {why}", needed)
+                        f"{interval}: {why}", needed, needed_auto)
 
 
 def replay(
