@@ -312,9 +312,13 @@ def decide(
         why = "continue"
     needed_auto = pairs_needed_with_looks(needed, alpha, min_pairs, max_pairs, spending) if needed is not None else None
     if reason in ("precise", "max_pairs", "max_minutes"):
-        why += (f"; at this mean and spread a verdict needs about {needed_auto} pairs with these looks (at least "
-                f"{needed} for a fixed-n {100 * confidence:g} % interval)" if needed is not None
-                else f"; at this mean and spread no verdict within {PAIRS_NEEDED_LIMIT} pairs (the mean is too close to the budget)")
+        if needed is None:
+            why += f"; at this mean and spread no verdict within {PAIRS_NEEDED_LIMIT} pairs (the mean is too close to the budget)"
+        elif needed_auto == needed:
+            why += f"; at this mean and spread a verdict needs at least {needed} pairs"
+        else:
+            why += (f"; at this mean and spread a verdict needs about {needed_auto} pairs with these looks (at least "
+                    f"{needed} for a fixed-n {100 * confidence:g} % interval)")
     return StopDecision(reason is not None, reason, look, m, lo, hi, confidence, 1.0 - a_n, budget,
                         f"{interval}: {why}", needed, needed_auto)
 
