@@ -23,7 +23,7 @@ from ddpbench.collect import collect_trials, load_step_times
 from ddpbench.errors import StorageError
 from ddpbench.io import write_json_atomic
 from ddpbench.sweep_lock import TOKEN_ENV, SweepLock, SweepLockedError, hold_sweep_lock, lock_path
-from ddpbench.trial.attempts import CURRENT_FILE, join_attempt, start_attempt
+from ddpbench.trial.attempts import CURRENT_FILE, attempt_of_launch, join_attempt, start_attempt
 from ddpbench_cli import assert_nothing_left, cli_env, run_ddpbench, wait_or_kill
 from omegaconf import OmegaConf
 
@@ -216,6 +216,18 @@ def test_each_attempt_keeps_its_own_folder_and_record(tmp_path: Path) -> None:
     (second.dir / "nodes").mkdir()
     (second.dir / "nodes" / "node1.json").write_text("{}")
     assert join_attempt(job, "tok2", [1], 0.0).number == 4  # node 1 already wrote there: an earlier launch
+
+
+def test_a_record_written_for_a_dead_launch_names_its_attempt(tmp_path: Path) -> None:
+    """A SLURM job that died after node 0 started its attempt gets that attempt; one that never ran gets a new one."""
+    job = tmp_path / "job"
+    first = start_attempt(job, "4711")  # node 0 of job 4711 started, then died without a record
+    assert attempt_of_launch(job, "4711") == first
+    write_json_atomic(job / "trial.json", {"status": "failed", "attempt": first.section()})
+    never_ran = attempt_of_launch(job, "4712")  # job 4712 never ran: nothing of it in the job dir
+    assert never_ran.number == 2 and never_ran.dir.is_dir()
+    assert json.loads((first.dir / "trial.json").read_text())["attempt"]["number"] == 1  # filed, not overwritten
+    assert attempt_of_launch(job, "4712") == never_ran  # asked again (no record yet): the same attempt
 
 
 # --------------------------------------------------------------------------- full and read-only disks
