@@ -23,7 +23,7 @@ from ddpbench.sweep.order import SweepOrderError
 from ddpbench.sweep.progress import Progress, succeeded, summary_from
 from ddpbench.sweep.report import write_sweep_report
 from ddpbench.sweep.signals import signal_of, stop_signals
-from ddpbench.sweep.validate import check_baseline, check_jobs
+from ddpbench.sweep.validate import check_baseline, check_jobs, prepare_jobs
 
 #: keys the driver sets on every job itself (not swept)
 FIXED_KEYS = ("pair_position", "sweep_name")
@@ -85,8 +85,9 @@ class SweepDriver:
         problem = writable_dir_problem(sweep_dir)
         if problem is not None:
             fail(f"cannot write the sweep dir {sweep_dir}: {problem}")
-        try:  # one driver per sweep dir (per node rank), held until this process ends
+        try:  # one driver per sweep dir (per node rank), held until this process ends; then the backends' ports
             self.sweep_lock = hold_sweep_lock(sweep_dir, self.config)
+            prepare_jobs(cfgs)
         except DdpbenchError as error:
             fail(str(error))
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
