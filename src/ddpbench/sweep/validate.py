@@ -30,8 +30,7 @@ def check_jobs(hydra_context: Any, config: DictConfig, jobs: Sequence[Sequence[s
 def prepare_jobs(cfgs: Sequence[DictConfig]) -> None:
     """Acquire what the trials' backends hold for the whole sweep (static node 0: its coordinator port).
 
-    Called once the driver holds the sweep lock, so a second driver of the same sweep is turned away by
-    the lock (naming its holder), not by the port the first one serves. Raises DdpbenchError (one line).
+    Raises DdpbenchError (one line) when that is impossible; nothing is written.
     """
     from ddpbench.cluster import prepare_sweep
 
