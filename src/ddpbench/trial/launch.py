@@ -11,7 +11,7 @@ from typing import Optional, Sequence, Tuple
 from omegaconf import DictConfig
 
 from ddpbench.cluster import NODE_RANK_TOKEN, NodePlan, plan_nodes
-from ddpbench.trial import artifacts
+from ddpbench.trial import artifacts, wrapped
 from ddpbench.trial import command as commands
 from ddpbench.trial.job import JobInfo
 from ddpbench.trial.process import AgentResult, WaitOutcome, spawn_agent, stop_agent, tail, wait_agents
@@ -51,6 +51,8 @@ def launch(
     outcome = wait_agents(handles, deadline, on_tick=progress.tick if progress else None)
     if progress is not None:
         progress.clear()
+    for result in outcome.results:  # a wrapper (py-spy) exits 0 whatever its command did
+        result.exit_code = wrapped.exit_code(result.exit_code, attempt_dir / "logs", result.node_rank)
     return outcome, context
 
 
