@@ -21,9 +21,10 @@ import pytest
 
 from ddpbench.collect import collect_trials, load_step_times
 from ddpbench.errors import StorageError
+from ddpbench.formats.rank_record import read_rank_record
 from ddpbench.io import write_json_atomic
 from ddpbench.sweep_lock import TOKEN_ENV, SweepLock, SweepLockedError, hold_sweep_lock, lock_path
-from ddpbench.trial.attempts import CURRENT_FILE, join_attempt, start_attempt
+from ddpbench.trial.attempts import CURRENT_FILE, attempt_of_launch, join_attempt, start_attempt
 from ddpbench_cli import assert_nothing_left, cli_env, run_ddpbench, wait_or_kill
 from omegaconf import OmegaConf
 
@@ -216,6 +217,56 @@ def test_each_attempt_keeps_its_own_folder_and_record(tmp_path: Path) -> None:
     (second.dir / "nodes").mkdir()
     (second.dir / "nodes" / "node1.json").write_text("{}")
     assert join_attempt(job, "tok2", [1], 0.0).number == 4  # node 1 already wrote there: an earlier launch
+
+
+def test_a_record_written_for_a_dead_launch_names_its_attempt(tmp_path: Path) -> None:
+    """A SLURM job that died after node 0 started its attempt gets that attempt; one that never ran gets a new one."""
+    job = tmp_path / "job"
+    first = start_attempt(job, "4711")  # node 0 of job 4711 started, then died without a record
+    assert attempt_of_launch(job, "4711") == first
+    write_json_atomic(job / "trial.json", {"status": "failed", "attempt": first.section()})
+    never_ran = attempt_of_launch(job, "4712")  # job 4712 never ran: nothing of it in the job dir
+    assert never_ran.number == 2 and never_ran.dir.is_dir()
+    assert json.loads((first.dir / "trial.json").read_text())["attempt"]["number"] == 1  # filed, not overwritten
+    assert attempt_of_launch(job, "4712") == never_ran  # asked again (no record yet): the same attempt
+
+
+#: a user's script (workload=script, records=true): rank 0 writes its record, rank 1 is SIGTERMed mid-write of its own
+KILLED_MID_WRITE = """import os, signal
+import torch, torch.distributed as dist
+from ddpbench.io import atomic_path
+from ddpbench.workload.recorder import Recorder
+
+dist.init_process_group("gloo")
+recorder = Recorder(batch_size=1)
+while not recorder.should_stop():
+    with recorder.step():
+        dist.all_reduce(torch.ones(1))
+if dist.get_rank() == 0:
+    recorder.finish()
+dist.barrier()
+if dist.get_rank() == 1:
+    with atomic_path(os.path.join(str(recorder.metrics_dir), "rank-1.json")) as tmp:
+        tmp.write_text('{"schema": ')
+        os.kill(os.getpid(), signal.SIGTERM)
+dist.barrier()
+"""
+
+
+@pytest.mark.slow
+def test_a_rank_killed_mid_write_leaves_no_temporary_file(tmp_path: Path) -> None:
+    (tmp_path / "killed.py").write_text(KILLED_MID_WRITE)
+    run = run_ddpbench(["workload=script", "workload.path=killed.py", "workload.records=true", "stop.steps=3",
+                        "stop.warmup_steps=1", "trial.collective_timeout_s=10"], tmp_path, timeout=180)
+    assert run.returncode != 0, run.output
+    [path] = (tmp_path / "outputs" / "runs").glob("*/trial.json")
+    trial = json.loads(path.read_text())
+    assert trial["status"] == "failed" and trial["exit_code"] not in (0, None), trial
+    metrics = Path(trial["attempt"]["dir"]) / "metrics"
+    assert sorted(p.name for p in metrics.iterdir()) == ["rank-0.json"]  # rank 1's half-written temporary is gone
+    record, issues = read_rank_record(metrics / "rank-0.json")  # the finished record is whole
+    assert record is not None and record["rank"] == 0, issues
+    assert_nothing_left(str(tmp_path))
 
 
 # --------------------------------------------------------------------------- full and read-only disks

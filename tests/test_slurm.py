@@ -136,6 +136,9 @@ def test_cancelled_jobs_are_failed_trials_and_the_sweep_goes_on(slurm_cluster: S
         assert all(Path(p).name.startswith(f"{job_id}_") for p in trial["logs"]["slurm_stdout"])
         recorded = (sweep / Path(trial["job_dir"]).name / "trial.json").stat().st_mtime
         assert recorded - at < 20, f"job {job_id}'s trial was not recorded within a bounded time"
+        # the attempt node 0 started (its logs are there), as in every other trial record
+        assert trial["attempt"] == {"number": 1, "dir": str(Path(trial["job_dir"]) / "attempts" / "1")}, trial
+        assert (Path(trial["attempt"]["dir"]) / "logs" / "node0.stderr.log").is_file()
     # written by the launcher: the job left no result; its logs are SLURM's
     assert "without a result" in first["error"], first["error"]
     assert first["logs"]["stderr"] == first["logs"]["slurm_stderr"]

@@ -194,6 +194,31 @@ def test_static_needs_one_sweep_name_and_master_addr(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_second_node0_driver_is_refused_by_the_lock_naming_the_holder(tmp_path: Path) -> None:
+    # both would serve node 0's coordinator on the same port: the lock must turn the second away first
+    name = f"static-{uuid.uuid4().hex[:8]}"
+    args = ["-m", "mode=native", "repeat=1", *FAST, *STATIC, "cluster.rendezvous_timeout_s=60", "cluster.node_rank=0",
+            "cluster.master_addr=127.0.0.1", f"sweep_name={name}"]
+    first = start_ddpbench(args, tmp_path, log=tmp_path / "first.log")
+    try:
+        deadline = time.monotonic() + 60
+        while "ddpbench: sweep of" not in _log(tmp_path / "first.log"):  # it holds the lock and serves the port
+            assert time.monotonic() < deadline and first.poll() is None, _log(tmp_path / "first.log")
+            time.sleep(0.2)
+        second = run_ddpbench(args, tmp_path, timeout=60)
+        assert first.poll() is None, _log(tmp_path / "first.log")  # still waiting for node 1
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+    assert second.returncode == 2, second.output
+    lines = [line for line in second.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("ddpbench: error: another driver is running this sweep"), second.output
+    assert f"pid {first.pid}," in lines[0], lines[0]
+    assert_nothing_left(name, grace_s=10)
+
+
+@pytest.mark.slow
 def test_node_killed_mid_trial_fails_that_trial_within_bound(pair: Pair, tmp_path: Path) -> None:
     name = f"static-{uuid.uuid4().hex[:8]}"
     # rank 1 (node 1) hangs at timed step 5 of every trial; rank 0 waits for it in the all-reduce

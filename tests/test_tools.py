@@ -125,6 +125,21 @@ def test_tool_that_recorded_nothing_fails_the_trial(tool_sweep: Tuple[CliRun, Di
     assert run.returncode != 0, "a sweep with a failed trial must exit non-zero"
 
 
+@pytest.mark.slow
+def test_pyspy_trial_keeps_the_exit_status_of_the_training(tmp_path: Path) -> None:
+    """py-spy exits 0 whatever its child did: a run crashing under mode=pyspy still records torchrun's failure."""
+    run = run_ddpbench(["mode=pyspy", "model=tiny", "stop.steps=8", "stop.warmup_steps=2", "trial.log_every=0",
+                        "fault.crash_at_step=3", "fault.rank=1"], tmp_path, timeout=240)
+    assert run.returncode != 0, run.output
+    [path] = (tmp_path / "outputs" / "runs").glob("*/trial.json")
+    trial = json.loads(path.read_text())
+    assert trial["status"] == "failed", trial
+    assert trial["exit_code"] not in (0, None), trial
+    assert trial["nodes"][0]["exit_code"] == trial["exit_code"], trial["nodes"]
+    assert trial["error"].startswith(f"node 0 exited with {trial['exit_code']}: "), trial["error"]
+    assert "\n" not in trial["error"]
+
+
 def test_missing_executable_is_one_line(tmp_path: Path) -> None:
     """A mode needing an executable that is not installed stops before any launch with one line naming the package."""
     conf = tmp_path / "userconf" / "mode"

@@ -6,10 +6,11 @@ import contextlib
 import errno
 import json
 import os
+import re
 import socket
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Dict, Iterator
 
 from ddpbench.errors import StorageError
 
@@ -29,6 +30,10 @@ def storage_error(path: str | os.PathLike[str], error: OSError) -> StorageError:
     failure = StorageError(f"cannot write {path}: {reason}" + (f" ({hint})" if hint else ""))
     failure.errno = error.errno
     return failure
+
+
+#: the name :func:`atomic_path` gives its temporary file: ``.<target name>.<random>.tmp`` (tempfile.mkstemp)
+_TEMPORARY = re.compile(r"^\.(?P<target>.+)\.[a-z0-9_]+\.tmp$")
 
 
 @contextlib.contextmanager
@@ -57,6 +62,17 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         if isinstance(error, OSError) and not isinstance(error, StorageError):
             raise storage_error(target, error) from None
         raise
+
+
+def unfinished_writes(folder: str | os.PathLike[str]) -> Dict[Path, str]:
+    """The temporary files of :func:`atomic_path` in ``folder`` (left by a writer killed mid-write), each with
+    the name of the file it was writing."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return {}
+    found = {Path(folder) / name: _TEMPORARY.match(name) for name in names}
+    return {path: match.group("target") for path, match in found.items() if match is not None}
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> Path:

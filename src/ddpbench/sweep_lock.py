@@ -31,7 +31,8 @@ from omegaconf import DictConfig
 from ddpbench.errors import DdpbenchError
 from ddpbench.io import storage_error
 
-__all__ = ["LOCK_PREFIX", "TOKEN_ENV", "LockHolder", "SweepLock", "SweepLockedError", "hold_sweep_lock", "lock_path"]
+__all__ = ["LOCK_PREFIX", "TOKEN_ENV", "LockHolder", "SweepLock", "SweepLockedError", "hold_sweep_lock",
+           "live_holder_refusal", "lock_path"]
 
 #: the lock file's name in the sweep dir, before ``.node<r>``
 LOCK_PREFIX = ".ddpbench-lock"
@@ -141,6 +142,33 @@ class SweepLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def live_holder_refusal(sweep_dir: Path, cfg: DictConfig) -> Optional[SweepLockedError]:
+    """The error :func:`hold_sweep_lock` would raise because a live driver holds the lock; None when none does.
+
+    Looks without taking the lock or creating its file: for a driver that failed before taking it
+    (static node 0's coordinator port is taken), to say whether another driver of this sweep holds it.
+    """
+    path = lock_path(Path(sweep_dir), cfg)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None  # a stale lock file: its holder is gone
+    except OSError as error:
+        if error.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return None
+    finally:
+        os.close(fd)
+    try:
+        SweepLock(path)._join_or_refuse()
+    except SweepLockedError as refused:
+        return refused
+    return None  # held by the driver this one runs for
 
 
 #: the locks this process holds until it ends (a lock lives as long as its open file)

@@ -23,7 +23,7 @@ from ddpbench.sweep.order import SweepOrderError
 from ddpbench.sweep.progress import Progress, succeeded, summary_from
 from ddpbench.sweep.report import write_sweep_report
 from ddpbench.sweep.signals import signal_of, stop_signals
-from ddpbench.sweep.validate import check_baseline, check_jobs
+from ddpbench.sweep.validate import check_baseline, check_jobs, prepare_jobs
 
 #: keys the driver sets on every job itself (not swept)
 FIXED_KEYS = ("pair_position", "sweep_name")
@@ -67,7 +67,7 @@ class SweepDriver:
     def sweep(self, arguments: Sequence[str]) -> Any:
         """Check, then run every trial; the launcher's returns per batch."""
         from ddpbench.io import storage_error, writable_dir_problem
-        from ddpbench.sweep_lock import hold_sweep_lock
+        from ddpbench.sweep_lock import hold_sweep_lock, live_holder_refusal
         from ddpbench.trial.runner import trial_timeout_s
 
         arguments, auto = adaptive.expand_auto(arguments, int(self.config.precision.max_pairs))
@@ -85,6 +85,10 @@ class SweepDriver:
         problem = writable_dir_problem(sweep_dir)
         if problem is not None:
             fail(f"cannot write the sweep dir {sweep_dir}: {problem}")
+        try:
+            prepare_jobs(cfgs)
+        except DdpbenchError as error:  # static node 0's port is taken: by a live driver of this sweep, name it
+            fail(str(live_holder_refusal(sweep_dir, self.config) or error))
         try:  # one driver per sweep dir (per node rank), held until this process ends
             self.sweep_lock = hold_sweep_lock(sweep_dir, self.config)
         except DdpbenchError as error:

@@ -241,10 +241,12 @@ def _no_result(item: Submitted, status: str, error: str) -> JobReturn:
 
 
 def _failed_record(item: Submitted, status: str, error: str) -> Dict[str, Any]:
+    """Write and return the ``status`` record of a job that left none: in the attempt its node 0 started, else a new one."""
     from ddpbench.config import to_plain
     from ddpbench.io import write_json_atomic
     from ddpbench.formats import trial_record as record
     from ddpbench.trial import environment
+    from ddpbench.trial.attempts import attempt_of_launch
     from ddpbench.trial.job import job_info_from_hydra
     from ddpbench.trial.process import tail
     from ddpbench.trial.runner import trial_meta
@@ -257,6 +259,8 @@ def _failed_record(item: Submitted, status: str, error: str) -> Dict[str, Any]:
     started_at = dt.datetime.fromtimestamp(item.submitted_epoch, dt.timezone.utc).isoformat(timespec="seconds")
     ended_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     meta = trial_meta(task_cfg, info, started_at=started_at, ended_at=ended_at, timeout_s=item.trial_timeout_s)
+    item.job_dir.mkdir(parents=True, exist_ok=True)
+    attempt = attempt_of_launch(item.job_dir, str(item.job.job_id))  # SLURM's run token is the job id
     trial = record.build_trial_record(
         meta=meta, config=to_plain(task_cfg), status=status, exit_code=None, error=error, wall_s=None,
         spawn_epoch=item.submitted_epoch, ranks=[], nodes=[], traceml=None,
@@ -264,8 +268,8 @@ def _failed_record(item: Submitted, status: str, error: str) -> Dict[str, Any]:
         logs={"stdout": stdout, "stderr": stderr,
               "tail": "\n".join(tail(p, 20) for p in stderr if Path(p).exists()) or None,
               **slurm_logs(item.job.job_id, item.state, tasks)},
+        attempt=attempt.section(),
     )
-    item.job_dir.mkdir(parents=True, exist_ok=True)
     write_json_atomic(item.job_dir / "trial.json", trial)
     return trial
 

@@ -17,16 +17,25 @@ def check_jobs(hydra_context: Any, config: DictConfig, jobs: Sequence[Sequence[s
 
     Raises DdpbenchError (one line) at the first job that cannot run, before any job dir exists.
     """
-    from ddpbench.cluster import prepare_sweep
     from ddpbench.trial.runner import check_trial_config
 
     cfgs = []
     for overrides in jobs:
         cfg = task_config(hydra_context.config_loader.load_sweep_config(config, list(overrides)))
         check_trial_config(cfg)
-        prepare_sweep(cfg)
         cfgs.append(cfg)
     return cfgs
+
+
+def prepare_jobs(cfgs: Sequence[DictConfig]) -> None:
+    """Acquire what the trials' backends hold for the whole sweep (static node 0: its coordinator port).
+
+    Raises DdpbenchError (one line) when that is impossible; nothing is written.
+    """
+    from ddpbench.cluster import prepare_sweep
+
+    for cfg in cfgs:
+        prepare_sweep(cfg)
 
 
 def check_baseline(config: DictConfig, cfgs: Sequence[DictConfig], explicit: bool) -> None:

@@ -26,6 +26,7 @@ from ddpbench.io import read_json, storage_error, write_json_atomic
 
 __all__ = [
     "ATTEMPTS_DIR", "ATTEMPT_ENTRIES", "CURRENT_FILE", "JOIN_WAIT_S", "TRIAL_FILE", "Attempt", "attempt_for",
+    "attempt_of_launch",
     "join_attempt", "new_attempt", "previous_ok", "set_aside_previous_attempt", "start_attempt",
 ]
 
@@ -78,22 +79,39 @@ def join_attempt(job_dir: Path, run_token: str, node_ranks: Sequence[int], wait_
     shared file system to show it. An attempt that already has its final record, or a record of one of
     ``node_ranks``, is an earlier launch's (a static run token is the same on every resume): not joined.
     """
-    root = job_dir / ATTEMPTS_DIR
     deadline = time.monotonic() + wait_s
     while True:
-        try:
-            current = read_json(root / CURRENT_FILE)
-            number = int(current["number"])
-            folder = root / str(number)
-            taken = [folder / TRIAL_FILE, *(folder / "nodes" / f"node{r}.json" for r in node_ranks)]
-            if current.get("run_token") == run_token and _record_number(job_dir) != number and not any(
-                    p.exists() for p in taken):
-                return Attempt(number, folder)
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            pass
+        launched = _launched(job_dir, run_token, node_ranks)
+        if launched is not None:
+            return launched
         if time.monotonic() >= deadline:
             return new_attempt(job_dir)
         time.sleep(0.2)
+
+
+def attempt_of_launch(job_dir: Path, run_token: str) -> Attempt:
+    """The attempt of launch ``run_token``, for a record written on its behalf (its node 0 left none).
+
+    A SLURM job that died or never ran: the attempt its node 0 started (named in ``current.json``, still
+    without a record), else a new one, started as node 0 would (an earlier ``trial.json`` filed first).
+    """
+    launched = _launched(job_dir, run_token, ())
+    return launched if launched is not None else start_attempt(job_dir, run_token)
+
+
+def _launched(job_dir: Path, run_token: str, node_ranks: Sequence[int]) -> Optional[Attempt]:
+    """The attempt ``current.json`` names for ``run_token`` unless it already has a record of its own or of ``node_ranks``."""
+    root = job_dir / ATTEMPTS_DIR
+    try:
+        current = read_json(root / CURRENT_FILE)
+        number = int(current["number"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    folder = root / str(number)
+    taken = [folder / TRIAL_FILE, *(folder / "nodes" / f"node{r}.json" for r in node_ranks)]
+    if current.get("run_token") != run_token or _record_number(job_dir) == number or any(p.exists() for p in taken):
+        return None
+    return Attempt(number, folder)
 
 
 def attempt_for(job_dir: Path, plan: NodePlan) -> Attempt:

@@ -17,6 +17,7 @@ from typing import Dict, List, Mapping, Sequence
 from omegaconf import DictConfig
 
 from ddpbench.cluster import backend_for
+from ddpbench.trial import wrapped
 from ddpbench.trial.script_workload import is_user_script, script_args, script_file
 from ddpbench.errors import ConfigError
 from ddpbench.workload import recorder
@@ -157,13 +158,17 @@ def fill_placeholders(text: str, context: LaunchContext) -> str:
 def node_command(cfg: DictConfig, context: LaunchContext) -> List[str]:
     """The argv of one node agent for ``cfg.mode``: its ``wrapper`` then its ``command``.
 
-    A first token naming ``mode.requires_executable`` runs the executable from where it was found.
+    A first token naming ``mode.requires_executable`` runs the executable from where it was found. Under a
+    wrapper the command runs in :mod:`ddpbench.trial.wrapped`'s shell, which records its exit status.
     """
     lists = {
         "{workload_args}": workload_args(cfg, context.metrics_dir),
         "{tool_args}": [_fill(str(arg), context.placeholders()) for arg in cfg.mode.tool_args],
     }
-    argv = render_command([*cfg.mode.wrapper, *cfg.mode.command], context, lists)
+    argv = render_command(list(cfg.mode.wrapper), context, lists)
+    if argv:  # the wrapper's own exit status need not be its command's (py-spy): record the command's
+        argv += wrapped.recording_prefix(Path(context.job_dir) / "logs", context.node_rank)
+    argv += render_command(list(cfg.mode.command), context, lists)
     if argv and cfg.mode.requires_executable and argv[0] == cfg.mode.requires_executable:
         argv[0] = find_executable(argv[0]) or argv[0]
     return argv

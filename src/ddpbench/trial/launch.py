@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Optional, Sequence, Tuple
+from typing import Optional, Sequence, Set, Tuple
 
 from omegaconf import DictConfig
 
 from ddpbench.cluster import NODE_RANK_TOKEN, NodePlan, plan_nodes
-from ddpbench.trial import artifacts
+from ddpbench.io import unfinished_writes
+from ddpbench.trial import artifacts, wrapped
 from ddpbench.trial import command as commands
 from ddpbench.trial.job import JobInfo
 from ddpbench.trial.process import AgentResult, WaitOutcome, spawn_agent, stop_agent, tail, wait_agents
 
 __all__ = ["LiveProgress", "launch", "launch_with_retry", "run_name"]
+
+#: a rank record's file name (ddpbench.workload.record.write_record)
+_RANK_RECORD = re.compile(r"rank-(\d+)\.json")
 
 
 def launch(
@@ -48,10 +53,33 @@ def launch(
             stop_agent(handle)
         raise
     progress = LiveProgress(handles[0].stdout_path) if handles and sys.stdout.isatty() else None
-    outcome = wait_agents(handles, deadline, on_tick=progress.tick if progress else None)
+    try:
+        outcome = wait_agents(handles, deadline, on_tick=progress.tick if progress else None)
+    finally:  # every agent and rank of this driver is gone (wait_agents stops them on any exit)
+        _remove_partial_records(metrics_dir, _own_ranks(cfg, plan))
     if progress is not None:
         progress.clear()
+    for result in outcome.results:  # a wrapper (py-spy) exits 0 whatever its command did
+        result.exit_code = wrapped.exit_code(result.exit_code, attempt_dir / "logs", result.node_rank)
     return outcome, context
+
+
+def _own_ranks(cfg: DictConfig, plan: NodePlan) -> Optional[Set[int]]:
+    """The global ranks this driver's agents run (node r: ranks r * nproc_per_node ...), or None when every
+    writer in its metrics folder is its own (one agent over every node; a static node without a shared dir)."""
+    if plan.wrap_agent is not None or plan.peer_source == "ranks":
+        return None
+    nproc = int(cfg.cluster.nproc_per_node)
+    return {node * nproc + local for node in plan.node_ranks for local in range(nproc)}
+
+
+def _remove_partial_records(metrics_dir: Path, ranks: Optional[Set[int]]) -> None:
+    """Delete the half-written temporaries of rank records that ranks killed mid-write left (``ranks``: whose;
+    None: all). Finished records are never touched; another node's ranks may still be writing theirs."""
+    for path, target in unfinished_writes(metrics_dir).items():
+        rank = _RANK_RECORD.fullmatch(target)
+        if ranks is None or (rank is not None and int(rank.group(1)) in ranks):
+            path.unlink(missing_ok=True)
 
 
 class LiveProgress:

@@ -24,7 +24,7 @@ from ddpbench.formats import trial_record as record
 from ddpbench.formats.rank_record import read_rank_record
 from ddpbench.io import read_json, write_json_atomic
 from ddpbench.trial import command as commands
-from ddpbench.trial import artifacts, environment
+from ddpbench.trial import artifacts, environment, wrapped
 from ddpbench.trial import load as trial_load
 from ddpbench.trial.attempts import TRIAL_FILE, attempt_for, previous_ok
 from ddpbench.trial.job import JobInfo
@@ -229,7 +229,10 @@ def _peer_nodes(
         return {}
     if plan.peer_source == "ranks":
         return record.nodes_from_ranks(ranks, peers, int(cfg.cluster.nproc_per_node))
-    return _await_peer_nodes(attempt_dir / "nodes", peers, time.monotonic() + plan.peer_record_wait_s)
+    found = _await_peer_nodes(attempt_dir / "nodes", peers, time.monotonic() + plan.peer_record_wait_s)
+    for node_rank, entry in found.items():  # an srun step's node (slurm one_allocation) recorded its wrapper's code
+        entry["exit_code"] = wrapped.exit_code(entry.get("exit_code"), attempt_dir / "logs", node_rank)
+    return found
 
 
 def _skipped_node(cfg: DictConfig, job: JobInfo, plan: NodePlan, attempt_dir: Path) -> Dict[str, Any]:
