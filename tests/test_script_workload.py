@@ -220,14 +220,19 @@ def test_the_recorder_gives_step_figures_decomposition_and_the_lockstep_stop(use
     assert trial["steps"] % 7 == 0 and trial["warmup_steps"] == 3  # both ranks left after the same check step
     assert set(trial["step_time_ms"]) >= {"mean", "median", "p90"} and trial["step_time_ms"]["median"] > 0
     parts = [trial[k] for k in ("startup_s", "train_s", "teardown_s")]
-    assert all(p is not None and p >= 0 for p in parts) and trial["train_s"] >= 1.0
+    # the trial's train_s runs from the LATEST rank's first timed step, so it may fall short of the duration by the
+    # ranks' start skew; the rank whose clock stopped the loop trained at least stop.duration_sec (checked below)
+    assert all(p is not None and p >= 0 for p in parts) and trial["train_s"] >= 0.9
     assert sum(parts) == pytest.approx(trial["wall_s"])
     assert trial["workload"] == SCRIPT.name and trial["metrics"]["steps_per_s"]["value"] > 0
+    rank_train_s = []
     for rank in (0, 1):
         record = json.loads((Path(trial["attempt"]["dir"]) / "metrics" / f"rank-{rank}.json").read_text())
+        rank_train_s.append(record["train_s"])
         assert validate_rank_record(record) == []
         assert record["data"]["loader"] == "own" and record["stop_reason"] == "duration"
         assert len(record["step_times_ms"]) == trial["steps"]
+    assert max(rank_train_s) >= 1.0 - 1e-3  # epoch vs perf_counter clocks: a microsecond apart at most
 
 
 @pytest.mark.slow
