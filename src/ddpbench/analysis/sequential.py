@@ -73,6 +73,8 @@ __all__ = [
 
 #: the reasons a sweep stops, in the order they are checked
 STOP_REASONS = ("over", "within", "precise", "max_pairs", "max_minutes")
+#: the reasons that stop without a verdict
+INCONCLUSIVE_REASONS = STOP_REASONS[2:]
 SPENDING_FUNCTIONS = ("pocock", "obrien_fleming")
 RULE_NAME = "alpha spending (Lan-DeMets 1983) over per-pair looks, exact repeated t intervals (simulated boundaries)"
 #: simulated null paths behind the boundaries of :func:`boundaries`
@@ -297,7 +299,8 @@ def decide(
         reason = None
     interval = (f"{look} pairs: mean {m:+.4g}, interval [{lo:+.4g}, {hi:+.4g}] at {100 * (1 - a_n):.3g} % per look "
                 f"({100 * confidence:g} % overall, {spending} spending) vs budget {budget:g}")
-    needed = pairs_needed(m, sd, budget, confidence) if reason in ("precise", "max_pairs", "max_minutes") else None
+    inconclusive = reason in INCONCLUSIVE_REASONS
+    needed = pairs_needed(m, sd, budget, confidence) if inconclusive else None
     if reason == "over":
         why = "stop: wholly above the budget (over)"
     elif reason == "within":
@@ -311,7 +314,7 @@ def decide(
     else:
         why = "continue"
     needed_auto = pairs_needed_with_looks(needed, alpha, min_pairs, max_pairs, spending) if needed is not None else None
-    if reason in ("precise", "max_pairs", "max_minutes"):
+    if inconclusive:
         if needed is None:
             why += f"; at this mean and spread no verdict within {PAIRS_NEEDED_LIMIT} pairs (the mean is too close to the budget)"
         elif needed_auto == needed:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import json
 import os
+import re
 from typing import Any, Final, Mapping, TypeGuard
 
 SCHEMA: Final[str] = "ddpbench.rank"
@@ -346,6 +347,22 @@ def validate_rank_record(obj: Any) -> list[str]:
     return problems
 
 
+#: the glob that matches every rank record in a metrics folder
+RANK_RECORD_GLOB = "rank-*.json"
+_RANK_RECORD_NAME = re.compile(r"rank-(\d+)\.json")
+
+
+def rank_record_name(rank: int) -> str:
+    """The file name of rank ``rank``'s record in a metrics folder: ``rank-<rank>.json``."""
+    return f"rank-{int(rank)}.json"
+
+
+def rank_of_record_name(name: str) -> int | None:
+    """The rank whose record file is called ``name``, or None when ``name`` is no rank record's."""
+    match = _RANK_RECORD_NAME.fullmatch(name)
+    return int(match.group(1)) if match else None
+
+
 def read_rank_record(path: "str | os.PathLike[str]") -> tuple[dict[str, Any] | None, list[str]]:
     """``(record, [])`` for a valid rank record of any known version; ``(None, problems)`` otherwise."""
     try:
@@ -372,6 +389,9 @@ __all__ = [
     "OWN_LOADER",
     "STOP_REASONS",
     "INJECT_KEYS",
+    "RANK_RECORD_GLOB",
+    "rank_of_record_name",
+    "rank_record_name",
     "read_rank_record",
     "validate_rank_record",
 ]

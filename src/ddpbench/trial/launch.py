@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import shutil
 import sys
 import time
@@ -12,6 +11,7 @@ from typing import Optional, Sequence, Set, Tuple
 from omegaconf import DictConfig
 
 from ddpbench.cluster import NODE_RANK_TOKEN, NodePlan, plan_nodes
+from ddpbench.formats.rank_record import rank_of_record_name
 from ddpbench.io import unfinished_writes
 from ddpbench.trial import artifacts, wrapped
 from ddpbench.trial import command as commands
@@ -19,9 +19,6 @@ from ddpbench.trial.job import JobInfo
 from ddpbench.trial.process import AgentResult, WaitOutcome, spawn_agent, stop_agent, tail, wait_agents
 
 __all__ = ["LiveProgress", "launch", "launch_with_retry", "run_name"]
-
-#: a rank record's file name (ddpbench.workload.record.write_record)
-_RANK_RECORD = re.compile(r"rank-(\d+)\.json")
 
 
 def launch(
@@ -77,8 +74,8 @@ def _remove_partial_records(metrics_dir: Path, ranks: Optional[Set[int]]) -> Non
     """Delete the half-written temporaries of rank records that ranks killed mid-write left (``ranks``: whose;
     None: all). Finished records are never touched; another node's ranks may still be writing theirs."""
     for path, target in unfinished_writes(metrics_dir).items():
-        rank = _RANK_RECORD.fullmatch(target)
-        if ranks is None or (rank is not None and int(rank.group(1)) in ranks):
+        rank = rank_of_record_name(target)
+        if ranks is None or (rank is not None and rank in ranks):
             path.unlink(missing_ok=True)
 
 

@@ -21,7 +21,7 @@ from ddpbench.cluster import LAUNCH, RESUMED, NodePlan, plan_nodes
 from ddpbench.cluster import validate as validate_cluster
 from ddpbench.config import parse_repeat, to_plain, validate
 from ddpbench.formats import trial_record as record
-from ddpbench.formats.rank_record import read_rank_record
+from ddpbench.formats.rank_record import RANK_RECORD_GLOB, read_rank_record
 from ddpbench.io import read_json, write_json_atomic
 from ddpbench.trial import command as commands
 from ddpbench.trial import artifacts, environment, wrapped
@@ -85,7 +85,7 @@ def condition_of(job: JobInfo) -> Dict[str, str]:
 def read_rank_records(metrics_dir: Path) -> Tuple[List[Dict[str, Any]], List[str]]:
     """The valid rank records in ``metrics_dir`` (any known version), and one line per file that is not valid."""
     records, problems = [], []
-    for path in sorted(metrics_dir.glob("rank-*.json")):
+    for path in sorted(metrics_dir.glob(RANK_RECORD_GLOB)):
         data, issues = read_rank_record(path)
         if data is None:
             problems.append(f"{path.name}: {issues[0]}" + (f" (+{len(issues) - 1} more)" if len(issues) > 1 else ""))

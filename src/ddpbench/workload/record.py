@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Any
 
-from ddpbench.formats.rank_record import PHASES, SCHEMA, SCHEMA_VERSION
+from ddpbench.formats.rank_record import PHASES, SCHEMA, SCHEMA_VERSION, rank_record_name
 from ddpbench.io import write_json_atomic
 from ddpbench.workload.loop import LoopResult
 from ddpbench.workload.runtime import Runtime
@@ -121,7 +121,7 @@ def build_record(
 
 def write_record(metrics_dir: str, record: dict[str, Any]) -> None:
     """Write ``rank-<rank>.json`` atomically (temp file + fsync + rename)."""
-    write_json_atomic(os.path.join(metrics_dir, f"rank-{record['rank']}.json"), record)
+    write_json_atomic(os.path.join(metrics_dir, rank_record_name(record["rank"])), record)
 
 
 def gather_records(record: dict[str, Any], rt: Runtime, metrics_dir: str, group: Any) -> None:
