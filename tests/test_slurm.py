@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import List
 
 import pytest
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 try:
     from tests.ddpbench_cli import (CliRun, assert_nothing_left, only_sweep_dir, processes_mentioning,
@@ -84,6 +84,7 @@ def _when_hung(cluster: SlurmCluster, out: Path, repeat: int, timeout_s: float =
         if running and logs:
             time.sleep(3.0)  # let it reach the hang at step 5
             assert not list(out.glob(f"outputs/multirun/*/*repeat={repeat},*/attempts/*/metrics/rank-*")), "no hang?"
+            assert [p for p in processes_mentioning(f"repeat={repeat},") if _is_rank(p)], "its ranks are not seen"
             return running[0]
         time.sleep(0.3)
     raise AssertionError(f"trial {repeat}'s job never ran")
@@ -147,32 +148,57 @@ def test_cancelled_jobs_are_failed_trials_and_the_sweep_goes_on(slurm_cluster: S
     assert "[1/2] failed" in run.stdout and "[2/2] failed" in run.stdout, run.output
     assert (sweep / "report.md").is_file()
     _assert_queue_empty(slurm_cluster)
-    # The sweep may end while SLURM still kills the cancelled job's processes: scancel sends SIGTERM, then
-    # SIGKILL after KillWait (5 s in scripts/slurm-local.sh); anything alive past that is left behind.
+    # No rank of either trial outlives its job: the killed driver's guard ends them on its parent's death, the
+    # cancelled job's on SLURM's SIGTERM (SIGKILL follows after KillWait, 5 s in scripts/slurm-local.sh).
+    for trial in trials:
+        ranks = f"{trial['attempt']['dir']}/metrics"  # in every rank's command line (--metrics-dir)
+        assert _ranks_gone(ranks, within_s=15.0), f"rank processes of {trial['job_dir']} left: {processes_mentioning(ranks)}"
     assert_nothing_left(str(sweep.name), grace_s=15)
 
 
-def test_g4dn_2node_sbatch_script() -> None:
-    """The generated sbatch script of g4dn_2node (inspected, not submitted; no SLURM needed)."""
+def _ranks_gone(marker: str, within_s: float) -> bool:
+    """Whether no workload process mentioning ``marker`` is alive, waiting up to ``within_s`` for the last to end."""
+    end = time.monotonic() + within_s
+    while [pid for pid in processes_mentioning(marker) if _is_rank(pid)]:
+        if time.monotonic() >= end:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def _is_rank(pid: int) -> bool:
+    try:
+        return b"ddp_mlp.py" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def test_g4dn_2node_launcher_settings() -> None:
+    """g4dn_2node's launcher settings as submitit gets them (checked by submitit's public API; nothing submitted)."""
+    import submitit
+
     import ddpbench.app  # noqa: F401  (registers the configs)
     from hydra import compose, initialize_config_module
 
-    from ddpbench.sweep.slurm_submit import submission_script
+    from ddpbench.slurm.submit import Submitter
     from ddpbench.trial import command as commands
 
     with initialize_config_module("ddpbench.conf", version_base="1.3"):
         cfg = compose("config", overrides=["cluster=g4dn_2node", "mode=traceml", "sweep_name=t"],
                       return_hydra_config=True)
-    launcher = OmegaConf.to_container(cfg.hydra.launcher, resolve=True)
-    assert launcher["_target_"].endswith("BoundedSlurmLauncher")
-    script = submission_script(launcher, timeout_min=7)
-    lines = script.splitlines()
-    assert "#SBATCH --nodes=2" in lines
-    assert "#SBATCH --ntasks-per-node=1" in lines
-    assert "#SBATCH --gpus-per-node=1" in lines
-    assert "#SBATCH --time=7" in lines
-    assert "export NCCL_SOCKET_IFNAME=ens5" in lines
-    assert any(line.startswith("srun ") for line in lines)
+    params = OmegaConf.to_container(cfg.hydra.launcher, resolve=True)
+    assert params["_target_"].endswith("BoundedSlurmLauncher")
+    launcher = type("Launcher", (), {"params": params})()
+    submitter = Submitter(launcher)
+    executor = submitter.executor_params
+    assert (executor["nodes"], executor["tasks_per_node"], executor["gpus_per_node"]) == (2, 1, 1)
+    assert executor["slurm_array_parallelism"] == 1 and executor["timeout_min"] is None
+    assert "export NCCL_SOCKET_IFNAME=ens5" in executor["slurm_setup"]
+    assert not set(executor) & {"slurm_wait_margin_s", "slurm_queue_timeout_s", "slurm_poll_s"}
+    assert submitter.bounds.queue_timeout_s == cfg.cluster.slurm.queue_timeout_s
+    # submitit's own check of every parameter name (an unknown one raises)
+    submitit.AutoExecutor(cluster="slurm", folder="/tmp/ddpbench-check").update_parameters(
+        **{**executor, "timeout_min": 7})
     # the trial's own config and node command: nccl, fp16, CUDA
     assert (cfg.cluster.backend, cfg.cluster.precision, cfg.cluster.device) == ("nccl", "fp16", "cuda")
     context = commands.make_context(cfg, node_rank=1, master_addr="node-a", master_port=29500,
@@ -181,39 +207,45 @@ def test_g4dn_2node_sbatch_script() -> None:
     assert "nccl" in argv and "--nnodes" in argv and "node-a" in argv, argv
 
 
+def _slurm_cfg() -> DictConfig:
+    return OmegaConf.create({"cluster": {"nnodes": 2, "base_port": 0, "slurm": {"peer_record_wait_s": 5}},
+                             "trial": {"resume": True}})
+
+
 def test_plan_slurm_outside_an_allocation_is_a_one_line_error(tmp_path: Path) -> None:
-    from ddpbench.cluster.slurm import plan_slurm
     from ddpbench.errors import DdpbenchError
+    from ddpbench.slurm.backend import SlurmBackend
     from ddpbench.trial.job import JobInfo
 
-    cfg = OmegaConf.create({"cluster": {"nnodes": 2, "base_port": 0, "slurm": {"peer_record_wait_s": 5}},
-                            "trial": {"resume": True}})
     job = JobInfo(job_dir=tmp_path, sweep_dir=tmp_path, job_num=0, overrides=[], choices={}, multirun=True)
     with pytest.raises(DdpbenchError, match="inside a SLURM job") as error:
-        plan_slurm(cfg, job, env={})
+        SlurmBackend().plan(_slurm_cfg(), job, 60.0, env={})
     assert "\n" not in str(error.value)
 
 
 def test_plan_slurm_in_a_task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Node 1 of job 42: node 0's host is the master, ports come from the job id, node 0 owns the trial."""
-    from ddpbench.cluster import slurm
+    """Node 1 of job 42: node 0's host is the master, ports come from the job id, node 0 owns the trial and
+    tells node 1 whether it launches."""
     from ddpbench.cluster.ports import derived_ports
+    from ddpbench.slurm import backend
     from ddpbench.trial.job import JobInfo
 
-    monkeypatch.setattr(slurm, "allocation_hosts", lambda nodelist, timeout=0: ["gpu-a", "gpu-b"])
-    cfg = OmegaConf.create({"cluster": {"nnodes": 2, "base_port": 0, "slurm": {"peer_record_wait_s": 5}},
-                            "trial": {"resume": True}})
+    monkeypatch.setattr(backend, "allocation_hosts", lambda nodelist, timeout=0: ["gpu-a", "gpu-b"])
+    slurm, cfg = backend.SlurmBackend(), _slurm_cfg()
     job = JobInfo(job_dir=tmp_path, sweep_dir=tmp_path, job_num=3, overrides=[], choices={}, multirun=True)
-    (tmp_path / ".slurm").mkdir()
-    (tmp_path / ".slurm" / "42.ready").write_text('{"decision": "launch"}')
     env = {"SLURM_JOB_ID": "42", "SLURM_NODEID": "1", "SLURM_JOB_NUM_NODES": "2", "SLURM_NTASKS": "2",
            "SLURM_JOB_NODELIST": "gpu-[a-b]"}
-    plan = slurm.plan_slurm(cfg, job, env=env)
+    plan = slurm.plan(cfg, job, 60.0, env=env)
     assert (plan.node_ranks, plan.master_addr, plan.owner, plan.run_token) == ([1], "gpu-a", False, "42")
     assert [plan.master_port, plan.aggregator_port] == derived_ports("42", 2)
-    assert not plan.retry_on_port_clash
+    assert not plan.retry_on_port_clash and not plan.agent_spans_nodes
+    owner = slurm.plan(cfg, job, 60.0, env={**env, "SLURM_NODEID": "0"})
+    for resumed in (False, True):
+        slurm.tell_peers(cfg, owner, job, resumed=resumed)
+        assert slurm.owner_resumed(cfg, plan, job) is resumed
+    assert slurm.wrap_agent(cfg, plan, ["torchrun"], tmp_path) == ["torchrun"]
     with pytest.raises(Exception, match="3 node"):
-        slurm.plan_slurm(cfg, job, env={**env, "SLURM_JOB_NUM_NODES": "3"})
+        slurm.plan(cfg, job, 60.0, env={**env, "SLURM_JOB_NUM_NODES": "3"})
 
 
 @pytest.mark.slurm

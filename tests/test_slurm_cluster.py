@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ddpbench.cluster import slurm_state
+from ddpbench.slurm import wait as slurm_state
 try:
     from tests.slurm_cluster import REPO, SlurmCluster, slurm_cluster  # noqa: F401  (fixture)
 except ImportError:  # plain `pytest` without the repo root on sys.path: tests/ itself is on it

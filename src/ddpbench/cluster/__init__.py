@@ -1,10 +1,9 @@
 """Cluster backends: where a trial's node agents run and how they find each other.
 
 Every backend implements :class:`~ddpbench.cluster.base.Backend` in a module of its own and registers
-itself by its ``cluster.kind``: ``local`` runs every node agent of a trial on this host; ``slurm`` runs
-inside a SLURM task (one per node), or, with ``cluster.slurm.one_allocation``, in the batch script of the
-sweep's one job (:mod:`ddpbench.cluster.slurm_steps`); ``static`` runs one ddpbench driver per node in
-lockstep. Callers ask :func:`backend_for` (or the helpers below) and never test the kind themselves.
+itself by its ``cluster.kind``: ``local`` runs every node agent of a trial on this host; ``static`` runs
+one ddpbench driver per node in lockstep; ``slurm`` (:mod:`ddpbench.slurm`, a package of its own with the
+submission) runs inside a SLURM job. Callers ask :func:`backend_for` (or the helpers below) and never test the kind themselves.
 """
 
 from __future__ import annotations
@@ -13,9 +12,7 @@ from omegaconf import DictConfig
 
 from ddpbench.cluster.base import (
     BUILTIN_KINDS,
-    LAUNCH,
     NODE_RANK_TOKEN,
-    RESUMED,
     Backend,
     NodePlan,
     TrialSlot,
@@ -24,7 +21,7 @@ from ddpbench.cluster.base import (
 )
 
 __all__ = [
-    "BUILTIN_KINDS", "LAUNCH", "NODE_RANK_TOKEN", "RESUMED", "Backend", "NodePlan", "TrialSlot", "backend_for",
+    "BUILTIN_KINDS", "NODE_RANK_TOKEN", "Backend", "NodePlan", "TrialSlot", "backend_for",
     "plan_nodes", "prepare_sweep", "register", "validate", "writes_report",
 ]
 

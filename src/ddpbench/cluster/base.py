@@ -2,7 +2,7 @@
 
 A backend is one module that subclasses :class:`Backend`, names its ``kind`` and calls :func:`register`
 at import time. ``cluster.kind: X`` in a cluster YAML selects it: :func:`backend_for` imports
-``ddpbench.cluster.X``, or else the module ``X`` of your own (whose backend's ``kind`` is ``X``), on first use.
+the module :data:`BUILTIN_KINDS` names for ``X``, or else the module ``X`` of your own (whose backend's ``kind`` is ``X``), on first use.
 The backend owns its validation, node planning, rendezvous environment, ports and sweep preparation;
 the trial layer (:mod:`ddpbench.trial.runner`) only calls these methods.
 """
@@ -12,17 +12,15 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, ClassVar, Dict, List, Optional, Protocol
+from typing import ClassVar, Dict, List, Optional, Protocol
 
 from omegaconf import DictConfig
 
 from ddpbench.errors import ConfigError
 
-#: stands for the node rank in an agent command that covers every node (see NodePlan.wrap_agent); each
-#: node replaces it with its own SLURM_NODEID
+#: stands for the node rank in the command of an agent that covers every node (NodePlan.agent_spans_nodes);
+#: each node replaces it with its own node rank
 NODE_RANK_TOKEN = "@DDPBENCH_NODE_RANK@"
-#: node 0's decision on a job dir, told to the other nodes (NodePlan.announce / await_owner)
-LAUNCH, RESUMED = "launch", "resumed"
 
 
 class TrialSlot(Protocol):
@@ -55,23 +53,17 @@ class NodePlan:
     run_token: str
     # seconds node 0 waits, after its own agent ended, for the other nodes' records
     peer_record_wait_s: float = 30.0
-    # where node 0 finds the other nodes' entries: "records" (nodes/node<r>.json in a shared job dir)
-    # or "ranks" (inferred from the rank records gathered through the process group; agent wall unknown)
-    peer_source: str = "records"
+    # where node 0 finds the other nodes' entries: True = their nodes/node<r>.json in the shared job dir;
+    # False = inferred from the rank records gathered through the process group (agent wall unknown)
+    peer_records: bool = True
     # whether this driver may skip a trial whose trial.json is already ok (None = only the owner)
     resume: Optional[bool] = None
     # set when this driver must not launch the trial (its peers already left it): the trial fails
     skip_reason: Optional[str] = None
-    # called right before the agents are launched (after an earlier attempt was set aside)
-    on_launch: Optional[Callable[[], None]] = None
-    # owner: called with LAUNCH or RESUMED once the job dir is ready (earlier attempt resumed or set aside)
-    announce: Optional[Callable[[str], None]] = None
-    # other nodes: waits (bounded) for the owner's announcement and returns it; RESUMED = launch nothing
-    await_owner: Optional[Callable[[], str]] = None
-    # set when the one agent of node_ranks=[0] covers every node (an srun step, slurm one_allocation): its
-    # command is rendered with node_rank = NODE_RANK_TOKEN, then wrapped by wrap_agent(argv, job_dir);
-    # the other nodes write their own nodes/node<r>.json, which node 0 reads as usual
-    wrap_agent: Optional[Callable[[List[str], Path], List[str]]] = None
+    # the one agent of node_ranks=[0] covers every node (Backend.wrap_agent makes it, e.g. an srun step):
+    # its command is rendered with node_rank = NODE_RANK_TOKEN; the other nodes write their own
+    # nodes/node<r>.json, which node 0 reads as usual
+    agent_spans_nodes: bool = False
 
 
 class Backend:
@@ -89,6 +81,20 @@ class Backend:
     def plan(self, cfg: DictConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
         """This driver's plan for trial ``job`` (its ports included); ``timeout_s`` is the trial's watchdog limit."""
         raise NotImplementedError
+
+    def owner_resumed(self, cfg: DictConfig, plan: NodePlan, job: TrialSlot) -> bool:
+        """A non-owner, before anything else: whether the owner resumed the trial (nothing to launch here).
+
+        A backend whose owner prepares the job dir first waits (bounded) for its word; default: no waiting, False.
+        """
+        return False
+
+    def tell_peers(self, cfg: DictConfig, plan: NodePlan, job: TrialSlot, resumed: bool) -> None:
+        """The owner, once the job dir is ready: tell the other nodes it resumed or launches now; default nothing."""
+
+    def wrap_agent(self, cfg: DictConfig, plan: NodePlan, argv: List[str], attempt_dir: Path) -> List[str]:
+        """The command that runs agent ``argv`` (e.g. as a step over every node); default ``argv`` itself."""
+        return argv
 
     def rendezvous_env(self, cfg: DictConfig, run_name: str) -> Dict[str, str]:
         """Environment every node agent of the trial ``run_name`` gets for its rendezvous; default none."""
@@ -117,7 +123,7 @@ def register(backend: Backend) -> Backend:
 def backend_for(cfg: DictConfig) -> Backend:
     """The backend ``cfg.cluster.kind`` names, importing its module on first use; ConfigError when there is none."""
     kind = str(cfg.cluster.kind)
-    for module in (f"{__package__}.{kind}", kind):
+    for module in (BUILTIN_KINDS.get(kind, ""), kind):
         if kind in _BACKENDS:
             break
         try:
@@ -133,5 +139,6 @@ def backend_for(cfg: DictConfig) -> Backend:
     return _BACKENDS[kind]
 
 
-#: the backends that ship with ddpbench (each the module ddpbench.cluster.<kind>)
-BUILTIN_KINDS = ("local", "slurm", "static")
+#: the backends that ship with ddpbench: kind -> its module, imported on first use
+BUILTIN_KINDS = {"local": "ddpbench.cluster.local", "slurm": "ddpbench.slurm.backend",
+                 "static": "ddpbench.cluster.static"}

@@ -26,7 +26,6 @@ Lockstep (see docs/multinode.md):
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import re
@@ -34,7 +33,7 @@ import socket
 import socketserver
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -260,10 +259,8 @@ def plan_static(cfg: DictConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
     port = coordinator_port(cfg)
     owner = node_rank == 0
     skip_reason: Optional[str] = None
-    on_launch: Optional[Callable[[], None]] = None
     if owner:
-        coordinator = coordinator_for(sweep_name, port)
-        on_launch = functools.partial(coordinator.open, trial)
+        coordinator_for(sweep_name, port)
     else:
         peer_wait = join_s + PEER_RECORD_MARGIN_S if shared else 0.0
         behind_s = timeout_s + peer_wait + join_s + 30.0
@@ -277,10 +274,9 @@ def plan_static(cfg: DictConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
         retry_on_port_clash=False,
         run_token=run_token(sweep_name, trial),
         peer_record_wait_s=join_s + PEER_RECORD_MARGIN_S if shared else 0.0,
-        peer_source="records" if shared else "ranks",
+        peer_records=shared,
         resume=shared,
         skip_reason=skip_reason,
-        on_launch=on_launch,
     )
 
 
@@ -303,6 +299,10 @@ class StaticBackend(Backend):
 
     def plan(self, cfg: DictConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
         return plan_static(cfg, job, timeout_s)
+
+    def tell_peers(self, cfg: DictConfig, plan: NodePlan, job: TrialSlot, resumed: bool) -> None:
+        if plan.owner and not resumed:  # the other nodes may join this trial now
+            coordinator_for(str(cfg.sweep_name), coordinator_port(cfg)).open(int(job.job_num))
 
     def rendezvous_env(self, cfg: DictConfig, run_name: str) -> Dict[str, str]:
         return rendezvous_env(cfg, run_name)  # bounded torchrun join, rendezvous id = trial

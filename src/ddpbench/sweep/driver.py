@@ -18,7 +18,8 @@ from omegaconf import OmegaConf
 
 from ddpbench import state
 from ddpbench.errors import DdpbenchError
-from ddpbench.sweep import adaptive, one_allocation
+from ddpbench.slurm import allocation
+from ddpbench.sweep import adaptive
 from ddpbench.sweep.order import SweepOrderError
 from ddpbench.sweep.progress import Progress, succeeded, summary_from
 from ddpbench.sweep.report import write_sweep_report
@@ -78,7 +79,7 @@ class SweepDriver:
             if auto:
                 adaptive.check_precision(self.config.precision, [str(c.mode.name) for c in cfgs],
                                          all(bool(c.cluster.get("shared_dir", True)) for c in cfgs))
-            whole = one_allocation.wanted(self.launcher, cfgs)
+            whole = allocation.wanted(self.launcher, cfgs)
         except DdpbenchError as error:
             fail(str(error))
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
@@ -106,7 +107,7 @@ class SweepDriver:
             try:
                 if whole:
                     timeouts = [trial_timeout_s(cfg) for cfg in cfgs]
-                    if one_allocation.run(self.launcher, self.config, str(self.config.sweep_name), timeouts) != 0:
+                    if self.launcher.run_one_allocation(self.config, str(self.config.sweep_name), timeouts) != 0:
                         state.record_failure()
                     return []
                 for batch in self.sweeper.batches(jobs):

@@ -122,7 +122,7 @@ def attempt_for(job_dir: Path, plan: NodePlan) -> Attempt:
     """
     if plan.owner:
         return start_attempt(job_dir, plan.run_token)
-    if plan.peer_source == "records":
+    if plan.peer_records:
         return join_attempt(job_dir, plan.run_token, plan.node_ranks, 0.0 if plan.skip_reason else JOIN_WAIT_S)
     return new_attempt(job_dir)
 

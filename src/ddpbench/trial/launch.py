@@ -10,7 +10,7 @@ from typing import Optional, Sequence, Set, Tuple
 
 from omegaconf import DictConfig
 
-from ddpbench.cluster import NODE_RANK_TOKEN, NodePlan, plan_nodes
+from ddpbench.cluster import NODE_RANK_TOKEN, NodePlan, backend_for, plan_nodes
 from ddpbench.formats.rank_record import rank_of_record_name
 from ddpbench.io import unfinished_writes
 from ddpbench.trial import artifacts, wrapped
@@ -35,15 +35,14 @@ def launch(
     try:
         for node_rank in plan.node_ranks:
             context = commands.make_context(
-                cfg, node_rank=NODE_RANK_TOKEN if plan.wrap_agent else node_rank,  # type: ignore[arg-type]
+                cfg, node_rank=NODE_RANK_TOKEN if plan.agent_spans_nodes else node_rank,  # type: ignore[arg-type]
                 master_addr=plan.master_addr, master_port=plan.master_port,
                 aggregator_port=plan.aggregator_port, run_name=run_name, job_dir=attempt_dir,
             )
             artifacts.prepare(cfg, context)
             argv = commands.node_command(cfg, context)
             env = commands.node_environment(cfg, context)
-            if plan.wrap_agent is not None:  # one agent over every node: each fills in its own rank
-                argv = plan.wrap_agent(argv, attempt_dir)
+            argv = backend_for(cfg).wrap_agent(cfg, plan, argv, attempt_dir)
             handles.append(spawn_agent(node_rank, argv, env, attempt_dir, attempt_dir / "logs"))
     except BaseException:
         for handle in handles:
@@ -64,7 +63,7 @@ def launch(
 def _own_ranks(cfg: DictConfig, plan: NodePlan) -> Optional[Set[int]]:
     """The global ranks this driver's agents run (node r: ranks r * nproc_per_node ...), or None when every
     writer in its metrics folder is its own (one agent over every node; a static node without a shared dir)."""
-    if plan.wrap_agent is not None or plan.peer_source == "ranks":
+    if plan.agent_spans_nodes or not plan.peer_records:
         return None
     nproc = int(cfg.cluster.nproc_per_node)
     return {node * nproc + local for node in plan.node_ranks for local in range(nproc)}

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from omegaconf import DictConfig
 
 from ddpbench import __version__
-from ddpbench.cluster import LAUNCH, RESUMED, NodePlan, plan_nodes
+from ddpbench.cluster import NodePlan, backend_for
 from ddpbench.cluster import validate as validate_cluster
 from ddpbench.config import parse_repeat, to_plain, validate
 from ddpbench.formats import trial_record as record
@@ -143,24 +143,21 @@ def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
     plain = to_plain(cfg)
     job.job_dir.mkdir(parents=True, exist_ok=True)
     timeout_s = trial_timeout_s(cfg)
-    plan = plan_nodes(cfg, job, timeout_s)
-    if plan.await_owner is not None and plan.await_owner() == RESUMED:
+    backend = backend_for(cfg)
+    plan = backend.plan(cfg, job, timeout_s)
+    if backend.owner_resumed(cfg, plan, job):
         return _node_summary(cfg, plan, node_ok=True)  # node 0 resumes an ok trial: nothing to launch here
     may_resume = plan.owner if plan.resume is None else plan.resume
     if may_resume and cfg.trial.resume:
         previous = previous_ok(job.job_dir, record.config_hash(plain))
         if previous is not None:
-            if plan.announce is not None:
-                plan.announce(RESUMED)
+            backend.tell_peers(cfg, plan, job, resumed=True)
             previous["resumed"] = True
             return previous
     attempt = attempt_for(job.job_dir, plan)  # this launch's own folder: attempts/<n>/
     if plan.skip_reason is not None:
         return _skipped_node(cfg, job, plan, attempt.dir)
-    if plan.announce is not None:
-        plan.announce(LAUNCH)
-    if plan.on_launch is not None:
-        plan.on_launch()
+    backend.tell_peers(cfg, plan, job, resumed=False)
 
     started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     pins, load_start = trial_pinning(cfg), trial_load.sample()
@@ -227,7 +224,7 @@ def _peer_nodes(
     peers = [r for r in range(int(cfg.cluster.nnodes)) if r not in own]
     if not peers:
         return {}
-    if plan.peer_source == "ranks":
+    if not plan.peer_records:
         return record.nodes_from_ranks(ranks, peers, int(cfg.cluster.nproc_per_node))
     found = _await_peer_nodes(attempt_dir / "nodes", peers, time.monotonic() + plan.peer_record_wait_s)
     for node_rank, entry in found.items():  # an srun step's node (slurm one_allocation) recorded its wrapper's code

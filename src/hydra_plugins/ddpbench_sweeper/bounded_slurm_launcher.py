@@ -1,47 +1,41 @@
 """``hydra/launcher=ddpbench_slurm``: hydra-submitit-launcher's SLURM launcher whose every wait is bounded.
 
-One SLURM job per trial (``nodes = cluster.nnodes``, one task per node), awaited with deadlines; a job that
-died without a result becomes a failed trial; a job past its deadline is cancelled and recorded as a
-timeout. The substance lives in :mod:`ddpbench.sweep.slurm_submit` (imported when a sweep launches, so
-Hydra's plugin scan stays fast); the bounds are described in docs/slurm.md.
+For any Hydra app: one SLURM job per Hydra job, at most ``array_parallelism`` at once, awaited with deadlines;
+a job past its deadline is cancelled. ddpbench's own ``hydra/launcher=ddpbench`` (conf/hydra/launcher/)
+fills it from ``cluster.slurm`` / ``cluster.nnodes``. The substance lives in :mod:`ddpbench.slurm`
+(imported when a sweep launches, so Hydra's plugin scan stays fast); the bounds are described in docs/slurm.md.
 """
 
-from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence
+from dataclasses import dataclass, field
+from typing import List, Optional, Sequence
 
 from hydra.core.config_store import ConfigStore
 from hydra.core.utils import JobReturn
 from hydra_plugins.hydra_submitit_launcher.config import SlurmQueueConf
 from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLauncher
+from omegaconf import DictConfig
 
 
 @dataclass
 class DdpbenchSlurmConf(SlurmQueueConf):
-    """submitit_slurm, filled from ``cluster.slurm`` / ``cluster.nnodes`` by interpolation."""
+    """submitit_slurm's settings plus the bounds of every wait."""
 
     _target_: str = "hydra_plugins.ddpbench_sweeper.bounded_slurm_launcher.BoundedSlurmLauncher"
-    name: str = "ddpbench"
-    partition: Optional[str] = "${cluster.slurm.partition}"
-    nodes: int = "${cluster.nnodes}"  # type: ignore[assignment]
-    # one torchrun / traceml agent per node; it starts cluster.nproc_per_node ranks
-    tasks_per_node: int = 1
-    gpus_per_node: Optional[int] = "${cluster.slurm.gpus_per_node}"  # type: ignore[assignment]
-    cpus_per_task: Optional[int] = "${cluster.slurm.cpus_per_task}"  # type: ignore[assignment]
-    mem_gb: Optional[int] = "${cluster.slurm.mem_gb}"  # type: ignore[assignment]
-    # minutes; null = ceil((trial timeout + wait_margin_s) / 60) per trial
-    timeout_min: Optional[int] = "${cluster.slurm.timeout_min}"  # type: ignore[assignment]
-    setup: Optional[List[str]] = "${cluster.slurm.setup}"  # type: ignore[assignment]
-    additional_parameters: Dict[str, Any] = "${cluster.slurm.additional_parameters}"  # type: ignore[assignment]
-    # trials are timed: never run two of a batch at once
+    # lines run before srun in the sbatch script (a list, not submitit's null, so ddpbench's conf can
+    # interpolate a list into it)
+    setup: Optional[List[str]] = field(default_factory=list)
+    # minutes; null = ceil((trial timeout + wait_margin_s) / 60) for a ddpbench trial, else 60
+    timeout_min: Optional[int] = None
+    # never run two jobs of a batch at once (timed trials must not share the machines)
     array_parallelism: int = 1
     # seconds before the time limit that submitit's USR2 comes; short, so it falls after the in-job watchdog
     signal_delay_s: int = 30
     # seconds added to the trial timeout for SLURM's --time
-    wait_margin_s: float = "${cluster.slurm.wait_margin_s}"  # type: ignore[assignment]
+    wait_margin_s: float = 120.0
     # seconds a job may stay queued before it is cancelled
-    queue_timeout_s: float = "${cluster.slurm.queue_timeout_s}"  # type: ignore[assignment]
+    queue_timeout_s: float = 3600.0
     # seconds between two checks of a job
-    poll_s: float = "${cluster.slurm.poll_s}"  # type: ignore[assignment]
+    poll_s: float = 1.0
 
 
 ConfigStore.instance().store(group="hydra/launcher", name="ddpbench_slurm", node=DdpbenchSlurmConf,
@@ -49,15 +43,15 @@ ConfigStore.instance().store(group="hydra/launcher", name="ddpbench_slurm", node
 
 
 class BoundedSlurmLauncher(SlurmLauncher):
-    """SlurmLauncher whose every wait is bounded; a job that left no result becomes a failed trial."""
-
-    def __init__(self, **params: Any) -> None:
-        from ddpbench.sweep.slurm_wait import Bounds
-
-        super().__init__(**params)
-        self.bounds = Bounds.from_params(self.params)
+    """SlurmLauncher whose every wait is bounded; a job that left no result becomes a failed job (or trial)."""
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        from ddpbench.sweep.slurm_submit import launch
+        from ddpbench.slurm.submit import Submitter
 
-        return launch(self, job_overrides, initial_job_idx)
+        return Submitter(self).launch(job_overrides, initial_job_idx)
+
+    def run_one_allocation(self, config: DictConfig, sweep_name: str, trial_timeouts_s: Sequence[float]) -> int:
+        """A ddpbench sweep with ``cluster.slurm.one_allocation=true`` as one SLURM job; its exit status."""
+        from ddpbench.slurm.allocation import run
+
+        return run(self.params, config, sweep_name, trial_timeouts_s)

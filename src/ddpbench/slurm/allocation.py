@@ -1,10 +1,11 @@
 """``cluster.slurm.one_allocation=true``: the whole sweep as ONE SLURM job, so every trial runs on the same nodes.
 
-The submitting driver writes ``<sweep>/.slurm/allocation.sbatch`` and submits it with ``sbatch``. Its batch
-step runs the same sweep with the basic launcher in the same sweep dir, where each trial is one ``srun``
-step over every node (:mod:`ddpbench.cluster.slurm_steps`); that inner sweep writes report.md. The submitter
-waits with :func:`ddpbench.sweep.slurm_wait.await_job` (queue timeout, then the time limit + 60 s), adds the
-job's id, state and log to every trial.json the job wrote, and prints the inner sweep's progress lines.
+The submitting driver (through its launcher's ``run_one_allocation``) writes ``<sweep>/.slurm/allocation.sbatch``
+and submits it with ``sbatch``. Its batch step runs the same sweep with the basic launcher in the same sweep
+dir, where each trial is one ``srun`` step over every node (:mod:`ddpbench.slurm.steps`); that inner sweep
+writes report.md. The submitter waits with :func:`ddpbench.slurm.wait.await_job` (queue timeout, then the
+time limit + 60 s), adds the job's id, state and log to every trial.json the job wrote, and prints the inner
+sweep's progress lines.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any, Dict, List, Sequence
 from omegaconf import DictConfig
 
 from ddpbench.errors import DdpbenchError
-from ddpbench.sweep.slurm_wait import RESULT_GRACE_S, SLURM_CALL_TIMEOUT_S, Bounds, await_job
+from ddpbench.slurm.wait import RESULT_GRACE_S, SLURM_CALL_TIMEOUT_S, Bounds, await_job
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ def wanted(launcher: Any, cfgs: Sequence[DictConfig]) -> bool:
     False inside that allocation, where the sweep runs with the basic launcher. Raises DdpbenchError when
     only some trials ask for it or the trials use different SLURM clusters.
     """
-    if not isinstance(getattr(launcher, "bounds", None), Bounds):
+    if not hasattr(launcher, "run_one_allocation"):
         return False
     flags = {bool(cfg.cluster.get("slurm", {}).get("one_allocation", False)) for cfg in cfgs}
     if flags == {False}:
@@ -78,20 +79,21 @@ def allocation_script(params: Dict[str, Any], command: List[str], sweep_dir: Pat
     return "\n".join(lines) + "\n"
 
 
-def run(launcher: Any, config: DictConfig, sweep_name: str, trial_timeouts_s: Sequence[float]) -> int:
-    """Submit the whole sweep as one job and wait for it (bounded); its exit status (1 when it left none)."""
-    bounds: Bounds = launcher.bounds
+def run(params: Dict[str, Any], config: DictConfig, sweep_name: str, trial_timeouts_s: Sequence[float]) -> int:
+    """Submit the whole sweep as one job (``params``: the launcher's) and wait for it (bounded); its exit
+    status (1 when it left none)."""
+    bounds = Bounds.from_params(params)
     sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
     slurm_dir = sweep_dir / ".slurm"
     slurm_dir.mkdir(parents=True, exist_ok=True)
     total_s = sum(trial_timeouts_s) + TRIAL_OVERHEAD_S * len(trial_timeouts_s)
-    minutes = launcher.params.get("timeout_min") or max(1, math.ceil((total_s + bounds.wait_margin_s) / 60.0))
+    minutes = params.get("timeout_min") or max(1, math.ceil((total_s + bounds.wait_margin_s) / 60.0))
     keep = [str(a) for a in config.hydra.overrides.task if not str(a).lstrip("+~").startswith(OUTER_ONLY)]
     keep += [str(o) for o in config.hydra.overrides.hydra if not str(o).lstrip("+~").startswith(OUTER_ONLY)]
     command = [sys.executable, "-m", "ddpbench", "-m", *keep, "hydra/launcher=basic", f"sweep_name={sweep_name}",
                f"hydra.sweep.dir={_hydra_quote(str(sweep_dir))}"]
     script = slurm_dir / "allocation.sbatch"
-    script.write_text(allocation_script(launcher.params, command, sweep_dir, int(minutes), Path.cwd()))
+    script.write_text(allocation_script(params, command, sweep_dir, int(minutes), Path.cwd()))
     submitted_epoch = time.time()
     try:
         proc = subprocess.run(["sbatch", "--parsable", str(script)], capture_output=True, text=True,

@@ -1,0 +1,175 @@
+"""SLURM backend (``cluster.kind: slurm``): this driver runs inside a SLURM job.
+
+One job per trial (``hydra/launcher=ddpbench``, :mod:`ddpbench.slurm.submit`): ``nodes = cluster.nnodes``,
+one task per node, and the Hydra job function runs once per task, i.e. once per node:
+
+- node rank = ``SLURM_NODEID``; master address = the first host of the allocation;
+- ports derived from the SLURM job id, so every node computes the same ones and two concurrent jobs
+  (on shared nodes) differ; ``cluster.base_port`` pins them instead;
+- run token = the SLURM job id (TraceML's ``--run-name`` is the same on every node);
+- node 0 owns the trial (writes ``trial.json``); the others write ``nodes/node<r>.json``.
+
+Node 0 prepares the job dir (moves an earlier attempt aside, or resumes) *before* any other node touches it:
+it tells its decision in ``.slurm/<job id>.ready`` and the other nodes wait for that marker (bounded), so
+node 0 never moves a peer's fresh logs and a resumed trial launches nothing on any node.
+
+With ``cluster.slurm.one_allocation=true`` the whole sweep runs inside one job instead
+(:mod:`ddpbench.slurm.allocation`): each trial is one agent, an ``srun`` step over every node whose node
+task (:mod:`ddpbench.slurm.steps`) fills in its own node rank; ports come from the job id and the trial.
+
+The environment's names are those submitit's ``SlurmJobEnvironment`` reads, with the older aliases SLURM
+still sets; the allocation's hosts come from ``scontrol show hostnames`` (bounded).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Mapping, Optional
+
+from omegaconf import DictConfig
+
+from ddpbench.cluster.base import Backend, NodePlan, TrialSlot, register
+from ddpbench.cluster.ports import derived_ports
+from ddpbench.errors import DdpbenchError
+from ddpbench.io import read_json, write_json_atomic
+
+#: seconds a non-zero node waits for node 0 to have prepared the job dir
+READY_WAIT_S = 120.0
+#: seconds ``scontrol show hostnames`` may take
+SCONTROL_TIMEOUT_S = 20.0
+
+
+@dataclass(frozen=True)
+class SlurmTask:
+    """Where this process sits in its SLURM job (empty/zero fields: not set by SLURM)."""
+
+    # the job id ("" outside a job)
+    job_id: str
+    # this task's node index in the allocation (None outside a job step)
+    node_rank: Optional[int]
+    # nodes of the allocation (0 = unknown)
+    num_nodes: int
+    # tasks of the job step (0 = unknown)
+    num_tasks: int
+    # the allocation's node list in SLURM's compressed syntax ("" = unknown)
+    nodelist: str
+
+    @classmethod
+    def from_env(cls, env: Optional[Mapping[str, str]] = None) -> "SlurmTask":
+        """Read the task from ``env`` (default: this process's environment)."""
+        e = os.environ if env is None else env
+        node = e.get("SLURM_NODEID")
+        return cls(
+            job_id=str(e.get("SLURM_JOB_ID") or ""),
+            node_rank=int(node) if node else None,
+            num_nodes=int(e.get("SLURM_JOB_NUM_NODES") or e.get("SLURM_NNODES") or 0),
+            num_tasks=int(e.get("SLURM_NTASKS") or 0),
+            nodelist=str(e.get("SLURM_JOB_NODELIST") or e.get("SLURM_NODELIST") or ""),
+        )
+
+    def check_nodes(self, nnodes: int, hint: str = "") -> None:
+        """Raise DdpbenchError when the allocation's node count is known and differs from ``nnodes``."""
+        if self.num_nodes and self.num_nodes != nnodes:
+            raise DdpbenchError(f"cluster.nnodes={nnodes} but SLURM job {self.job_id} has {self.num_nodes} "
+                                f"node(s)" + (f": {hint}" if hint else ""))
+
+    def master_addr(self) -> str:
+        """The allocation's first host (loopback when SLURM names no node list)."""
+        return allocation_hosts(self.nodelist)[0] if self.nodelist else "127.0.0.1"
+
+
+def allocation_hosts(nodelist: str, timeout: float = SCONTROL_TIMEOUT_S) -> List[str]:
+    """The hosts of a SLURM node list (``n[1-2]`` -> ``["n1", "n2"]``), via ``scontrol`` (bounded)."""
+    try:
+        proc = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True,
+                              timeout=timeout, check=False)
+    except FileNotFoundError as exc:
+        raise DdpbenchError("cluster.kind=slurm: scontrol not found on PATH inside the SLURM job") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise DdpbenchError(f"cluster.kind=slurm: 'scontrol show hostnames {nodelist}' took longer than "
+                            f"{timeout:g} s") from exc
+    hosts = [line.strip() for line in proc.stdout.splitlines() if line.strip()]
+    if proc.returncode != 0 or not hosts:
+        detail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise DdpbenchError(f"cluster.kind=slurm: 'scontrol show hostnames {nodelist}' failed: {detail}")
+    return hosts
+
+
+def _ready_marker(job: TrialSlot, plan: NodePlan) -> Path:
+    return job.job_dir / ".slurm" / f"{plan.run_token}.ready"  # the run token is the SLURM job id
+
+
+class SlurmBackend(Backend):
+    """One SLURM job per trial (a task per node), or the whole sweep in one allocation (``one_allocation``)."""
+
+    kind = "slurm"
+
+    def plan(self, cfg: DictConfig, job: TrialSlot, timeout_s: float, env: Optional[Mapping[str, str]] = None
+             ) -> NodePlan:
+        task = SlurmTask.from_env(env)
+        nnodes = int(cfg.cluster.nnodes)
+        wait_s = float(cfg.cluster.slurm.peer_record_wait_s)
+        if bool(cfg.cluster.slurm.get("one_allocation", False)):
+            if not task.job_id:
+                raise DdpbenchError(
+                    "cluster.slurm.one_allocation=true runs the sweep inside its own SLURM job (SLURM_JOB_ID is "
+                    "not set): run the sweep with -m and the ddpbench launcher, which submits that job")
+            task.check_nodes(nnodes)
+            ports = derived_ports(f"{task.job_id}-{job.job_num}", 2, int(cfg.cluster.base_port))
+            return NodePlan(node_ranks=[0], master_addr=task.master_addr(), master_port=ports[0],
+                            aggregator_port=ports[1], owner=True, retry_on_port_clash=False,
+                            run_token=task.job_id, peer_record_wait_s=wait_s, agent_spans_nodes=True)
+        if not task.job_id or task.node_rank is None:
+            raise DdpbenchError(
+                "cluster.kind=slurm runs inside a SLURM job (SLURM_JOB_ID/SLURM_NODEID are not set): run a "
+                "sweep with -m so the ddpbench launcher submits it, or use a local cluster")
+        task.check_nodes(nnodes, "submit with hydra.launcher.nodes=cluster.nnodes")
+        if task.num_tasks and task.num_nodes and task.num_tasks != task.num_nodes:
+            raise DdpbenchError(f"SLURM job {task.job_id} runs {task.num_tasks} tasks on {task.num_nodes} "
+                                "node(s); ddpbench needs exactly one task per node (hydra.launcher.tasks_per_node=1)")
+        ports = derived_ports(task.job_id, 2, int(cfg.cluster.base_port))
+        return NodePlan(node_ranks=[task.node_rank], master_addr=task.master_addr(), master_port=ports[0],
+                        aggregator_port=ports[1], owner=task.node_rank == 0, retry_on_port_clash=False,
+                        run_token=task.job_id, peer_record_wait_s=wait_s)
+
+    def owner_resumed(self, cfg: DictConfig, plan: NodePlan, job: TrialSlot) -> bool:
+        """A non-zero node of a job: wait (bounded) for node 0's marker; whether it resumed the trial."""
+        if plan.owner:
+            return False
+        marker = _ready_marker(job, plan)
+        deadline = time.monotonic() + READY_WAIT_S
+        while True:
+            try:
+                return read_json(marker).get("decision") == "resumed"
+            except (OSError, ValueError, AttributeError):
+                pass
+            if time.monotonic() >= deadline:
+                raise DdpbenchError(f"cluster.kind=slurm: node 0 of SLURM job {plan.run_token} did not prepare "
+                                    f"{job.job_dir} within {READY_WAIT_S:g} s (no {marker.name})")
+            time.sleep(0.2)
+
+    def tell_peers(self, cfg: DictConfig, plan: NodePlan, job: TrialSlot, resumed: bool) -> None:
+        """Node 0 of a job: the job dir is ready; the marker tells the other nodes whether to launch."""
+        if plan.owner and not plan.agent_spans_nodes:
+            write_json_atomic(_ready_marker(job, plan), {"decision": "resumed" if resumed else "launch",
+                                                         "time": time.time()})
+
+    def wrap_agent(self, cfg: DictConfig, plan: NodePlan, argv: List[str], attempt_dir: Path) -> List[str]:
+        """One allocation: ``argv`` as one srun step over every node, one task each (:mod:`ddpbench.slurm.steps`)."""
+        if not plan.agent_spans_nodes:
+            return argv
+        slurm = cfg.cluster.slurm
+        step = ["srun", f"--nodes={int(cfg.cluster.nnodes)}", "--ntasks-per-node=1", "--kill-on-bad-exit=1"]
+        if slurm.cpus_per_task:
+            step.append(f"--cpus-per-task={slurm.cpus_per_task}")  # 22.05's srun does not inherit it from sbatch
+        if slurm.gpus_per_node:
+            step.append(f"--gpus-per-node={slurm.gpus_per_node}")
+        return [*step, sys.executable, "-m", "ddpbench.slurm.steps", "--job-dir", str(attempt_dir), "--", *argv]
+
+
+register(SlurmBackend())

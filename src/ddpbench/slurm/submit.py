@@ -1,0 +1,302 @@
+"""One SLURM job per Hydra job, every wait bounded: the substance of ``hydra/launcher=ddpbench_slurm``.
+
+hydra-submitit-launcher ends with ``job.results()``, which waits forever for a job that died without
+writing its result (scancel, out of memory, time limit, node failure) on a cluster without accounting.
+Here each job is submitted on its own and awaited with :func:`ddpbench.slurm.wait.await_job`; at most
+``array_parallelism`` jobs of a batch are queued or running at once (1: the next is submitted only after
+the previous one ended). Any Hydra app can use it; for a ddpbench trial (a config with ``trial``) it also:
+
+- submits nothing for a trial whose ok ``trial.json`` of the same config is there (``trial.resume``);
+- ``timeout_min: null`` = ``ceil((trial timeout + wait_margin_s) / 60)`` per trial, so the in-job watchdog
+  fires first, then SLURM's limit, then the submitter's deadline (another app: submitit's 60 minutes);
+- a job that ended without task 0's result gets a ``failed`` ``trial.json`` (unless node 0 wrote one),
+  naming the SLURM state and submitit's logs; one past its deadline is cancelled and recorded as ``timeout``.
+
+Another app's job without a result is a failed JobReturn carrying that one line.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import math
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Deque, Dict, List, Optional, Sequence
+
+from hydra.core.singleton import Singleton
+from hydra.core.utils import JobReturn, JobStatus, filter_overrides
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from ddpbench.slurm.wait import SLURM_CALL_TIMEOUT_S, Bounds, JobWait, SlurmStateError, await_job, is_terminal, \
+    job_state, scancel
+
+log = logging.getLogger(__name__)
+
+#: launcher keys that are ddpbench's, not submitit executor parameters
+OWN_KEYS = ("wait_margin_s", "queue_timeout_s", "poll_s")
+#: minutes of SLURM time limit when neither ``timeout_min`` nor a trial timeout says (submitit_slurm's default)
+DEFAULT_TIMEOUT_MIN = 60
+
+
+@dataclass
+class Submitted:
+    """One Hydra job handed to SLURM and what is needed to account for it."""
+
+    idx: int
+    overrides: List[str]
+    cfg: DictConfig
+    job_dir: Path
+    # the trial's config (no ``hydra`` node) when the app is ddpbench's, else None
+    trial: Optional[DictConfig]
+    trial_timeout_s: Optional[float]
+    limit_s: float
+    job: Any = None
+    submitted_epoch: float = 0.0
+    submitted: float = 0.0
+    wait: Optional[JobWait] = None
+
+    @property
+    def state(self) -> Optional[str]:
+        return self.wait.state if self.wait is not None else "PENDING"
+
+    @property
+    def tasks(self) -> List[Any]:
+        """The submitit jobs of every task (= node) of the job."""
+        return [self.job.task(i) for i in range(self.job.num_tasks)]
+
+    def slurm_logs(self) -> Dict[str, Any]:
+        """``logs`` entries naming the SLURM job and its submitit logs (one per task = node)."""
+        return {"slurm_job_id": str(self.job.job_id), "slurm_state": self.state,
+                "slurm_stdout": [str(task.paths.stdout) for task in self.tasks],
+                "slurm_stderr": [str(task.paths.stderr) for task in self.tasks]}
+
+
+class Submitter:
+    """Runs one batch of a launcher's jobs on SLURM. ``launcher``: the set-up BoundedSlurmLauncher, which is
+    also the callable each job runs (submitit pickles it)."""
+
+    def __init__(self, launcher: Any) -> None:
+        import submitit
+        from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
+
+        self.launcher = launcher
+        self.params: Dict[str, Any] = dict(launcher.params)
+        self.bounds = Bounds.from_params(self.params)
+        params = {k: v for k, v in self.params.items() if k not in (*OWN_KEYS, "_target_")}
+        init = {"folder": params.pop("submitit_folder")}
+        if "max_num_timeout" in params:
+            init["slurm_max_num_timeout"] = params.pop("max_num_timeout")
+        self.executor = submitit.AutoExecutor(cluster="slurm", **init)
+        base = set(OmegaConf.structured(BaseQueueConf).keys())
+        self.executor_params = {key if key in base else f"slurm_{key}": value for key, value in params.items()
+                                if not (key == "setup" and value is None)}
+
+    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> List[JobReturn]:
+        """Submit ``job_overrides`` as one SLURM job each, at most ``array_parallelism`` at once; one JobReturn each."""
+        config = self.launcher.config
+        assert config is not None and len(job_overrides) > 0
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        if "mode" in config.hydra.sweep:
+            sweep_dir.chmod(int(config.hydra.sweep.mode, 8))
+        at_once = max(1, int(self.params.get("array_parallelism") or 1))
+        returns: Dict[int, JobReturn] = {}
+        running: Deque[Submitted] = deque()
+        try:
+            for offset, overrides in enumerate(job_overrides):
+                item = self.prepare(overrides, initial_job_idx + offset)
+                done = self.already_ok(item)
+                if done is not None:
+                    returns[item.idx] = job_return(item, done)
+                    continue
+                while len(running) >= at_once:
+                    finished = running.popleft()
+                    returns[finished.idx] = self.await_result(finished)
+                self.submit(item)
+                running.append(item)
+            while running:
+                returns[running[0].idx] = self.await_result(running[0])
+                running.popleft()
+        except BaseException:
+            for item in running:
+                scancel(item.job.job_id)
+            raise
+        return [returns[initial_job_idx + offset] for offset in range(len(job_overrides))]
+
+    def prepare(self, overrides: Sequence[str], idx: int) -> Submitted:
+        """The job's config, its dir and its SLURM time limit."""
+        cfg = self.launcher.hydra_context.config_loader.load_sweep_config(self.launcher.config, list(overrides))
+        with open_dict(cfg.hydra.job):
+            cfg.hydra.job.num = idx
+        job_dir = Path(str(cfg.hydra.sweep.dir)) / str(cfg.hydra.sweep.subdir)
+        trial = OmegaConf.masked_copy(cfg, [str(k) for k in cfg if k != "hydra"]) if "trial" in cfg else None
+        timeout = None
+        if trial is not None:
+            from ddpbench.trial.runner import trial_timeout_s
+
+            timeout = trial_timeout_s(trial)
+        minutes = self.params.get("timeout_min")
+        if minutes is None:
+            minutes = (DEFAULT_TIMEOUT_MIN if timeout is None
+                       else max(1, math.ceil((timeout + self.bounds.wait_margin_s) / 60.0)))
+        return Submitted(idx, list(overrides), cfg, job_dir, trial, timeout, float(minutes) * 60.0)
+
+    def submit(self, item: Submitted) -> None:
+        log.info(f"\t#{item.idx} : {' '.join(filter_overrides(item.overrides))}")
+        self.executor.update_parameters(**{**self.executor_params, "timeout_min": int(item.limit_s // 60)})
+        item.submitted_epoch = time.time()
+        item.submitted = time.monotonic()
+        item.job = self.executor.submit(self.launcher, item.overrides, "hydra.sweep.dir", item.idx,
+                                        f"job_id_for_{item.idx}", Singleton.get_state())
+
+    @staticmethod
+    def already_ok(item: Submitted) -> Optional[Dict[str, Any]]:
+        """The summary of an ok trial.json of the same config (resume), else None: something to submit."""
+        if item.trial is None or not item.trial.trial.resume:
+            return None
+        from ddpbench.config import to_plain
+        from ddpbench.formats import trial_record as record
+        from ddpbench.trial.attempts import previous_ok
+        from ddpbench.trial.summary import summary_of
+
+        try:
+            previous = previous_ok(item.job_dir, record.config_hash(to_plain(item.trial)))
+        except Exception:  # an unreadable old record: just run the trial
+            return None
+        return None if previous is None else summary_of({**previous, "resumed": True})
+
+    def await_result(self, item: Submitted) -> JobReturn:
+        """Wait (bounded) for ``item``'s job; its JobReturn, or a failed one when the job left no result."""
+        job = item.job
+        item.wait = await_job(job.job_id, bounds=self.bounds, limit_s=item.limit_s, submitted=item.submitted,
+                              has_result=lambda: _all_results(item.tasks))
+        if item.wait.problem:
+            return no_result(item, "timeout", item.wait.problem)
+        if item.wait.started is None or not is_terminal(item.wait.state):
+            try:  # the final state, for the record (results can appear before the first poll)
+                item.wait.state = job_state(job.job_id, timeout=SLURM_CALL_TIMEOUT_S)
+            except SlurmStateError:
+                pass
+        if job.task(0).paths.result_pickle.exists():
+            return from_result(item)
+        return no_result(item, "failed", f"SLURM job {job.job_id} ended {item.state or '(forgotten)'} without a "
+                         "result (cancelled, out of memory, time limit or node failure)")
+
+
+def _all_results(tasks: Sequence[Any]) -> bool:
+    for task in tasks:
+        folder = task.paths.folder
+        try:
+            folder.chmod(folder.stat().st_mode)  # refresh a network filesystem's cache
+        except OSError:
+            pass
+    return all(task.paths.result_pickle.exists() for task in tasks)
+
+
+def from_result(item: Submitted) -> JobReturn:
+    """The JobReturn task 0 pickled (the trial record annotated with the SLURM job)."""
+    from submitit.core import utils
+
+    try:
+        outcome, result = utils.pickle_load(item.job.task(0).paths.result_pickle)
+    except Exception as error:  # truncated pickle: count it as a job without a result
+        return no_result(item, "failed", f"SLURM job {item.job.job_id}: unreadable result "
+                         f"({type(error).__name__}: {error})")
+    if outcome == "success" and isinstance(result, JobReturn):
+        annotate(item)
+        return result
+    lines = str(result).strip().splitlines()
+    return no_result(item, "failed", f"SLURM job {item.job.job_id}: the job raised: "
+                     f"{lines[-1] if lines else 'no traceback'}")
+
+
+def written_by_job(item: Submitted) -> Optional[Dict[str, Any]]:
+    """The trial.json node 0 wrote for this job (newer than the submission), else None."""
+    from ddpbench.io import read_json
+
+    path = item.job_dir / "trial.json"
+    try:
+        if item.trial is None or path.stat().st_mtime < item.submitted_epoch:
+            return None
+        trial = read_json(path)
+    except (OSError, ValueError):
+        return None
+    return trial if isinstance(trial, dict) and trial.get("status") else None
+
+
+def annotate(item: Submitted) -> None:
+    """Add the SLURM job id, state and submitit log paths to the ``logs`` of the trial.json the job wrote."""
+    from ddpbench.io import write_json_atomic
+
+    trial = written_by_job(item)
+    if trial is None or trial.get("resumed"):
+        return
+    logs = trial.get("logs")
+    trial["logs"] = {**(logs if isinstance(logs, dict) else {}), **item.slurm_logs()}
+    try:
+        write_json_atomic(item.job_dir / "trial.json", trial)
+    except OSError as error:
+        log.warning(f"could not add the SLURM log paths to {item.job_dir / 'trial.json'}: {error}")
+
+
+def no_result(item: Submitted, status: str, error: str) -> JobReturn:
+    """A job that left no result: a trial's record (node 0's, else one written here), or a failed JobReturn."""
+    from ddpbench.trial.summary import summary_of
+
+    log.warning(error)
+    if item.trial is None:
+        ret = job_return(item, None)
+        ret.status, ret.return_value = JobStatus.FAILED, RuntimeError(error)
+        return ret
+    written = written_by_job(item)
+    if written is not None:
+        annotate(item)
+        return job_return(item, summary_of(written))
+    return job_return(item, summary_of(failed_record(item, status, error)))
+
+
+def failed_record(item: Submitted, status: str, error: str) -> Dict[str, Any]:
+    """Write and return the ``status`` record of a trial whose job left none: in the attempt its node 0 started, else a new one."""
+    from ddpbench.config import to_plain
+    from ddpbench.formats import trial_record as record
+    from ddpbench.io import write_json_atomic
+    from ddpbench.trial import environment
+    from ddpbench.trial.attempts import attempt_of_launch
+    from ddpbench.trial.job import job_info_from_hydra
+    from ddpbench.trial.process import tail
+    from ddpbench.trial.runner import trial_meta
+
+    assert item.trial is not None and item.trial_timeout_s is not None
+    slurm = item.slurm_logs()
+    info = job_info_from_hydra(item.cfg.hydra, job_dir=item.job_dir, job_num=item.idx, multirun=True)
+    started_at = dt.datetime.fromtimestamp(item.submitted_epoch, dt.timezone.utc).isoformat(timespec="seconds")
+    ended_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    meta = trial_meta(item.trial, info, started_at=started_at, ended_at=ended_at, timeout_s=item.trial_timeout_s)
+    item.job_dir.mkdir(parents=True, exist_ok=True)
+    attempt = attempt_of_launch(item.job_dir, str(item.job.job_id))  # SLURM's run token is the job id
+    trial = record.build_trial_record(
+        meta=meta, config=to_plain(item.trial), status=status, exit_code=None, error=error, wall_s=None,
+        spawn_epoch=item.submitted_epoch, ranks=[], nodes=[], traceml=None,
+        environment=environment.describe([], []),
+        logs={"stdout": slurm["slurm_stdout"], "stderr": slurm["slurm_stderr"],
+              "tail": "\n".join(tail(p, 20) for p in slurm["slurm_stderr"] if Path(p).exists()) or None, **slurm},
+        attempt=attempt.section(),
+    )
+    write_json_atomic(item.job_dir / "trial.json", trial)
+    return trial
+
+
+def job_return(item: Submitted, summary: Optional[Dict[str, Any]]) -> JobReturn:
+    """A completed JobReturn carrying ``summary`` as the job's return value."""
+    ret = JobReturn()
+    ret.overrides = list(item.overrides)
+    ret.cfg = item.trial if item.trial is not None else item.cfg
+    ret.hydra_cfg = None
+    ret.working_dir = str(item.job_dir)
+    ret.task_name = str(item.cfg.hydra.job.name)
+    ret.status = JobStatus.COMPLETED
+    ret.return_value = summary
+    return ret
