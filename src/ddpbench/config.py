@@ -244,7 +244,7 @@ class ModeConfig:
 
 @dataclass
 class SlurmConfig:
-    """SLURM settings of a ``kind: slurm`` cluster; ``hydra/launcher=ddpbench_slurm`` reads them."""
+    """SLURM settings of a ``kind: slurm`` cluster; ``hydra/launcher=ddpbench`` reads them."""
 
     # sbatch --partition (null = the cluster's default partition)
     partition: Optional[str] = None
@@ -270,7 +270,7 @@ class SlurmConfig:
     peer_record_wait_s: float = 60.0
     # true: the sweep submits ONE job (nodes = cluster.nnodes) whose batch script runs the whole sweep in
     # order on the same nodes (each trial is one `srun` step, one agent per node), instead of one job per
-    # trial: both arms of every pair run on the same machines (ddpbench.cluster.slurm_steps)
+    # trial: both arms of every pair run on the same machines (ddpbench.slurm.steps)
     one_allocation: bool = False
 
 
