@@ -27,7 +27,7 @@ SCRIPT = REPO / "scripts" / "device-check.sh"
 HELPER = REPO / "scripts" / "device_check.py"
 EXPECTED = {"ddpbench", "hydra-core", "omegaconf", "antlr4-python3-runtime", "submitit",
             "hydra-submitit-launcher", "traceml-ai", "msgspec"}
-#: what H1's fix addresses: Hydra's plugin scan of a non-editable install failing in dataclasses
+#: Hydra's plugin scan of a non-editable install failing in dataclasses (a plugin module with postponed annotations)
 PLUGIN_SCAN_BUG = "'NoneType' object has no attribute '__dict__'"
 
 
@@ -110,7 +110,7 @@ def test_pure_wheels_install_into_a_fresh_target_and_import_from_there(wheel_dir
     proc = subprocess.run([sys.executable, "-c", probe, os.path.realpath(site)], capture_output=True, text=True,
                           timeout=120, env=env, cwd=tmp_path)
     assert PLUGIN_SCAN_BUG not in proc.stderr, (
-        "Hydra's plugin scan breaks on a non-editable install of ddpbench (the bug H1 fixes):\n" + proc.stderr[-2000:])
+        "Hydra's plugin scan breaks on a non-editable install of ddpbench:\n" + proc.stderr[-2000:])
     assert proc.returncode == 0, proc.stderr
     outside, sweepers = proc.stdout.strip().splitlines()
     assert outside == "[]", f"imported from outside the target dir: {outside}"
@@ -131,7 +131,7 @@ def test_selftest_runs_the_bounded_run_path_on_cpu(wheel_dir, tmp_path):
     env.pop("PYTHONPATH", None)
     run = run_bounded(["bash", str(SCRIPT), "selftest"], timeout=400, env=env, cwd=tmp_path, poll_s=0.5)
     text = run.output
-    assert PLUGIN_SCAN_BUG not in text, "Hydra's plugin scan breaks on the wheel install (the bug H1 fixes)"
+    assert PLUGIN_SCAN_BUG not in text, "Hydra's plugin scan breaks on the wheel install"
     assert run.returncode == 1, text[-4000:]  # a sweep hit its bound: the run says so
     lines = (out / "summary.txt").read_text().splitlines()
     assert [line.split()[1] for line in lines] == ["ref", "calibration", "aa"], lines
