@@ -5,11 +5,12 @@
 #   bash scripts/setup.sh --test   # also pytest, build, mypy, import-linter, and (root, Debian/Ubuntu)
 #                                  # slurm-wlm + munge + iproute2 for the tests
 #
-# The editable install is setuptools' "strict" mode: a tree of links to src/ and conf/ under
-# build/__editable__.*, put on sys.path by a .pth file. Hydra's plugin scan walks that tree like any
-# directory, so it finds hydra_plugins/ddpbench_sweeper (the default editable mode hides namespace
-# packages from the scan), and conf/ is there as ddpbench.conf ("compat" mode loses that mapping).
-# Edits to existing files are live; after adding or removing a module, run this script again.
+# ddpbench itself runs from any install mode (it registers its sweeper and launcher with Hydra itself).
+# This script uses setuptools' "strict" editable mode, a tree of links to src/ and conf/ under
+# build/__editable__.*, because other Hydra apps, and the tests that run Hydra's own suites, find
+# hydra/sweeper=paired and hydra/launcher=ddpbench_slurm only through Hydra's plugin scan, which walks that
+# tree like any folder; the default editable mode hides the plugins from it. Edits to existing files are
+# live; after adding or removing a module, run this script again.
 #
 # Environment: PYTHON (default python3); TORCH_SPEC (default torch==2.13.0) is installed only when
 # `import torch` fails — on a GPU machine install the torch build you want first.

@@ -10,9 +10,17 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Stop at once when the editable install misses a module of src/ (strict mode links files one by one)."""
-    import ddpbench
+    """Stop at once when the install cannot run the suite: Hydra's plugin scan does not see ddpbench's plugins
+    (setuptools' default editable mode; tests run other Hydra apps with them), or the strict editable install
+    misses a module of src/ (it links files one by one)."""
+    import pkgutil
 
+    import ddpbench
+    import hydra_plugins
+
+    if "ddpbench_sweeper" not in {module.name for module in pkgutil.iter_modules(hydra_plugins.__path__)}:
+        pytest.exit("ddpbench: error: Hydra's plugin scan does not see hydra_plugins.ddpbench_sweeper (a default "
+                    "editable install hides it): run bash scripts/setup.sh --test", returncode=2)
     tree = Path(ddpbench.__file__).parent.parent  # the editable link tree, src/ itself, or site-packages
     if not (tree / "ddpbench" / "__init__.py").is_symlink():
         return  # not a strict editable install: nothing to compare

@@ -1,9 +1,10 @@
 """scripts/device-check.sh: the wheel set for the GPU machine, its install, and the run path on CPU.
 
 Real parts: `prepare` downloads from PyPI and builds ddpbench's wheel from this checkout; the
-install goes into a fresh target dir used by the base interpreter, where ddpbench is not
-installed (so nothing but the wheels can answer the imports); the selftest runs real sweeps
-(torchrun, traceml run) through the same code path as `run` on the GPU machine.
+install goes into a fresh target dir put first on the path of the interpreter under test
+(sys.executable: its torch and msgspec, which the set leaves to the image), so the wheels answer
+the imports before the environment's own copies, and the probe checks where each came from; the
+selftest runs real sweeps (torchrun, traceml run) through the same code path as `run` on the GPU machine.
 """
 
 from __future__ import annotations
@@ -24,11 +25,9 @@ from helpers_proc import child_env, run_bounded
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "device-check.sh"
 HELPER = REPO / "scripts" / "device_check.py"
-#: the interpreter under the venv: ddpbench is not installed there, the wheels' dependencies are
-BASE_PYTHON = str(Path(sys.base_prefix) / "bin" / "python3")
 EXPECTED = {"ddpbench", "hydra-core", "omegaconf", "antlr4-python3-runtime", "submitit",
             "hydra-submitit-launcher", "traceml-ai", "msgspec"}
-#: what H1's fix addresses: Hydra's plugin scan of a non-editable install failing in dataclasses
+#: Hydra's plugin scan of a non-editable install failing in dataclasses (a plugin module with postponed annotations)
 PLUGIN_SCAN_BUG = "'NoneType' object has no attribute '__dict__'"
 
 
@@ -90,32 +89,34 @@ def test_prepare_gives_a_complete_consistent_set_under_the_size_limit(wheel_dir,
 @pytest.mark.slow
 def test_pure_wheels_install_into_a_fresh_target_and_import_from_there(wheel_dir, tmp_path):
     site = tmp_path / "site"
-    listed = subprocess.run([BASE_PYTHON, str(HELPER), "installable", str(wheel_dir)],
+    listed = subprocess.run([sys.executable, str(HELPER), "installable", str(wheel_dir)],
                             capture_output=True, text=True, timeout=60)
     assert listed.returncode == 0, listed.stderr
     pure = listed.stdout.split()
     assert {_wheel_name(Path(p)) for p in pure} == EXPECTED - {"msgspec"}  # msgspec's wheel is for CPython 3.12
-    subprocess.run([BASE_PYTHON, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
                     "--target", str(site), *pure], check=True, capture_output=True, timeout=120)
     env = child_env({"PYTHONPATH": str(site)})
     probe = (
-        "import os, sys, hydra, omegaconf, submitit, hydra_plugins.ddpbench_sweeper, ddpbench, traceml_ai\n"
-        "mods = [hydra, omegaconf, submitit, hydra_plugins.ddpbench_sweeper, ddpbench, traceml_ai]\n"
+        "import os, sys, antlr4, hydra, omegaconf, submitit, hydra_plugins.hydra_submitit_launcher\n"
+        "import hydra_plugins.ddpbench_sweeper, ddpbench, traceml_ai\n"
+        "mods = [antlr4, hydra, omegaconf, submitit, hydra_plugins.hydra_submitit_launcher,\n"
+        "        hydra_plugins.ddpbench_sweeper, ddpbench, traceml_ai]\n"
         "print([m.__name__ for m in mods if not os.path.realpath(m.__file__).startswith(sys.argv[1])])\n"
         "from hydra.core.plugins import Plugins\n"
         "from hydra.plugins.sweeper import Sweeper\n"
         "print(sorted(p.__name__ for p in Plugins.instance().discover(Sweeper)))\n"
     )
-    proc = subprocess.run([BASE_PYTHON, "-c", probe, os.path.realpath(site)], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-c", probe, os.path.realpath(site)], capture_output=True, text=True,
                           timeout=120, env=env, cwd=tmp_path)
     assert PLUGIN_SCAN_BUG not in proc.stderr, (
-        "Hydra's plugin scan breaks on a non-editable install of ddpbench (the bug H1 fixes):\n" + proc.stderr[-2000:])
+        "Hydra's plugin scan breaks on a non-editable install of ddpbench:\n" + proc.stderr[-2000:])
     assert proc.returncode == 0, proc.stderr
     outside, sweepers = proc.stdout.strip().splitlines()
     assert outside == "[]", f"imported from outside the target dir: {outside}"
     assert "PairedSweeper" in sweepers
     # The app composes its config from the wheel's conf (ddpbench.conf), not from this checkout.
-    cfg = subprocess.run([BASE_PYTHON, "-m", "ddpbench", "--cfg", "job", "cluster=gpu_single", "cluster.precision=bf16"],
+    cfg = subprocess.run([sys.executable, "-m", "ddpbench", "--cfg", "job", "cluster=gpu_single", "cluster.precision=bf16"],
                          capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
     assert cfg.returncode == 0, cfg.stderr[-2000:]
     assert "name: gpu_single" in cfg.stdout and "precision: bf16" in cfg.stdout
@@ -125,12 +126,12 @@ def test_pure_wheels_install_into_a_fresh_target_and_import_from_there(wheel_dir
 def test_selftest_runs_the_bounded_run_path_on_cpu(wheel_dir, tmp_path):
     """The `run` path on CPU: three sweeps, the calibration one overrunning its bound; the others still run."""
     work, out = tmp_path / "work", tmp_path / "out"
-    env = child_env({"PYTHON": BASE_PYTHON, "WHEEL_DIR": str(wheel_dir), "WORK_DIR": str(work), "OUT": str(out),
+    env = child_env({"PYTHON": sys.executable, "WHEEL_DIR": str(wheel_dir), "WORK_DIR": str(work), "OUT": str(out),
                      "CAL_SEC": "120", "CAL_CAP_S": "12", "PYTHONUNBUFFERED": "1"})
     env.pop("PYTHONPATH", None)
     run = run_bounded(["bash", str(SCRIPT), "selftest"], timeout=400, env=env, cwd=tmp_path, poll_s=0.5)
     text = run.output
-    assert PLUGIN_SCAN_BUG not in text, "Hydra's plugin scan breaks on the wheel install (the bug H1 fixes)"
+    assert PLUGIN_SCAN_BUG not in text, "Hydra's plugin scan breaks on the wheel install"
     assert run.returncode == 1, text[-4000:]  # a sweep hit its bound: the run says so
     lines = (out / "summary.txt").read_text().splitlines()
     assert [line.split()[1] for line in lines] == ["ref", "calibration", "aa"], lines

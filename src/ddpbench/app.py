@@ -1,8 +1,9 @@
 """The Hydra application: ``python -m ddpbench [-m] key=value ...``. One Hydra job = one trial.
 
 A single run (no ``-m``) is one trial that prints its headline figures. A multirun is a sweep
-ordered by the paired sweeper (``hydra/sweeper=ddpbench``: ``hydra/sweeper=paired``, found by Hydra's
-plugin scan, with :class:`ddpbench.sweep.driver.SweepDriver`); when it ends, the report
+ordered by the paired sweeper (``hydra/sweeper=ddpbench``: ``hydra/sweeper=paired`` with
+:class:`ddpbench.sweep.driver.SweepDriver`; the app registers ddpbench's sweeper and launcher itself, so any
+install mode runs it, whether or not Hydra's plugin scan sees them); when it ends, the report
 callback writes ``report.md``. The process exits non-zero when any trial did not succeed.
 """
 
@@ -19,7 +20,8 @@ from omegaconf import DictConfig, OmegaConf
 from ddpbench import __version__, state
 from ddpbench.config import register_configs
 from ddpbench.trial.script_workload import job_dirname
-from ddpbench.errors import DdpbenchError
+from ddpbench.errors import DdpbenchError, fail
+from hydra_plugins.ddpbench_sweeper import register as register_plugins
 
 
 def unique_name() -> str:
@@ -32,12 +34,7 @@ if not OmegaConf.has_resolver("ddpbench_unique"):
 if not OmegaConf.has_resolver("ddpbench_dirname"):
     OmegaConf.register_new_resolver("ddpbench_dirname", job_dirname)
 register_configs()
-
-
-def fail(message: str, code: int = 2) -> None:
-    """Print ``ddpbench: error: message`` on stderr and exit with ``code``."""
-    print(f"ddpbench: error: {message}", file=sys.stderr, flush=True)
-    raise SystemExit(code)
+register_plugins()
 
 
 @hydra.main(version_base="1.3", config_path="pkg://ddpbench.conf", config_name="config")

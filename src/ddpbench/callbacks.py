@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from ddpbench.errors import DdpbenchError
+from ddpbench.errors import DdpbenchError, fail
 from ddpbench.io import writable_dir_problem
 from ddpbench.sweep.report import write_sweep_report
 from ddpbench.sweep.validate import task_config
-
-
-def _fail(message: str) -> None:
-    print(f"ddpbench: error: {message}", file=sys.stderr, flush=True)
-    raise SystemExit(2)
 
 
 class DdpbenchCallback(Callback):
@@ -29,11 +23,11 @@ class DdpbenchCallback(Callback):
         try:
             check_trial_config(task_config(config))
         except DdpbenchError as error:
-            _fail(str(error))
+            fail(str(error))
         run_dir = Path(str(config.hydra.run.dir))
         problem = writable_dir_problem(run_dir)
         if problem is not None:
-            _fail(f"cannot write the run dir {run_dir}: {problem}")
+            fail(f"cannot write the run dir {run_dir}: {problem}")
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         write_sweep_report(config)

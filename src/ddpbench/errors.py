@@ -1,4 +1,13 @@
-"""Errors that reach the user as one line and a non-zero exit, never as a traceback."""
+"""Errors that reach the user as one line and a non-zero exit, never as a traceback; :func:`fail` prints that line."""
+
+import sys
+from typing import NoReturn
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    """End the process as every ddpbench error does: ``ddpbench: error: message`` on stderr, exit status ``code``."""
+    print(f"ddpbench: error: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(code)
 
 
 class DdpbenchError(Exception):

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Mapping, NoReturn, Sequence
 from omegaconf import OmegaConf
 
 from ddpbench import state
-from ddpbench.errors import DdpbenchError
+from ddpbench.errors import DdpbenchError, fail
 from ddpbench.slurm import allocation
 from ddpbench.sweep import adaptive
 from ddpbench.sweep.order import SweepOrderError
@@ -38,12 +38,6 @@ def job_dir_of(summary: Mapping[str, Any], result: Any) -> str:
         return str(result.hydra_cfg.hydra.runtime.output_dir)
     except AttributeError:
         return ""
-
-
-def fail(message: str) -> NoReturn:
-    """``ddpbench: error: message`` on stderr, exit 2."""
-    print(f"ddpbench: error: {message}", file=sys.stderr, flush=True)
-    raise SystemExit(2)
 
 
 class SweepDriver:

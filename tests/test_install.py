@@ -1,0 +1,106 @@
+"""ddpbench installed the ordinary ways runs its sweep from any folder: setuptools' default editable mode
+(``pip install -e '.[tools]'``, where Hydra's plugin scan cannot see ddpbench's plugins) and a wheel.
+
+Each mode gets one fresh venv layered on the environment under test (its torch, Hydra and traceml-ai,
+``--no-deps``) into which only ddpbench is installed, from a copy of this checkout; the strict editable
+mode is the one the rest of the suite runs in, and scripts/check-wheel.sh installs the wheel with its
+dependencies into a bare venv.
+"""
+
+from __future__ import annotations
+
+import shutil
+import site
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+from ddpbench_cli import only_sweep_dir, trials_in
+from helpers_proc import child_env, run_bounded
+
+REPO = Path(__file__).resolve().parent.parent
+#: what a build of ddpbench reads from the checkout
+SOURCES = ("src", "conf", "pyproject.toml", "setup.py", "README.md", "MANIFEST.in")
+
+
+def _layered_venv(path: Path) -> Path:
+    """A venv that sees every site dir of the running interpreter (below its own) and has nothing of its own yet.
+
+    The running environment's own ddpbench stays out: its editable install is a ``.pth`` file, and ``.pth``
+    files of a directory listed in another ``.pth`` file are not run.
+    """
+    venv.create(path, system_site_packages=True, with_pip=False, symlinks=True)
+    python = path / "bin" / "python"
+    (_purelib(python) / "environment_under_test.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    return python
+
+
+def _purelib(python: Path) -> Path:
+    """The site-packages folder of ``python``'s environment."""
+    return Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                               capture_output=True, text=True, check=True, timeout=60).stdout.strip())
+
+
+def _pip(python: Path, *args: str) -> None:
+    proc = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", *args],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+
+
+def _checkout_copy(dest: Path) -> Path:
+    for name in SOURCES:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        else:
+            shutil.copy2(source, dest / name)
+    return dest
+
+
+@pytest.fixture(scope="module", params=["default-editable", "wheel"])
+def installed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path, Path]:
+    """(mode, the venv's python, where its ddpbench must import from)."""
+    mode = request.param
+    root = tmp_path_factory.mktemp(mode)
+    source = _checkout_copy(root / "checkout")
+    python = _layered_venv(root / "venv")
+    if mode == "default-editable":
+        _pip(python, "-e", f"{source}[tools]")
+        return mode, python, source / "src" / "ddpbench"
+    proc = subprocess.run([str(python), "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(root / "dist"), str(source)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    _pip(python, str(next((root / "dist").glob("ddpbench-*.whl"))))
+    return mode, python, _purelib(python) / "ddpbench"
+
+
+def _env() -> dict[str, str]:
+    env = child_env()
+    for name in ("PYTHONPATH", "VIRTUAL_ENV"):
+        env.pop(name, None)
+    return env
+
+
+@pytest.mark.slow
+def test_the_install_runs_a_paired_sweep_with_its_report_from_an_empty_folder(installed, tmp_path: Path) -> None:
+    mode, python, package = installed
+    user = tmp_path / "user"
+    user.mkdir()
+    where = subprocess.run([str(python), "-c", "import ddpbench; print(ddpbench.__file__)"], cwd=user, env=_env(),
+                           capture_output=True, text=True, timeout=60)
+    assert where.returncode == 0, where.stderr
+    assert Path(where.stdout.strip()).resolve() == (package / "__init__.py").resolve(), f"{mode}: {where.stdout}"
+    run = run_bounded([str(python), "-m", "ddpbench", "-m", "mode=native,traceml", "repeat=1", "model=tiny",
+                       "stop.steps=10"], timeout=300, env=_env(), cwd=user)
+    assert run.returncode == 0, f"{mode}: {run.output[-4000:]}"
+    sweep = only_sweep_dir(user)
+    trials = trials_in(sweep)
+    assert [(t["mode"], t["status"]) for t in trials] == [("native", "ok"), ("traceml", "ok")], run.output[-4000:]
+    report = (sweep / "report.md").read_text()
+    assert "traceml vs native" in report
+    plots = sorted((sweep / "plots").glob("*.png"))
+    assert len(plots) == 4 and all(f"plots/{p.name}" in report for p in plots), plots
+    assert f"ddpbench: report: {sweep.relative_to(user) / 'report.md'}" in run.stdout
