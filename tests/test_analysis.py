@@ -90,6 +90,7 @@ def test_excluded_pairs_counted_with_reasons() -> None:
     reasons = {e.repeat: e.reason for e in c.excluded}
     assert reasons[2].startswith("traceml trial failed")
     assert reasons[3] == "no native trial"
+    assert {e.cause for e in c.excluded} == {"unpaired"}
     a = analyze(frame_of(trials))
     assert [(f.mode, f.repeat, f.status) for f in a.failed_trials] == [("traceml", 2, "failed")]
 

@@ -138,3 +138,11 @@ def test_a_real_sweeps_headline_states_per_step_and_fixed_cost_apart(tmp_path: P
                      r"\[[^]]+\]\): (within|over|inconclusive); fixed [+-]\d+\.\d\d s \[[^]]+\] per run \(start-up "
                      r"[+-]\d+\.\d\d s, teardown [+-]\d+\.\d\d s\); over a 2 h job: [+-]\d+\.\d\d % \[[^]]+\]: "
                      r"(within|over|inconclusive)\. These \d+\.\d s trials' own wall overhead: ", line), line
+
+
+def test_report_job_hours_is_a_checked_config_key(tmp_path: Path) -> None:
+    run = run_ddpbench(["--cfg", "job"], cwd=tmp_path, timeout=120)
+    assert run.returncode == 0 and "report:\n  job_hours: 1.0" in run.stdout, run.output
+    run = run_ddpbench(["mode=native", "report.job_hours=0"], cwd=tmp_path, timeout=120)
+    assert run.returncode != 0 and "report.job_hours=0.0: must be > 0" in run.stderr, run.output
+    assert "Traceback" not in run.output
