@@ -9,9 +9,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from ddpbench.analysis.paired import analysis_to_dict, analyze, pair_table, role_of, verdict_for
+from ddpbench.analysis.paired import analysis_to_dict, analyze, pair_table, verdict_for
 from ddpbench.analysis.stats import paired_summary
 from ddpbench.collect.collector import flatten_trial
+from ddpbench.formats.trial_record import upgrade
 from trial_factory import make_trial
 
 T4 = 2.7764451
@@ -19,7 +20,7 @@ D = [1.0, 2.0, 3.0, 4.0, 5.0]  # throughput overhead % per repeat
 
 
 def frame_of(trials: list[dict[str, Any]]) -> pd.DataFrame:
-    return pd.DataFrame([flatten_trial(t, f"/x/{i}/trial.json") for i, t in enumerate(trials)])
+    return pd.DataFrame([flatten_trial(upgrade(t), f"/x/{i}/trial.json") for i, t in enumerate(trials)])
 
 
 def sweep(mode: str = "traceml", d: list[float] = D, sweep_dir: str = "/s", **mode_kw: Any) -> list[dict[str, Any]]:
@@ -74,9 +75,9 @@ def test_verdicts_against_budget(budget: float, expected: str) -> None:
 def test_verdict_rules_per_metric() -> None:
     within = paired_summary([0.5, 0.6, 0.7])
     over = paired_summary([3.0, 3.1, 3.2])
-    v = verdict_for({"wall_overhead_pct": within, "throughput_overhead_pct": over}, 2.0)
-    assert v.status == "over" and v.per_metric == {"wall_overhead_pct": "within", "throughput_overhead_pct": "over"}
-    v1 = verdict_for({"wall_overhead_pct": within, "throughput_overhead_pct": paired_summary([0.1])}, 2.0)
+    v = verdict_for({"step_overhead_pct": within, "projected_overhead_pct": over}, 2.0)
+    assert v.status == "over" and v.per_metric == {"step_overhead_pct": "within", "projected_overhead_pct": "over"}
+    v1 = verdict_for({"step_overhead_pct": within, "projected_overhead_pct": paired_summary([0.1])}, 2.0)
     assert v1.status == "inconclusive"
 
 
@@ -89,6 +90,7 @@ def test_excluded_pairs_counted_with_reasons() -> None:
     reasons = {e.repeat: e.reason for e in c.excluded}
     assert reasons[2].startswith("traceml trial failed")
     assert reasons[3] == "no native trial"
+    assert {e.cause for e in c.excluded} == {"unpaired"}
     a = analyze(frame_of(trials))
     assert [(f.mode, f.repeat, f.status) for f in a.failed_trials] == [("traceml", 2, "failed")]
 
@@ -185,7 +187,29 @@ def test_other_baseline_and_roles() -> None:
     a = analyze(frame_of(sweep()), baseline="traceml")
     assert [c.mode for c in a.comparisons] == ["native"]
     assert only(a, "native").metrics["throughput_overhead_pct"].mean < 0
-    assert role_of("inject") == "calibration" and role_of("native_aa") == "aa" and role_of("traceml") == "tool"
+    assert only(a, "native").role == "tool"  # a baseline mode compared against another is judged like a tool
+
+
+def test_roles_come_from_the_records_not_from_the_names() -> None:
+    trials = sweep("inject_like")
+    for t in trials:
+        t["config"]["mode"]["role"] = {"native": "baseline", "inject_like": "aa"}[t["mode"]]
+    assert only(analyze(frame_of(trials)), "inject_like").role == "aa"
+    trials = sweep("probe")
+    for t in trials:
+        t["config"]["mode"]["role"] = {"native": "baseline", "probe": "calibration"}[t["mode"]]
+    assert only(analyze(frame_of(trials)), "probe").role == "calibration"
+
+
+@pytest.mark.parametrize("mode,role", [("native", "baseline"), ("native_aa", "aa"), ("inject", "calibration"),
+                                       ("inject_big", "calibration"), ("traceml", "tool"), ("mine_aa", "aa")])
+def test_a_record_written_before_modes_declared_a_role_is_read_with_the_role_its_name_implied(mode: str, role: str) -> None:
+    old = make_trial(mode=mode)
+    assert "role" not in old["config"]["mode"]
+    assert upgrade(old)["config"]["mode"]["role"] == role
+    declared = make_trial(mode=mode)
+    declared["config"]["mode"]["role"] = "tool"
+    assert upgrade(declared)["config"]["mode"]["role"] == "tool"
 
 
 def test_json_export_is_strict_json() -> None:
@@ -193,7 +217,7 @@ def test_json_export_is_strict_json() -> None:
     payload = analysis_to_dict(analyze(frame_of(trials)))
     text = json.dumps(payload, allow_nan=False)
     back = json.loads(text)
-    assert back["schema"] == "ddpbench.analysis" and back["schema_version"] == 2
+    assert back["schema"] == "ddpbench.analysis" and back["schema_version"] == 3
     comp = back["comparisons"][0]
     assert comp["metrics"]["throughput_overhead_pct"]["ci_low"] is None  # n = 1
     assert comp["verdict"]["status"] == "inconclusive"

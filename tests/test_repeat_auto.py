@@ -28,7 +28,7 @@ def test_a_clear_overhead_stops_before_max_pairs(tmp_path: Path) -> None:
     assert run.returncode == 0, run.output
     sweep = tmp_path / "outputs" / "multirun" / "auto1"
     stopping = json.loads((sweep / "stopping.json").read_text())
-    assert stopping["schema"] == "ddpbench.stopping" and stopping["rule"]["metric"] == "step_overhead_pct"
+    assert stopping["schema"] == "ddpbench.stopping" and stopping["rule"]["metric"] == "projected_overhead_pct"
     [condition] = stopping["conditions"]
     assert condition["reason"] == "over", stopping
     assert 2 <= condition["pairs"] < 5, stopping

@@ -15,6 +15,7 @@ from ddpbench.analysis.flops import achieved_tflops, fraction_of_peak, step_flop
 from ddpbench.analysis.paired import analysis_to_dict, analyze
 from ddpbench.analysis.robust import wilcoxon_interval
 from ddpbench.collect.collector import collect_trials, flatten_trial, write_results
+from ddpbench.formats.trial_record import upgrade
 from ddpbench.formats import analysis_record
 from ddpbench.formats.rank_record import PHASES
 from ddpbench.report import write_report
@@ -50,7 +51,7 @@ def paired(per_trial, modes=("native", "traceml"), repeats: int = 5, sweep: str 
 
 
 def frame_of(trials: list[dict[str, Any]]) -> pd.DataFrame:
-    return pd.DataFrame([flatten_trial(t, f"/x/{i}/trial.json") for i, t in enumerate(trials)])
+    return pd.DataFrame([flatten_trial(upgrade(t), f"/x/{i}/trial.json") for i, t in enumerate(trials)])
 
 
 def only(analysis, mode: str = "traceml"):
@@ -204,7 +205,7 @@ def test_foreign_script_metrics_feed_rows_and_unknowns_stay_unknown(tmp_path: Pa
     assert tok.pct is not None and tok.pct.mean == pytest.approx(sum(-e / (100 + e) * 100 for e in expect) / 4)
     text = render_report(a, frame, {}, ["/s"])
     line = next(l for l in text.splitlines() if l.startswith("| traceml | 4 (0) |"))
-    assert line.count("unknown") == 3  # median step, start-up, teardown: never 0
+    assert line.count("unknown") == 5  # median step, start-up, teardown, fixed cost and its projection: never 0
     assert "| traceml | tokens_per_s (tokens/s) |" in text
     assert "Workload: `script`." in text
     write_results(frame, tmp_path)
@@ -249,10 +250,21 @@ def test_section_per_workload_and_pairs_never_mix_workloads() -> None:
     assert mixed.n_pairs == 0 and "sides ran different workloads (mlp, convnet)" in mixed.excluded[0].reason
 
 
-def test_analysis_record_v2_and_v1_still_read(tmp_path: Path) -> None:
+def test_analysis_record_v3_and_earlier_versions_still_read(tmp_path: Path) -> None:
     payload = analysis_to_dict(analyze(frame_of(paired(lambda m, r: {}, repeats=3))))
-    assert payload["schema_version"] == 2 and payload["comparisons"][0]["robust"]["step_overhead_ms"]["n"] == 3
+    assert payload["schema_version"] == 3 and payload["comparisons"][0]["robust"]["step_overhead_ms"]["n"] == 3
+    assert payload["job_hours"] == 1.0 and payload["comparisons"][0]["metrics"]["projected_overhead_pct"]["n"] == 3
     json.dumps(payload, allow_nan=False)
+    v2 = {k: v for k, v in payload.items() if k not in analysis_record.ADDED_IN_V3}
+    v2["schema_version"] = 2
+    v2["comparisons"] = [{**c, "excluded": [{"sweep_dir": "/s", "condition_id": "c", "repeat": 2, "mode": "traceml",
+                                             "reason": "pair 2 disturbed (native trial: busy): re-run, not counted"},
+                                            {"sweep_dir": "/s", "condition_id": "c", "repeat": 3, "mode": "traceml",
+                                             "reason": "no native trial"}]} for c in payload["comparisons"]]
+    (tmp_path / "v2.json").write_text(json.dumps(v2))
+    record, why = analysis_record.read_analysis_record(tmp_path / "v2.json")
+    assert why is None and record["job_hours"] is None
+    assert [e["cause"] for e in record["comparisons"][0]["excluded"]] == ["rerun", "unpaired"]
     old = {k: v for k, v in payload.items() if k not in analysis_record.ADDED_IN_V2}
     old["schema_version"] = 1
     old["comparisons"] = [{k: v for k, v in c.items() if k not in analysis_record.COMPARISON_ADDED_IN_V2}

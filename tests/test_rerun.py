@@ -122,7 +122,8 @@ def test_the_report_leaves_out_and_names_the_pairs_stopping_json_excluded(tmp_pa
     sweep.rename(moved)
     outcome = write_report([moved], tmp_path / "out")
     (c,) = [c for c in outcome.analysis.comparisons if c.mode == "traceml"]
-    assert c.n_pairs == 3 and [e.repeat for e in c.excluded if is_rerun(e)] == [2]
+    assert c.n_pairs == 3 and [(e.repeat, e.cause) for e in c.excluded] == [(2, "rerun")]
+    assert [e.repeat for e in c.excluded if is_rerun(e)] == [2]
     assert c.metrics["step_overhead_pct"].mean == pytest.approx(10.0)
     report = outcome.report_path.read_text()
     line = "pair 2 disturbed (native trial: other processes used 25.0 CPU s (12 % of 2 CPUs)): re-run, not counted"
@@ -134,7 +135,9 @@ def test_the_report_leaves_out_and_names_the_pairs_stopping_json_excluded(tmp_pa
     assert "1 disturbed trial(s) belong to pairs that repeat=auto re-ran: they are not in the statistics." in report
     assert "trial(s) ran while other work took part of the machine" not in report
     payload = json.loads(outcome.analysis_path.read_text())
-    assert [e["repeat"] for e in payload["comparisons"][0]["excluded"]] == [2]
+    [excluded] = payload["comparisons"][0]["excluded"]
+    assert excluded["repeat"] == 2 and excluded["cause"] == "rerun"
+    assert excluded["reason"] == "native trial: other processes used 25.0 CPU s (12 % of 2 CPUs)"  # the why, not the text
 
 
 def test_without_stopping_json_or_with_count_the_analysis_is_unchanged(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 from ddpbench.errors import ConfigError
 from ddpbench.formats.rank_record import LOADERS, TIMINGS
+from ddpbench.formats.trial_record import MODE_ROLES
 from ddpbench.workload.affinity import parse_setting as parse_cpu_affinity
 
 
@@ -216,6 +217,11 @@ class ModeConfig:
 
     # label used in reports; defaults to the option name
     name: str = MISSING
+    # what the mode is to the analysis (one of MODE_ROLES): baseline (compared against), tool (judged against
+    # the budget), aa (the baseline again: the noise floor), calibration (known injected costs)
+    role: str = "tool"
+    # the tool keeps run state every node must read, so a multi-node trial needs cluster.shared_dir=true
+    needs_shared_dir: bool = False
     # one line on what this mode measures
     description: str = ""
     # Python module that must be importable for this mode (null = none)
@@ -369,7 +375,7 @@ class TrialConfig:
 
 # --- repeat=auto: when to stop adding pairs (issue 16) ---
 #: paired metrics repeat=auto may decide on (per-pair values of the analysis; units: % or ms)
-PRECISION_METRICS = ("step_overhead_pct", "step_overhead_ms", "step_median_overhead_pct",
+PRECISION_METRICS = ("projected_overhead_pct", "step_overhead_pct", "step_overhead_ms", "step_median_overhead_pct",
                      "step_median_overhead_ms", "throughput_overhead_pct", "wall_overhead_pct")
 
 
@@ -378,8 +384,9 @@ class PrecisionConfig:
     """When ``repeat=auto`` stops adding pairs (ddpbench.analysis.sequential; docs/analysis.md)."""
 
     # the paired metric the rule decides on (one of PRECISION_METRICS); % metrics are compared with
-    # budget_pct, ms metrics with budget_ms
-    metric: str = "step_overhead_pct"
+    # budget_pct, ms metrics with budget_ms; projected_overhead_pct (per-step cost plus the fixed cost over a
+    # job of report.job_hours) is what the report's verdict is on
+    metric: str = "projected_overhead_pct"
     # stop once the interval's half-width is at most this (the metric's unit); null = only a decisive
     # verdict, max_pairs or max_minutes stop
     halfwidth_pct: Optional[float] = 1.0
@@ -399,6 +406,15 @@ class PrecisionConfig:
 
 
 # --- end of repeat=auto ---
+
+
+@dataclass
+class ReportConfig:
+    """How the report turns the trials' figures into a verdict (ddpbench.analysis.projection)."""
+
+    # length of the user's job, hours of training: the fixed costs (start-up, teardown) are paid once per
+    # job, the per-step cost all along; the verdict is on (per-step cost over the job + fixed cost) / job
+    job_hours: float = 1.0
 
 
 @dataclass
@@ -432,6 +448,8 @@ class DdpbenchConfig:
     budget_pct: float = 2.0
     # repeat=auto: when to stop adding pairs
     precision: PrecisionConfig = field(default_factory=PrecisionConfig)
+    # the report's verdict
+    report: ReportConfig = field(default_factory=ReportConfig)
 
 
 def register_configs() -> None:
@@ -522,6 +540,8 @@ def validate(cfg: DictConfig) -> None:
     _require(bool(cfg.mode.command), "mode.command", "must be a non-empty list", list(cfg.mode.command))
     _require(bool(_NAME_RE.match(str(cfg.sweep_name))), "sweep_name", "must use letters, digits, '.', '_', '-'", cfg.sweep_name)
     _require(cfg.budget_pct > 0, "budget_pct", "must be > 0", cfg.budget_pct)
+    _require(cfg.report.job_hours > 0, "report.job_hours", "must be > 0", cfg.report.job_hours)
+    _require(cfg.mode.role in MODE_ROLES, "mode.role", f"must be one of {', '.join(MODE_ROLES)}", cfg.mode.role)
     validate_tool(cfg.tool, cfg.mode)
     parse_repeat(cfg.repeat)
 

@@ -12,7 +12,7 @@ import math
 from typing import Sequence
 
 from ddpbench.analysis.coverage import CoverageGap
-from ddpbench.analysis.rerun import is_rerun
+from ddpbench.analysis.rerun import excluded_text, is_rerun
 from ddpbench.analysis.results import Analysis, Comparison
 
 __all__ = ["caveats", "fixed_cost_split", "fmt"]
@@ -60,23 +60,24 @@ def caveats(analysis: Analysis, gaps: Sequence[CoverageGap] = ()) -> list[str]:
         split = fixed_cost_split(c)
         if split is not None:
             fixed, diff, startup, teardown = split
-            t = c.metrics["throughput_overhead_pct"]
+            step = c.metrics.get("step_overhead_pct")
             out.append(
                 f"{c.label}: {fmt(fixed, 2)} s of the {fmt(diff, 2)} s wall difference is fixed per-trial cost "
-                f"(start-up {fmt(startup, 2, True)} s, teardown {fmt(teardown, 2, True)} s), so the wall overhead "
-                f"shrinks as trials get longer (`stop.steps`); the per-step cost is the throughput overhead "
-                f"({fmt(t.mean, 2, True)} %)."
+                f"(start-up {fmt(startup, 2, True)} s, teardown {fmt(teardown, 2, True)} s), paid once per run: the "
+                f"trials' wall overhead overstates what a longer job pays, so the verdict is on the per-step cost "
+                f"({fmt(step.mean if step else math.nan, 2, True)} %) plus the fixed cost over a "
+                f"{analysis.job_hours:g} h job (`report.job_hours`)."
             )
     for c in tools:
         if c.verdict.status == "inconclusive":
-            t = c.metrics["throughput_overhead_pct"]
+            step = c.metrics.get("step_overhead_pct")
             out.append(
                 f"{c.label}: inconclusive — an interval straddles the {budget:g} % budget or n < 2 "
-                f"(throughput MDE {fmt(t.mde)} %); run more pairs."
+                f"(per-step MDE {fmt(step.mde if step else math.nan)} %); run more pairs."
             )
     for c in analysis.comparisons:
         if c.excluded:
-            reasons = sorted({e.reason for e in c.excluded})
+            reasons = sorted({excluded_text(e) for e in c.excluded})
             out.append(f"{c.label}: {c.n_excluded} pair(s) excluded ({'; '.join(reasons)}).")
         if c.host_mismatch:
             out.append(f"{c.label}: {len(c.host_mismatch)} pair(s) ran their two sides on different hosts.")

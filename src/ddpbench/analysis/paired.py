@@ -8,19 +8,24 @@ b = the baseline):
   ``step_median_overhead_ms``/``_pct`` the same of each trial's median step
 - ``throughput_overhead_pct`` = 100 · (b.steps_per_s / x.steps_per_s − 1) (the reference's definition)
 - ``wall_diff_s``, ``wall_overhead_pct`` = x − b of the wall time, and 100 · (x.wall_s / b.wall_s − 1)
-- ``startup_diff_s``, ``train_diff_s``, ``teardown_diff_s`` = x − b, seconds (+ ``_pct`` for start-up and teardown).
+- ``startup_diff_s``, ``train_diff_s``, ``teardown_diff_s`` = x − b, seconds (+ ``_pct`` for start-up and teardown);
+  ``fixed_diff_s`` = start-up Δ + teardown Δ, what one run pays once
+- ``projected_overhead_pct``: the per-step cost over a job of ``job_hours`` plus the fixed cost once, % of the
+  job (:mod:`ddpbench.analysis.projection`).
 
 Pairing and exclusion are in :mod:`ddpbench.analysis.pairing`. Across the pairs of one (condition,
 mode) each metric gets a :class:`~ddpbench.analysis.stats.PairedSummary` (Student's paired t interval,
 paired t test, MDE at 80 % power) and a robust view (Hodges–Lehmann estimate with the Wilcoxon
 signed-rank interval; a bootstrap interval of the median for the per-step metrics). A percentage
 whose baseline is near zero is dropped, with a note (:mod:`ddpbench.analysis.rows`). The verdict
-against the budget uses the intervals of wall and throughput overhead (rules in :func:`verdict_for`).
+against the budget uses the intervals of the per-step and the projected overhead (rules in
+:func:`verdict_for`): a short trial's wall overhead, mostly fixed cost, decides nothing.
 
-Roles: a mode named ``inject`` (or ``inject*``) is a calibration comparison, checked against
-the ``--inject-*`` workload arguments its mode really passed (``config.inject``, which every mode's
-config carries, counts only for the mode that applies it); a mode ending in ``_aa`` is an A/A comparison whose throughput-overhead
-interval half-width is the noise floor quoted for the other comparisons.
+Roles: each mode declares one (``config.mode.role``, the ``role`` column). A ``calibration`` mode is
+checked against the ``--inject-*`` workload arguments it really passed (``config.inject``, which every
+mode's config carries, counts only for the mode that applies it); an ``aa`` mode's throughput-overhead
+interval half-width is the noise floor quoted for the other comparisons; ``tool`` modes (and a
+``baseline`` mode compared against another baseline) get a verdict.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from ddpbench.analysis.calibration import applied_injection, calibration
 from ddpbench.analysis.disturbed import disturbed_trials, pair_flags
 from ddpbench.analysis.efficiency import efficiency, workload_of
 from ddpbench.analysis.pairing import pair_table, str_or_none
+from ddpbench.analysis.projection import JOB_HOURS, PROJECTED, PROJECTION_METHOD, job_seconds, projected_values
 from ddpbench.analysis.rerun import RerunKey, leave_out
 from ddpbench.analysis.results import (
     CALIBRATION_TOLERANCE_PCT,
@@ -79,7 +85,6 @@ __all__ = [
     "analyze",
     "applied_injection",
     "pair_table",
-    "role_of",
     "verdict_for",
 ]
 
@@ -98,7 +103,11 @@ METRIC_UNITS: dict[str, str] = {
     "train_diff_s": "s",
     "teardown_diff_s": "s",
     "teardown_diff_pct": "%",
+    "fixed_diff_s": "s",
+    "projected_overhead_pct": "%",
 }
+#: metrics computed from the others rather than read from the pair (:mod:`ddpbench.analysis.projection`)
+DERIVED_METRICS = (PROJECTED,)
 #: each percentage metric → (its absolute metric, the side figure its baseline is, unit): the
 #: percentage is dropped when that baseline is near zero (:func:`ddpbench.analysis.rows.near_zero`)
 PCT_BASES = {
@@ -107,22 +116,21 @@ PCT_BASES = {
     "wall_overhead_pct": ("base_wall_s", "s"),
     "startup_diff_pct": ("base_startup_s", "s"),
     "teardown_diff_pct": ("base_teardown_s", "s"),
+    "projected_overhead_pct": ("base_step_ms", "ms"),
 }
 #: metrics whose robust view adds a bootstrap interval of the median difference
 BOOTSTRAP_METRICS = ("step_overhead_ms", "step_median_overhead_ms")
-VERDICT_METRICS = ("wall_overhead_pct", "throughput_overhead_pct")
+#: what the verdict decides on: the per-step cost, and the per-step plus fixed cost over the job
+VERDICT_METRICS = ("step_overhead_pct", PROJECTED)
 ROLE_ORDER = {"tool": 0, "calibration": 1, "aa": 2}
 
 WITHIN, OVER, INCONCLUSIVE = "within", "over", "inconclusive"
 
 
-def role_of(mode: str, baseline: str = "native") -> str:
-    """``calibration`` for ``inject*`` modes, ``aa`` for ``*_aa`` modes, else ``tool``."""
-    if mode.startswith("inject"):
-        return "calibration"
-    if mode.endswith("_aa") or mode == f"{baseline}_aa":
-        return "aa"
-    return "tool"
+def _role(rows: Iterable[dict[str, Any]], mode: str) -> str:
+    """The role ``mode`` declared (its trials' ``role``); a compared ``baseline`` mode, or none declared, is a tool."""
+    role = _first_str((r for r in rows if r.get("mode") == mode), "role")
+    return role if role in ROLE_ORDER else "tool"
 
 
 def _int(value: Any) -> int | None:
@@ -131,12 +139,13 @@ def _int(value: Any) -> int | None:
 
 
 def verdict_for(metrics: dict[str, PairedSummary], budget_pct: float) -> Verdict:
-    """Verdict on the wall- and throughput-overhead intervals against ``budget_pct``.
+    """Verdict on the per-step and the projected overhead intervals (:data:`VERDICT_METRICS`) against ``budget_pct``.
 
     Per metric: ``over`` when the interval lies wholly above the budget, ``within`` when wholly
     below, else (straddling, or no interval because n < 2) ``inconclusive``. A metric no pair
-    measured (n = 0: a foreign script that prints no throughput) is left out when the other is
-    known. Overall: ``over`` if any metric is over, ``within`` if all are within, else ``inconclusive``.
+    measured (n = 0: a foreign script without a start-up/teardown split has no projection) is left
+    out when the other is known. Overall: ``over`` if any metric is over, ``within`` if all are
+    within, else ``inconclusive``.
     """
     known = [m for m in VERDICT_METRICS if metrics.get(m) is not None and metrics[m].n > 0]
     per: dict[str, str] = {}
@@ -206,10 +215,11 @@ def _side_figures(cp: list[PairRecord], cs: list[tuple[dict, dict]]) -> dict[str
 
 def _comparison(
     cond: str, mode: str, baseline: str, cp: list[PairRecord], cx: tuple, cs: list[tuple[dict, dict]],
-    all_rows: list[dict[str, Any]], budget_pct: float, confidence: float, tolerance_pct: float,
+    all_rows: list[dict[str, Any]], budget_pct: float, confidence: float, tolerance_pct: float, job_s: float,
 ) -> Comparison:
     """One mode against the baseline in one condition (noise floor filled in later)."""
-    values = {m: [getattr(p, m) for p in cp] for m in METRIC_UNITS}
+    values = {m: [getattr(p, m) for p in cp] for m in METRIC_UNITS if m not in DERIVED_METRICS}
+    values[PROJECTED] = projected_values(values["step_overhead_pct"], values["fixed_diff_s"], job_s)
     metrics = {m: paired_summary(v, confidence) for m, v in values.items()}
     figures = _side_figures(cp, cs)
     side_summ = {k: paired_summary(v, confidence) for k, v in figures.items()}
@@ -219,7 +229,7 @@ def _comparison(
         if note is not None and metrics[name].n:
             pct_notes[name] = note
             del metrics[name]
-    role = role_of(mode, baseline)
+    role = _role(all_rows, mode)
     return Comparison(
         condition_id=cond,
         condition=_condition(all_rows),
@@ -256,12 +266,15 @@ def analyze(
     confidence: float = 0.95,
     calibration_tolerance_pct: float = CALIBRATION_TOLERANCE_PCT,
     rerun: Mapping[RerunKey, str] | None = None,
+    job_hours: float = JOB_HOURS,
 ) -> Analysis:
     """Compare every mode with ``baseline`` per condition; see the module docstring.
 
     ``rerun``: pairs a ``repeat=auto`` sweep re-ran instead of counting
     (:func:`ddpbench.analysis.rerun.rerun_pairs`); they are excluded with that reason.
+    ``job_hours``: the job length the projected overhead is for (ValueError unless > 0).
     """
+    job_s = job_seconds(job_hours)
     records = frame.to_dict("records") if len(frame) else []
     failed = tuple(
         FailedTrial(
@@ -287,7 +300,7 @@ def analyze(
         cs = [sides[(p.sweep_dir, p.condition_id, p.repeat, p.mode)] for p in cp]
         all_rows = [r for r in records if str(r.get("condition_id")) == cond and r.get("mode") in (mode, baseline)]
         drafts.append(_comparison(cond, mode, baseline, cp, cx, cs, all_rows, budget_pct, confidence,
-                                  calibration_tolerance_pct))
+                                  calibration_tolerance_pct, job_s))
     floors = {
         c.condition_id: c.metrics["throughput_overhead_pct"].half_width
         for c in drafts
@@ -316,6 +329,7 @@ def analyze(
         disturbed_trials=disturbed_trials(records),
         tool_artifacts=tool_artifacts(records),
         tool_ranking=tuple(c.label for c in tool_ranking(comparisons)),
+        job_hours=float(job_hours),
         methods={
             "interval": f"{confidence:.0%} {INTERVAL_METHOD}",
             "test": TEST_METHOD,
@@ -323,6 +337,7 @@ def analyze(
             "pairing": "by (sweep_dir, condition_id, repeat)",
             "robust": "Hodges-Lehmann estimate with the Wilcoxon signed-rank interval (achieved level shown); "
                       "per-step: BCa bootstrap of the median difference",
+            "projection": PROJECTION_METHOD,
         },
     )
 

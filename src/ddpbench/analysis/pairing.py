@@ -85,6 +85,7 @@ def pair_record(b: dict[str, Any], x: dict[str, Any], mode: str) -> PairRecord:
     b_start, x_start = finite(b.get("startup_s")), finite(x.get("startup_s"))
     b_tear, x_tear = finite(b.get("teardown_s")), finite(x.get("teardown_s"))
     nan_or = lambda v: NAN if v is None else v  # noqa: E731
+    startup_diff, teardown_diff = _diff(x_start, b_start), _diff(x_tear, b_tear)
     return PairRecord(
         sweep_dir=str(b["sweep_dir"]),
         condition_id=str(b["condition_id"]),
@@ -103,14 +104,15 @@ def pair_record(b: dict[str, Any], x: dict[str, Any], mode: str) -> PairRecord:
         throughput_overhead_pct=100.0 * (rb / rx - 1.0) if rb and rx else NAN,
         step_overhead_ms=_diff(xm, bm),
         step_overhead_pct=_pct(xm, bm),
-        startup_diff_s=_diff(x_start, b_start),
+        startup_diff_s=startup_diff,
         train_diff_s=_diff(finite(x.get("train_s")), finite(b.get("train_s"))),
-        teardown_diff_s=_diff(x_tear, b_tear),
+        teardown_diff_s=teardown_diff,
         wall_diff_s=_diff(xw, bw),
         step_median_overhead_ms=_diff(xmed, bmed),
         step_median_overhead_pct=_pct(xmed, bmed),
         startup_diff_pct=_pct(x_start, b_start),
         teardown_diff_pct=_pct(x_tear, b_tear),
+        fixed_diff_s=startup_diff + teardown_diff,
     )
 
 

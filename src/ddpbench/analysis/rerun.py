@@ -15,18 +15,15 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping, Sequence
 
 from ddpbench.analysis.disturbed import trial_disturbance_of
-from ddpbench.analysis.results import ExcludedPair, PairRecord
+from ddpbench.analysis.results import RERUN, ExcludedPair, PairRecord
 
 __all__ = [
-    "DISTURBED_CHOICES", "RERUN", "RERUN_NOTE", "RerunKey", "Sides", "disturbed_repeats", "is_rerun", "leave_out",
+    "DISTURBED_CHOICES", "RERUN", "RerunKey", "Sides", "disturbed_repeats", "excluded_text", "is_rerun", "leave_out",
     "rerun_pairs", "rerun_reason", "repeat_disturbance",
 ]
 
 #: what ``precision.disturbed`` may be: ``rerun`` leaves a disturbed pair out and runs another, ``count`` counts it
-DISTURBED_CHOICES = ("rerun", "count")
-RERUN = "rerun"
-#: the end of every reason this module gives (the report finds the re-run pairs by it)
-RERUN_NOTE = "re-run, not counted"
+DISTURBED_CHOICES = (RERUN, "count")
 
 Sides = tuple[Mapping[str, Any], Mapping[str, Any]]
 """The baseline's and the compared mode's trial rows of one pair."""
@@ -66,16 +63,21 @@ def disturbed_repeats(pairs: Sequence[PairRecord], sides: Mapping[tuple[str, str
 
 def rerun_reason(repeat: int, why: str) -> str:
     """The one line the report and ``stopping.json`` readers show for a re-run pair."""
-    return f"pair {repeat} disturbed ({why}): {RERUN_NOTE}"
+    return f"pair {repeat} disturbed ({why}): re-run, not counted"
 
 
 def is_rerun(excluded: ExcludedPair) -> bool:
     """Whether the analysis left ``excluded`` out because the sweep re-ran it."""
-    return excluded.reason.endswith(RERUN_NOTE)
+    return excluded.cause == RERUN
+
+
+def excluded_text(excluded: ExcludedPair) -> str:
+    """Why ``excluded`` is not in the statistics, as the report says it."""
+    return rerun_reason(excluded.repeat, excluded.reason) if is_rerun(excluded) else excluded.reason
 
 
 def rerun_pairs(record: Mapping[str, Any], sweep_dirs: Iterable[str]) -> dict[RerunKey, str]:
-    """The pairs a ``stopping.json`` ``record`` lists as excluded, keyed for the analysis, with their reason.
+    """The pairs a ``stopping.json`` ``record`` lists as excluded, keyed for the analysis, with why each was disturbed.
 
     ``sweep_dirs`` are the ``sweep_dir`` values of the trials that lie in the record's sweep dir (the
     dir may have moved since the trials wrote theirs). A condition without ``condition_id`` (a
@@ -90,14 +92,15 @@ def rerun_pairs(record: Mapping[str, Any], sweep_dirs: Iterable[str]) -> dict[Re
         for entry in condition.get("excluded") or []:
             repeat = int(entry["repeat"])
             for sweep_dir in dirs:
-                out[(sweep_dir, str(condition_id), repeat)] = rerun_reason(repeat, str(entry.get("why", "")))
+                out[(sweep_dir, str(condition_id), repeat)] = str(entry.get("why", ""))
     return out
 
 
 def leave_out(pairs: Sequence[PairRecord], excluded: Sequence[ExcludedPair],
               rerun: Mapping[RerunKey, str]) -> tuple[list[PairRecord], list[ExcludedPair]]:
-    """``(pairs, excluded)`` with every pair of ``rerun`` moved from the first to the second, with its reason."""
+    """``(pairs, excluded)`` with every pair of ``rerun`` moved from the first to the second (cause :data:`RERUN`)."""
     kept = [p for p in pairs if (p.sweep_dir, p.condition_id, p.repeat) not in rerun]
-    moved = [ExcludedPair(p.sweep_dir, p.condition_id, p.repeat, p.mode, rerun[(p.sweep_dir, p.condition_id, p.repeat)])
+    moved = [ExcludedPair(p.sweep_dir, p.condition_id, p.repeat, p.mode, rerun[(p.sweep_dir, p.condition_id, p.repeat)],
+                          RERUN)
              for p in pairs if (p.sweep_dir, p.condition_id, p.repeat) in rerun]
     return kept, [*excluded, *moved]

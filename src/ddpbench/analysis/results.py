@@ -42,17 +42,26 @@ class PairRecord:
     step_median_overhead_pct: float = math.nan
     startup_diff_pct: float = math.nan
     teardown_diff_pct: float = math.nan
+    # added with analysis record v3: start-up Δ + teardown Δ, s (what one run pays once)
+    fixed_diff_s: float = math.nan
+
+
+#: causes of an excluded pair: pairing could not use it (a side missing, not ok, lacking its wall time, or of
+#: another workload), or a ``repeat=auto`` sweep found it disturbed and ran another pair in its place
+UNPAIRED, RERUN = "unpaired", "rerun"
 
 
 @dataclass(frozen=True)
 class ExcludedPair:
-    """A pair left out of the statistics, and why."""
+    """A pair left out of the statistics: ``cause`` (:data:`UNPAIRED` or :data:`RERUN`) and the details in ``reason``."""
 
     sweep_dir: str
     condition_id: str
     repeat: int
     mode: str
     reason: str
+    # added with analysis record v3
+    cause: str = UNPAIRED
 
 
 @dataclass(frozen=True)
@@ -285,3 +294,5 @@ class Analysis:
     disturbed_trials: tuple[Flag, ...] = ()
     tool_artifacts: tuple[ToolArtifact, ...] = ()
     tool_ranking: tuple[str, ...] = ()
+    # added with analysis record v3: the job length the verdict projects onto, hours of training
+    job_hours: float = 1.0

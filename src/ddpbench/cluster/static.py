@@ -54,12 +54,6 @@ _GENERATED_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2}_\d+$")
 # --------------------------------------------------------------------------- validation
 
 
-def mode_needs_shared_dir(cfg: DictConfig) -> bool:
-    """Whether the mode's tool keeps run state all nodes must read (TraceML 0.5's ``--logs-dir``)."""
-    tokens = [str(t) for t in list(cfg.mode.command) + list(cfg.mode.tool_args)]
-    return any(t.startswith("--logs-dir") for t in tokens) and "--disable-traceml" not in tokens
-
-
 def validate_static(cfg: DictConfig) -> None:
     """Rules of ``cluster.kind=static``; raise ConfigError with one line."""
     c = cfg.cluster
@@ -72,7 +66,7 @@ def validate_static(cfg: DictConfig) -> None:
             "sweep_name: cluster.kind=static needs the same sweep_name=NAME on every node's command line "
             "(it names the sweep dir and derives the ports)"
         )
-    if c.nnodes > 1 and not c.shared_dir and mode_needs_shared_dir(cfg):
+    if c.nnodes > 1 and not c.shared_dir and cfg.mode.needs_shared_dir:
         raise ConfigError(
             f"mode={cfg.mode.name} with cluster.shared_dir=false: TraceML 0.5 needs its --logs-dir (inside the "
             "sweep dir) on storage every node sees; put the sweep dir on NFS/EFS and set cluster.shared_dir=true, "
@@ -318,6 +312,6 @@ class StaticBackend(Backend):
 register(StaticBackend())
 
 __all__: List[str] = [
-    "Coordinator", "StaticBackend", "ask_owner", "coordinator_port", "mode_needs_shared_dir", "plan_static",
+    "Coordinator", "StaticBackend", "ask_owner", "coordinator_port", "plan_static",
     "rendezvous_env", "run_token", "trial_ports", "validate_static", "wait_for_owner",
 ]

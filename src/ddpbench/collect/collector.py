@@ -27,6 +27,8 @@ Columns (see also ``docs/results-columns.md``):
   missing when the config has no ``inject`` block.
 - ``stop_kind``: ``condition.stop`` if present, else ``config.stop`` (a string, or its
   ``kind``/``name``/``type``); e.g. ``steps`` or ``duration``.
+- ``role``: ``config.mode.role``, what the mode is to the analysis (``baseline``, ``tool``, ``aa``,
+  ``calibration``; the reader gives records older than the field the role their mode's name implied).
 - ``n_ranks, n_nodes``: lengths of ``ranks`` and ``nodes``; ``rank_steps_per_s_min`` and
   ``rank_steps_per_s_max`` over ranks.
 - Version 2 sections, absent when null: ``phase_time_ms_<phase>_<stat>`` (ms),
@@ -202,6 +204,8 @@ def flatten_trial(trial: dict[str, Any], source_path: str = "") -> dict[str, Any
         for k in INJECT_KEYS:
             row[f"inject_{k}"] = inject.get(k)
     row["stop_kind"] = _stop_kind(condition, config)
+    mode = config.get("mode") if isinstance(config, dict) else None
+    row["role"] = mode.get("role") if isinstance(mode, dict) else None
     ranks = trial.get("ranks")
     if not isinstance(ranks, list):
         ranks = []

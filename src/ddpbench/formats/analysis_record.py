@@ -17,6 +17,14 @@ Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice
   ``metrics`` add ``step_median_overhead_ms/_pct``, ``wall_diff_s``, ``startup_diff_pct`` and
   ``teardown_diff_pct``. The record adds ``disturbed_trials``, ``tool_artifacts`` and
   ``tool_ranking``. A version 1 record is upgraded with all of them empty (``workload`` ``mlp``).
+- 3: the verdict is on the per-step cost and the cost projected onto a job of ``job_hours``, not on a
+  short trial's wall time. The record adds ``job_hours``; each comparison's ``metrics`` add
+  ``fixed_diff_s`` (start-up Δ + teardown Δ) and ``projected_overhead_pct``, its ``pairs`` add
+  ``fixed_diff_s``, its ``verdict.per_metric`` is on ``step_overhead_pct`` and
+  ``projected_overhead_pct``, and each ``excluded`` entry adds ``cause`` (``unpaired`` or ``rerun``;
+  a re-run pair's ``reason`` is why it was disturbed). A version 2 record is upgraded with
+  ``job_hours`` null and each excluded pair's ``cause`` read from its reason's wording then
+  (``... re-run, not counted`` is ``rerun``); its verdicts stay those of wall and throughput overhead.
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ import os
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 SCHEMA = "ddpbench.analysis"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: every version :func:`read_analysis_record` reads
 KNOWN_VERSIONS = frozenset(range(1, SCHEMA_VERSION + 1))
 #: the record's file name in a report's output dir
@@ -36,6 +44,10 @@ ANALYSIS_FILE = "analysis.json"
 #: fields version 2 adds: at the top level, and in each comparison, with the value a version 1 record gets
 ADDED_IN_V2: Dict[str, Any] = {"disturbed_trials": [], "tool_artifacts": [], "tool_ranking": []}
 COMPARISON_ADDED_IN_V2: Dict[str, Any] = {"workload": "mlp", "robust": {}, "pct_notes": {}, "rows": [], "efficiency": [], "flags": []}
+#: fields version 3 adds at the top level, with the value an earlier record gets
+ADDED_IN_V3: Dict[str, Any] = {"job_hours": None}
+#: how a version 2 record's reason of a re-run pair ended (its only mark of being one)
+_V2_RERUN_ENDING = "re-run, not counted"
 
 #: top-level fields every version holds, with their JSON types
 REQUIRED_FIELDS: Dict[str, Tuple[type, ...]] = {
@@ -82,7 +94,18 @@ def upgrade(record: Dict[str, Any]) -> Dict[str, Any]:
             for c in record["comparisons"]
         ]
         record = {**{k: copy.deepcopy(v) for k, v in ADDED_IN_V2.items()}, **record, "comparisons": comparisons}
+    if record.get("schema_version") in (1, 2):
+        comparisons = [{**c, "excluded": [_with_cause(e) for e in c.get("excluded") or []]} if isinstance(c, dict) else c
+                       for c in record["comparisons"]]
+        record = {**ADDED_IN_V3, **record, "comparisons": comparisons}
     return record
+
+
+def _with_cause(excluded: Any) -> Any:
+    if not isinstance(excluded, dict) or "cause" in excluded:
+        return excluded
+    rerun = str(excluded.get("reason", "")).endswith(_V2_RERUN_ENDING)
+    return {**excluded, "cause": "rerun" if rerun else "unpaired"}
 
 
 def read_analysis_record(path: "str | os.PathLike[str]") -> Tuple[Optional[Dict[str, Any]], Optional[str]]:

@@ -19,6 +19,9 @@ Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice
   ``{value, unit, source}``) and ``tool`` (the tool's own output: ``{name, artifacts, bytes,
   usable, problem}``).
 
+Any version: a record whose ``config.mode`` lacks ``role`` (written before modes declared one, see
+:data:`MODE_ROLES`) is read with the role its mode's name implied then.
+
 Combining ranks: ``steps_per_s`` is the slowest rank's; ``step_time_ms`` holds the mean over ranks
 of each rank's statistic, except ``min`` and ``max``, which are the min and max over ranks. In DDP
 every step waits for the gradient all-reduce, so the ranks' figures differ little.
@@ -40,6 +43,9 @@ KNOWN_VERSIONS = frozenset(range(1, SCHEMA_VERSION + 1))
 #: the record's file name inside a job dir
 TRIAL_FILE = "trial.json"
 STATUSES = ("ok", "failed", "timeout")
+#: what a mode is to the analysis (``config.mode.role``, declared by each mode): compared against, judged
+#: against the budget, the baseline again (noise floor), known injected costs
+MODE_ROLES = ("baseline", "tool", "aa", "calibration")
 
 #: fields a reader needs to pair a trial, with their JSON types
 REQUIRED_FIELDS: Dict[str, Tuple[type, ...]] = {
@@ -349,7 +355,20 @@ def upgrade(record: Dict[str, Any]) -> Dict[str, Any]:
     """A valid record of any known version as the current version, in memory (``schema_version`` kept)."""
     if record.get("schema_version") == 1:
         record = {**{key: None for key in ADDED_IN_V2}, **record}
+    config = record.get("config")
+    mode = config.get("mode") if isinstance(config, dict) else None
+    if isinstance(config, dict) and isinstance(mode, dict) and "role" not in mode:
+        record = {**record, "config": {**config, "mode": {**mode, "role": _role_of_old_mode(record["mode"])}}}
     return record
+
+
+def _role_of_old_mode(name: str) -> str:
+    """The role a record written before modes declared one had: the only place a mode's name is read for it."""
+    if name.startswith("inject"):
+        return "calibration"
+    if name.endswith("_aa"):
+        return "aa"
+    return "baseline" if name == "native" else "tool"
 
 
 def read_trial_record(path: "str | os.PathLike[str]") -> Tuple[Optional[Dict[str, Any]], Optional[str]]:

@@ -18,6 +18,7 @@ import pandas as pd
 
 from ddpbench import __version__
 from ddpbench.analysis.paired import INCONCLUSIVE, OVER, Analysis, analysis_to_dict, analyze
+from ddpbench.analysis.projection import JOB_HOURS, job_seconds
 from ddpbench.analysis.rerun import RerunKey, rerun_pairs
 from ddpbench.collect.collector import collect_trials, write_results
 from ddpbench.formats.analysis_record import ANALYSIS_FILE
@@ -112,12 +113,18 @@ def write_report(
     out_dir: Path | None = None,
     baseline: str = "native",
     budget_pct: float = 2.0,
+    job_hours: float = JOB_HOURS,
 ) -> ReportOutcome:
     """Collect every trial.json under ``sweep_dirs``, analyse the pairs and write the report.
 
-    ``out_dir`` defaults to the first sweep dir. Raises :class:`ReportInputError` for a
-    nonexistent or empty sweep dir, no usable trial.json, or an unwritable ``out_dir``.
+    ``out_dir`` defaults to the first sweep dir; ``job_hours`` is the job length the verdict projects
+    onto (hours of training). Raises :class:`ReportInputError` for a nonexistent or empty sweep dir,
+    no usable trial.json, an unwritable ``out_dir``, or ``job_hours`` not > 0.
     """
+    try:
+        job_seconds(job_hours)
+    except ValueError:
+        raise ReportInputError(f"job hours {job_hours!r}: must be a number > 0 (hours of training)") from None
     dirs = [Path(d) for d in sweep_dirs]
     _check_inputs(dirs)
     collected = collect_trials(dirs)
@@ -134,7 +141,8 @@ def write_report(
     _check_out_dir(out)
 
     stopping = {d: record for d in dirs for record in [read_stopping_record(d)[0]] if record is not None}
-    analysis = analyze(frame, baseline=baseline, budget_pct=budget_pct, rerun=_rerun(frame, stopping))
+    analysis = analyze(frame, baseline=baseline, budget_pct=budget_pct, rerun=_rerun(frame, stopping),
+                       job_hours=job_hours)
     plots_dir = out / "plots"
     plot_paths: list[Path] = []
     plot_refs: dict[str, dict[str, str]] = {}

@@ -1,6 +1,8 @@
-"""``ddpbench-report SWEEP_DIR... [--out DIR] [--baseline native] [--budget 2] [--fail-over-budget]``.
+"""``ddpbench-report SWEEP_DIR... [--out DIR] [--baseline native] [--budget 2] [--job-hours 1] [--fail-over-budget]``.
 
-Exit codes: 0 report written; 1 a comparison is over budget (only with ``--fail-over-budget``);
+The verdict is on the per-step cost and on the cost projected onto a job of ``--job-hours`` hours of
+training (fixed start-up and teardown paid once). Exit codes: 0 report written; 1 a comparison is
+over budget (only with ``--fail-over-budget``);
 3 none over but one inconclusive (only with ``--fail-over-budget``); 2 bad input — nonexistent
 or empty sweep dir, no usable trial.json, unwritable output dir — with a one-line
 ``ddpbench-report: error: ...`` on stderr.
@@ -13,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from ddpbench.analysis.projection import JOB_HOURS
 from ddpbench.report.build import EXIT_BAD_INPUT, ReportInputError, write_report
 
 PROG = "ddpbench-report"
@@ -24,6 +27,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, default=None, help="output dir (default: the first SWEEP_DIR)")
     parser.add_argument("--baseline", default="native", help="baseline mode (default: native)")
     parser.add_argument("--budget", type=float, default=2.0, help="overhead budget in percent (default: 2)")
+    parser.add_argument("--job-hours", type=float, default=JOB_HOURS, metavar="H",
+                        help=f"job length the verdict projects the fixed costs onto, hours of training (default: {JOB_HOURS:g})")
     parser.add_argument(
         "--fail-over-budget", action="store_true",
         help="exit 1 when a comparison is over budget, 3 when one is inconclusive",
@@ -35,7 +40,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
     args = _parser().parse_args(argv)
     try:
-        outcome = write_report(args.sweep_dirs, args.out, baseline=args.baseline, budget_pct=args.budget)
+        outcome = write_report(args.sweep_dirs, args.out, baseline=args.baseline, budget_pct=args.budget,
+                               job_hours=args.job_hours)
     except ReportInputError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -20,10 +20,9 @@ from ddpbench.analysis.coverage import tool_step_coverage
 from ddpbench.analysis.efficiency import workload_of
 from ddpbench.analysis.paired import Analysis, Comparison
 from ddpbench.analysis.provenance import provenance
-from ddpbench.analysis.rerun import is_rerun
 from ddpbench.analysis.tools import compares_several_tools
 from ddpbench.report.sections import (artifacts, calibration_line, details, disturbed, efficiency_line, method, setup,
-                                      stopping_section)
+                                      stopping_section, verdict_line)
 from ddpbench.report.tables import ci, figure_rows_table, headline, tool_table
 
 __all__ = ["calibration_line", "render_report"]
@@ -33,10 +32,10 @@ PHASE_NOTE = ("Phase timing (`timing=phase`) synchronizes the device after every
               "and quote the `timing=step` figures for *how much*.")
 
 
-def _condition_block(cc: list[Comparison], plots: Mapping[str, str]) -> list[str]:
+def _condition_block(cc: list[Comparison], plots: Mapping[str, str], job_hours: float) -> list[str]:
     lines: list[str] = []
     if cc:
-        lines += headline(cc)
+        lines += headline(cc, job_hours)
         lines += efficiency_line(cc)
         phases = figure_rows_table(cc, "phase")
         if phases:
@@ -68,7 +67,8 @@ def _results(analysis: Analysis, frame: pd.DataFrame, plots: Mapping[str, Mappin
             lines += [f"### Workload `{w}`", ""]
         for cond in (c for c in conditions if workload.get(c, "mlp") == w):
             lines += [f"{'####' if several else '###'} Condition `{cond}`", ""]
-            lines += _condition_block([c for c in comps if c.condition_id == cond], plots.get(cond, {}))
+            lines += _condition_block([c for c in comps if c.condition_id == cond], plots.get(cond, {}),
+                                      analysis.job_hours)
     if not comps:
         lines += [f"No pairs could be formed (no mode other than `{analysis.baseline}` with an ok baseline).", ""]
     return lines
@@ -111,21 +111,13 @@ def render_report(
         lines += ["## Tools compared", "",
                   f"Every tool against `{analysis.baseline}`, smallest per-step overhead first (95 % paired t "
                   f"intervals; verdict against the {analysis.budget_pct:g} % budget):", ""]
-        lines += tool_table(ranked)
+        lines += tool_table(ranked, analysis.job_hours)
         if tool_plot:
             lines += [f"![tools]({tool_plot})", ""]
     if tools:
-        lines += ["**Verdicts** (budget " + f"{analysis.budget_pct:g} %):", ""]
-        for c in tools:
-            t = c.metrics["throughput_overhead_pct"]
-            w = c.metrics.get("wall_overhead_pct")
-            reruns = [str(e.repeat) for e in c.excluded if is_rerun(e)]
-            lines.append(
-                f"- {c.label}: **{c.verdict.status}** — per-step {ci(c.metrics.get('step_overhead_ms'), ' ms', 3)}, "
-                f"throughput overhead {ci(t, ' %')}, wall overhead {ci(w, ' %')}"
-                + (f" (disturbed, re-run and not counted: pair{'s' * (len(reruns) > 1)} {', '.join(reruns)})"
-                   if reruns else "")
-            )
+        lines += [f"**Verdicts** (budget {analysis.budget_pct:g} % of a {analysis.job_hours:g} h job: the per-step "
+                  "cost all along plus the fixed cost once; `report.job_hours`, `--job-hours`):", ""]
+        lines += [verdict_line(c, analysis.job_hours) for c in tools]
         lines.append("")
     for c in comps:
         if c.role == "calibration":

@@ -9,12 +9,13 @@ from typing import Any, Mapping, Sequence
 
 from ddpbench.analysis.caveats import fmt
 from ddpbench.analysis.paired import METRIC_UNITS, Analysis, Comparison
+from ddpbench.analysis.projection import PROJECTED
 from ddpbench.analysis.provenance import Provenance
-from ddpbench.analysis.rerun import is_rerun, rerun_reason
+from ddpbench.analysis.rerun import excluded_text, is_rerun, rerun_reason
 from ddpbench.analysis.results import Efficiency
-from ddpbench.report.tables import robust_text
+from ddpbench.report.tables import ci, robust_text
 
-__all__ = ["artifacts", "calibration_line", "details", "disturbed", "efficiency_line", "method", "setup"]
+__all__ = ["artifacts", "calibration_line", "details", "disturbed", "efficiency_line", "method", "setup", "verdict_line"]
 
 
 def setup(prov: Provenance) -> list[str]:
@@ -57,11 +58,37 @@ def method(analysis: Analysis) -> list[str]:
         f"p-value from the {analysis.methods['test']} (H0: no difference); "
         f"minimum detectable effect (MDE) for {analysis.methods['mde']}. Beside it: "
         f"{analysis.methods.get('robust', 'no robust interval')}.",
-        f"- Verdict against the {analysis.budget_pct:g} % budget, on wall and throughput overhead: "
-        "`within` when both intervals lie below it, `over` when either lies wholly above it, else `inconclusive`.",
+        f"- Fixed cost = start-up Δ + teardown Δ (s): paid once per run, however long the run trains. Projected "
+        f"overhead over a {analysis.job_hours:g} h job (`report.job_hours`, `--job-hours`) = per-step Δ % + "
+        f"100 · fixed Δ s / ({analysis.job_hours:g} · 3600 s), per pair; its interval is the paired t interval of "
+        "those per-pair values (the covariance of the two parts included).",
+        f"- Verdict against the {analysis.budget_pct:g} % budget, on the per-step overhead % and the projected "
+        "overhead: `within` when both intervals lie below it, `over` when either lies wholly above it, else "
+        "`inconclusive`. The trials' own wall overhead is in the table; a short trial pays the fixed cost in full, "
+        "so it decides nothing.",
         "- Walls and throughputs of each side are shown as mean ± t half-width over repeats.",
         "",
     ]
+
+
+def verdict_line(c: Comparison, job_hours: float) -> str:
+    """The headline of one tool comparison: its verdict, the per-step cost and the fixed cost apart, their
+    projection onto a ``job_hours`` job, and the trials' own wall overhead."""
+    m, per = c.metrics, c.verdict.per_metric
+    step_pct = "—" if "step_overhead_pct" in c.pct_notes else ci(m.get("step_overhead_pct"), " %")
+    projected = ("unknown (no start-up/teardown split)" if "projected_overhead_pct" not in per
+                 else f"{ci(m.get('projected_overhead_pct'), ' %')}: {per['projected_overhead_pct']}")
+    reruns = [str(e.repeat) for e in c.excluded if is_rerun(e)]
+    trial_s = c.sides["base_wall_s"].mean if "base_wall_s" in c.sides else math.nan
+    return (
+        f"- {c.label}: **{c.verdict.status}** — per-step {ci(m.get('step_overhead_ms'), ' ms', 3)} ({step_pct}): "
+        f"{per.get('step_overhead_pct', 'unknown')}; fixed {ci(m.get('fixed_diff_s'), ' s')} per run (start-up "
+        f"{fmt(m['startup_diff_s'].mean, 2, True)} s, teardown {fmt(m['teardown_diff_s'].mean, 2, True)} s); over a "
+        f"{job_hours:g} h job: {projected}. These {fmt(trial_s, 1)} s trials' own wall overhead: "
+        f"{ci(m.get('wall_overhead_pct'), ' %')}"
+        + (f" (disturbed, re-run and not counted: pair{'s' * (len(reruns) > 1)} {', '.join(reruns)})" if reruns else "")
+        + "."
+    )
 
 
 def calibration_line(c: Comparison) -> str:
@@ -128,8 +155,8 @@ def details(c: Comparison) -> list[str]:
     if c.host_mismatch:
         lines.append(f"- Pairs whose sides ran on different hosts: {', '.join(c.host_mismatch)}.")
     for e in c.excluded:
-        lines.append(f"- Not counted: {e.reason}." if is_rerun(e)
-                     else f"- Excluded: repeat {e.repeat} in {e.sweep_dir}: {e.reason}.")
+        lines.append(f"- Not counted: {excluded_text(e)}." if is_rerun(e)
+                     else f"- Excluded: repeat {e.repeat} in {e.sweep_dir}: {excluded_text(e)}.")
     if c.calibration is not None:
         lines.append(f"- {calibration_line(c)}")
     for flag in c.flags:
@@ -194,11 +221,17 @@ DISTURBED_RULE = {
 }
 
 
+#: what the stopping section adds about the metric a sweep decided on
+DECIDED_ON = {PROJECTED: " (the verdict's figure: the per-step cost plus the fixed cost over the sweep's "
+                         "`report.job_hours`)"}
+
+
 def stopping_section(record: Mapping[str, Any]) -> list[str]:
     """``## Why the sweep stopped``: the repeat=auto rule and, per condition, its pairs and reason."""
     rule = record.get("rule", {})
     lines = ["## Why the sweep stopped (repeat=auto)", "",
-             f"Pairs were added until `{rule.get('metric')}` was decided against the budget of "
+             f"Pairs were added until `{rule.get('metric')}`{DECIDED_ON.get(str(rule.get('metric')), '')} was decided "
+             f"against the budget of "
              f"{rule.get('budget')} ({rule.get('spending')} alpha spending over at most {rule.get('max_pairs')} "
              f"looks, {float(rule.get('confidence', 0.95)) * 100:g} % overall; at least {rule.get('min_pairs')} "
              f"pairs; half-width target {rule.get('halfwidth')}; at most {rule.get('max_minutes')} min). "

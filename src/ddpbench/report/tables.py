@@ -57,13 +57,15 @@ def verdict_cell(c: Comparison) -> str:
     return c.verdict.status if c.role == "tool" else {"aa": "A/A (noise floor)", "calibration": "calibration"}[c.role]
 
 
-def headline(comparisons: Sequence[Comparison]) -> list[str]:
-    """One condition's table: per-step Δ (mean, then median as HL/Wilcoxon), throughput, wall, fixed costs, verdict."""
+def headline(comparisons: Sequence[Comparison], job_hours: float) -> list[str]:
+    """One condition's table: per-step Δ (mean, then median as HL/Wilcoxon), throughput, the trials' wall, fixed
+    costs, the overhead over a ``job_hours`` job, verdict."""
     base = comparisons[0].baseline if comparisons else "native"
     lines = [
         f"| mode | pairs (excl.) | {base} step ms | per-step Δ ms | per-step Δ % | median step Δ ms, HL [Wilcoxon] | "
-        "throughput overhead % | wall Δ s | wall overhead % | startup Δ s | teardown Δ s | verdict |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        f"throughput overhead % | trial wall Δ s | trial wall overhead % | startup Δ s | teardown Δ s | fixed Δ s | "
+        f"over a {job_hours:g} h job % | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in comparisons:
         lines.append(
@@ -71,7 +73,8 @@ def headline(comparisons: Sequence[Comparison]) -> list[str]:
             f"{ci(c.metrics.get('step_overhead_ms'), digits=3)} | {_pct_cell(c, 'step_overhead_pct')} | "
             f"{robust_text(c.robust.get('step_median_overhead_ms'))} | {ci(c.metrics.get('throughput_overhead_pct'))} | "
             f"{ci(c.metrics.get('wall_diff_s'))} | {_pct_cell(c, 'wall_overhead_pct')} | "
-            f"{ci(c.metrics.get('startup_diff_s'))} | {ci(c.metrics.get('teardown_diff_s'))} | {verdict_cell(c)} |"
+            f"{ci(c.metrics.get('startup_diff_s'))} | {ci(c.metrics.get('teardown_diff_s'))} | "
+            f"{ci(c.metrics.get('fixed_diff_s'))} | {_pct_cell(c, 'projected_overhead_pct')} | {verdict_cell(c)} |"
         )
     lines.append("")
     for c in comparisons:
@@ -89,7 +92,7 @@ def _memory_cell(c: Comparison) -> str:
     return "; ".join(parts) or UNKNOWN
 
 
-def tool_table(ranked: Sequence[Comparison]) -> list[str]:
+def tool_table(ranked: Sequence[Comparison], job_hours: float) -> list[str]:
     """Every tool against the baseline in one table, in the order given (per-step overhead, smallest first)."""
     if not ranked:
         return []
@@ -97,8 +100,9 @@ def tool_table(ranked: Sequence[Comparison]) -> list[str]:
     several = len({c.condition_id for c in ranked}) > 1
     lines = [
         f"| tool | {'condition | ' if several else ''}pairs | per-step Δ ms | per-step Δ % | throughput overhead % | "
-        f"wall Δ s | wall overhead % | startup Δ s | teardown Δ s | peak memory Δ | verdict (vs {base}) |",
-        "|---|" + ("---|" if several else "") + "---|---|---|---|---|---|---|---|---|---|",
+        f"trial wall Δ s | trial wall overhead % | startup Δ s | teardown Δ s | over a {job_hours:g} h job % | "
+        f"peak memory Δ | verdict (vs {base}) |",
+        "|---|" + ("---|" if several else "") + "---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in ranked:
         cond = f"`{c.condition_id}` | " if several else ""
@@ -106,7 +110,8 @@ def tool_table(ranked: Sequence[Comparison]) -> list[str]:
             f"| {c.mode} | {cond}{c.n_pairs} | {ci(c.metrics.get('step_overhead_ms'), digits=3)} | "
             f"{_pct_cell(c, 'step_overhead_pct')} | {ci(c.metrics.get('throughput_overhead_pct'))} | "
             f"{ci(c.metrics.get('wall_diff_s'))} | {_pct_cell(c, 'wall_overhead_pct')} | "
-            f"{ci(c.metrics.get('startup_diff_s'))} | {ci(c.metrics.get('teardown_diff_s'))} | {_memory_cell(c)} | "
+            f"{ci(c.metrics.get('startup_diff_s'))} | {ci(c.metrics.get('teardown_diff_s'))} | "
+            f"{_pct_cell(c, 'projected_overhead_pct')} | {_memory_cell(c)} | "
             f"**{c.verdict.status}** |"
         )
     return lines + [""]

@@ -99,8 +99,12 @@ class ConditionState:
 class AdaptiveStop:
     """Decides, after each complete pair, whether a condition needs more pairs."""
 
-    def __init__(self, sweep_dir: Path, precision: DictConfig, baseline: str, budget_pct: float) -> None:
+    def __init__(self, sweep_dir: Path, precision: DictConfig, baseline: str, budget_pct: float,
+                 job_hours: float = 1.0) -> None:
+        from ddpbench.analysis.projection import job_seconds
+
         self.sweep_dir = sweep_dir
+        self.job_s = job_seconds(job_hours)
         self.metric = str(precision.metric)
         self.budget = float(precision.budget_ms) if self.metric.endswith("_ms") else float(budget_pct)
         self.halfwidth = None if precision.halfwidth_pct is None else float(precision.halfwidth_pct)
@@ -121,6 +125,7 @@ class AdaptiveStop:
     def after_pair(self, overrides: Sequence[str], job_dirs: Sequence[str]) -> ConditionState:
         """Record a finished pair (its jobs' dirs) of the job's condition and decide; writes stopping.json."""
         from ddpbench.analysis.pairing import pair_table
+        from ddpbench.analysis.projection import pair_value
         from ddpbench.analysis.rerun import RERUN, disturbed_repeats
         from ddpbench.analysis.sequential import decide
         from ddpbench.collect.collector import collect_trials
@@ -140,7 +145,7 @@ class AdaptiveStop:
         by_mode: Dict[str, List[float]] = {}
         counted = set()
         for pair in pairs:
-            value = float(getattr(pair, self.metric))
+            value = pair_value(pair, self.metric, self.job_s)
             if pair.repeat not in disturbed and math.isfinite(value):
                 by_mode.setdefault(pair.mode, []).append(value)
                 counted.add(pair.repeat)

@@ -93,7 +93,8 @@ class SweepDriver:
         print(f"ddpbench: sweep of {upto}{len(jobs)} trials -> {sweep_dir}", flush=True)
         progress = Progress(len(jobs))
         stopper = (adaptive.AdaptiveStop(sweep_dir, self.config.precision, str(self.config.baseline),
-                                         float(self.config.budget_pct)) if auto else None)
+                                         float(self.config.budget_pct), float(self.config.report.job_hours))
+                   if auto else None)
         groups = adaptive.pair_groups(jobs) if auto else {}
         finished: Dict[Any, List[str]] = {}
         returns: List[Any] = []

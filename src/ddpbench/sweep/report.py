@@ -9,7 +9,7 @@ from omegaconf import DictConfig
 
 
 def write_sweep_report(config: DictConfig) -> None:
-    """Write report.md, plots and results.csv into the sweep dir of ``config``, with its baseline and budget.
+    """Write report.md, plots and results.csv into the sweep dir of ``config``, with its baseline, budget and job length.
 
     A static-cluster node other than 0 leaves the report to node 0; a sweep without any trial.json writes
     none. A failure is one line on stderr and makes the sweep exit non-zero; it never hides the trials' own outcome.
@@ -26,7 +26,8 @@ def write_sweep_report(config: DictConfig) -> None:
     try:
         from ddpbench.report.build import write_report
 
-        write_report([sweep_dir], sweep_dir, baseline=str(config.baseline), budget_pct=float(config.budget_pct))
+        write_report([sweep_dir], sweep_dir, baseline=str(config.baseline), budget_pct=float(config.budget_pct),
+                     job_hours=float(config.report.job_hours))
     except Exception as error:
         print(f"ddpbench: could not write the report: {type(error).__name__}: {error}", file=sys.stderr,
               flush=True)

@@ -1,0 +1,60 @@
+"""What a tool costs a job of a stated length: its per-step cost all along, its fixed cost once. Pure.
+
+A trial of a few seconds pays the tool's start-up and teardown in full; a job that trains for hours
+pays them once. Per pair, with the per-step overhead s (``step_overhead_pct``: % of the baseline's
+step), the fixed cost F (``fixed_diff_s``: start-up Δ + teardown Δ, seconds) and a job of T seconds
+of training (``report.job_hours`` × 3600)::
+
+    projected_overhead_pct = 100 · (s/100 · T + F) / T = s + 100 · F / T      (% of the job's time)
+
+Its interval is the paired *t* interval of these per-pair values: the sum of two figures measured on
+the same two trials, so its variance is the two parts' variances plus twice their covariance, which
+the per-pair sum carries exactly (no assumption that the parts are independent). A pair without
+the fixed-cost split (a foreign script without rank records) has no projection.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from ddpbench.analysis.results import PairRecord
+
+__all__ = ["JOB_HOURS", "PROJECTED", "PROJECTION_METHOD", "job_seconds", "pair_value", "projected_pct",
+           "projected_values"]
+
+#: the job length the report projects onto when none is given, hours of training
+JOB_HOURS = 1.0
+#: the per-pair metric of the projection
+PROJECTED = "projected_overhead_pct"
+PROJECTION_METHOD = ("per pair: step_overhead_pct + 100 * (startup_diff_s + teardown_diff_s) / (job_hours * 3600); "
+                     "Student's paired t interval of these values (the covariance of the two parts included)")
+
+
+def job_seconds(job_hours: float) -> float:
+    """``job_hours`` in seconds; ValueError unless it is a finite number > 0."""
+    if not (isinstance(job_hours, (int, float)) and math.isfinite(job_hours) and job_hours > 0):
+        raise ValueError(f"job hours must be a number > 0, got {job_hours!r}")
+    return 3600.0 * float(job_hours)
+
+
+def projected_pct(step_pct: float, fixed_s: float, job_s: float) -> float:
+    """The overhead of a ``job_s``-second job, % of its time: per-step % all along plus ``fixed_s`` once.
+
+    NaN when either part is unknown (unknown is never counted as zero).
+    """
+    if not (math.isfinite(step_pct) and math.isfinite(fixed_s)):
+        return math.nan
+    return step_pct + 100.0 * fixed_s / job_s
+
+
+def projected_values(step_pcts: Sequence[float], fixed_s: Sequence[float], job_s: float) -> list[float]:
+    """Each pair's :func:`projected_pct` (the sequences are per pair, in the same order)."""
+    return [projected_pct(s, f, job_s) for s, f in zip(step_pcts, fixed_s, strict=True)]
+
+
+def pair_value(pair: PairRecord, metric: str, job_s: float) -> float:
+    """One pair's value of ``metric``: a :class:`PairRecord` field, or :data:`PROJECTED` for a ``job_s`` job."""
+    if metric == PROJECTED:
+        return projected_pct(pair.step_overhead_pct, pair.fixed_diff_s, job_s)
+    return float(getattr(pair, metric))
