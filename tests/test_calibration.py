@@ -1,4 +1,4 @@
-"""Known-answer calibration (issue 7): the analysis recovers injected costs exactly on synthetic
+"""Known-answer calibration: the analysis recovers injected costs exactly on synthetic
 trials shaped like real ones, and a short real sweep recovers a large injected step cost."""
 
 from __future__ import annotations

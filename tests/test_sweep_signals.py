@@ -1,4 +1,4 @@
-"""Stop signals to a sweep's driver, with real processes (#18 item 3, #12 item 8): SIGINT, SIGTERM and SIGHUP
+"""Stop signals to a sweep's driver, with real processes: SIGINT, SIGTERM and SIGHUP
 stop the running trial's processes, keep what finished, write the report of what finished with the sweep's
 own baseline and budget, say so in one line and exit 128 + signal; a second signal during that cleanup
 ends the driver at once. After each, no process of the sweep is left."""

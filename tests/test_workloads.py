@@ -1,4 +1,4 @@
-"""Tests of the built-in workloads (issue 13): transformer and convnet beside the MLP, both loaders,
+"""Tests of the built-in workloads: transformer and convnet beside the MLP, both loaders,
 both timing modes, memory in the rank record, natively and under ``traceml run``.
 
 Real 2-rank gloo runs at model=tiny; the cases are combined so every workload runs natively with

@@ -20,7 +20,7 @@ from ddpbench.formats.rank_record import LOADERS, TIMINGS
 from ddpbench.workload.affinity import parse_setting as parse_cpu_affinity
 
 
-# --- workloads, data loaders, timing (issue 13) ---
+# --- workloads, data loaders, timing ---
 @dataclass
 class TransformerSizeConfig:
     """Size of the transformer workload (model.transformer)."""
@@ -63,7 +63,7 @@ class WorkloadConfig:
     script: str = MISSING
     # the script's model-size arguments, --<key>=<value> (values interpolate the model group)
     size_args: Dict[str, Any] = field(default_factory=dict)
-    # workload=script (issue 14): the user's own script, relative to where ddpbench runs (null = built-in)
+    # workload=script: the user's own script, relative to where ddpbench runs (null = built-in)
     path: Optional[str] = None
     # workload=script: the script's own arguments, a list or one string split as a shell would
     args: Any = field(default_factory=list)
@@ -91,7 +91,7 @@ class DataConfig:
 # --- end of workloads, data loaders, timing ---
 
 
-# --- tools beside TraceML: torch.profiler, py-spy, W&B offline (issue 15) ---
+# --- tools beside TraceML: torch.profiler, py-spy, W&B offline ---
 @dataclass
 class ArtifactConfig:
     """The tool output a mode must leave for its trial to count (mode.artifacts); checked by ddpbench.trial.artifacts."""
@@ -232,7 +232,7 @@ class ModeConfig:
     workload_args: List[str] = field(default_factory=list)
     # file this tool writes its own summary to, relative to the job dir (null = none)
     summary_file: Optional[str] = None
-    # --- issue 15 ---
+    # --- tools beside TraceML ---
     # executable that must be found (PATH, or beside this Python) for this mode (null = none); a wrapper or
     # command token equal to it is run from where it was found
     requires_executable: Optional[str] = None
@@ -312,7 +312,7 @@ class ClusterConfig:
     shared_dir: bool = True
     # slurm backend settings (ignored elsewhere)
     slurm: SlurmConfig = field(default_factory=SlurmConfig)
-    # --- cpu affinity (issue 16) ---
+    # --- cpu affinity ---
     # pin each rank to CPUs: auto (spread the ranks, keep the driver and agents off their CPUs where
     # CPUs allow) | none | a CPU list for the ranks in order: "0-3", [0,1] (ddpbench.workload.affinity)
     cpu_affinity: Any = "none"
@@ -367,7 +367,7 @@ class TrialConfig:
     resume: bool = True
 
 
-# --- repeat=auto: when to stop adding pairs (issue 16) ---
+# --- repeat=auto: when to stop adding pairs ---
 #: paired metrics repeat=auto may decide on (per-pair values of the analysis; units: % or ms)
 PRECISION_METRICS = ("step_overhead_pct", "step_overhead_ms", "step_median_overhead_pct",
                      "step_median_overhead_ms", "throughput_overhead_pct", "wall_overhead_pct")
@@ -416,7 +416,7 @@ class DdpbenchConfig:
     fault: FaultConfig = field(default_factory=FaultConfig)
     inject: InjectConfig = field(default_factory=InjectConfig)
     trial: TrialConfig = field(default_factory=TrialConfig)
-    # settings of the shipped tools' modes (issue 15)
+    # settings of the shipped tools' modes
     tool: ToolConfig = field(default_factory=ToolConfig)
     # repeat label; a sweep gives A-B, the sweeper expands it. Not typed int on purpose.
     repeat: Any = 1
@@ -497,7 +497,7 @@ def validate(cfg: DictConfig) -> None:
     _require(c.threads_per_rank >= 0, "cluster.threads_per_rank", "must be >= 0", c.threads_per_rank)
     _require(0 <= c.node_rank < c.nnodes, "cluster.node_rank", f"must be in [0, {c.nnodes - 1}]", c.node_rank)
     _require(c.base_port == 0 or 1024 <= c.base_port <= 65000, "cluster.base_port", "must be 0 or in [1024, 65000]", c.base_port)
-    # --- cpu affinity (issue 16) ---
+    # --- cpu affinity ---
     try:
         parse_cpu_affinity(c.cpu_affinity)
     except ValueError as error:
