@@ -337,7 +337,7 @@ class FaultConfig:
 class InjectConfig:
     """Known costs the `inject` mode adds, for calibration; other modes ignore them."""
 
-    # busy-wait added to every timed step on every rank, ms
+    # wall time waited in every timed step on every rank (sleep, spin the last 0.2 ms), ms
     step_ms: float = 2.0
     # sleep before the process group is created, s
     startup_s: float = 1.0
