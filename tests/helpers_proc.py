@@ -47,7 +47,7 @@ def wait_for(predicate: Callable[[], Optional[T]], timeout_s: float, what: str, 
             return found
         ended = [p for p in alive if p.poll() is not None]
         if ended:
-            raise AssertionError(f"{ended[0].args} ended ({ended[0].returncode}) before {what}\n{details()}")
+            raise AssertionError(f"{ended[0].args!r} ended ({ended[0].returncode}) before {what}\n{details()}")
         if time.monotonic() >= deadline:
             raise AssertionError(f"{what}: not within {timeout_s:g} s\n{details()}")
         time.sleep(poll_s)
@@ -190,12 +190,11 @@ def leftover(keys: Iterable[ProcKey]) -> list[ProcKey]:
 def assert_no_leftover(keys: Iterable[ProcKey], *, grace_s: float = 5.0) -> None:
     """Fail if any process of ``keys`` is still alive after ``grace_s`` seconds."""
     keys = set(keys)
-    deadline = time.monotonic() + grace_s
-    while True:
+    try:
+        wait_for(lambda: not leftover(keys), grace_s, "the run's processes to end")
+        return
+    except AssertionError:
         alive = leftover(keys)
-        if not alive or time.monotonic() >= deadline:
-            break
-        time.sleep(0.1)
     details = []
     for key in alive:
         proc = _alive(key)

@@ -29,8 +29,8 @@ from helpers_proc import wait_for, wait_for_file, wait_for_text
 from omegaconf import OmegaConf
 
 FAST = ["model=tiny", "stop.steps=20", "stop.warmup_steps=2", "trial.collective_timeout_s=10"]
-#: a trial that trains 3 s and says when its timed loop runs: a kill after its first progress line lands mid-trial
-TRAINING = ["model=tiny", "stop=duration", "stop.duration_sec=3", "stop.warmup_steps=2", "trial.log_every=10",
+#: a trial that trains 2 s and says when its timed loop runs: a kill after its first progress line lands mid-trial
+TRAINING = ["model=tiny", "stop=duration", "stop.duration_sec=2", "stop.warmup_steps=2", "trial.log_every=10",
             "trial.collective_timeout_s=10"]
 
 

@@ -17,8 +17,8 @@ from helpers_proc import wait_for_file, wait_for_text
 
 pytestmark = pytest.mark.slow
 # one mode that is not the default baseline (native): the report must use the sweep's own baseline and budget
-# trials of 3 s that say when their timed loop runs: a signal after trial 2's first progress line lands mid-trial
-SWEEP = ["-m", "mode=native_aa", "repeat=1-2", "model=tiny", "stop=duration", "stop.duration_sec=3",
+# trials of 2 s that say when their timed loop runs: a signal after trial 2's first progress line lands mid-trial
+SWEEP = ["-m", "mode=native_aa", "repeat=1-2", "model=tiny", "stop=duration", "stop.duration_sec=2",
          "stop.warmup_steps=3", "trial.log_every=10", "baseline=native_aa", "budget_pct=7.5", "sweep_name=stopped"]
 
 
