@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import add_sweep_arguments, analysis, comparison, load, load_summary, machine_line, now_utc, signed, stamp, sweep, warm_up, write_out  # noqa: E402
 
 DEFAULT_SIZES = ("5,0,0", "10,6,3", "20,0,0")
-#: allowed |error| per cost, % of the injected value (issue 16: per-step 5 %, start-up and teardown 10 %)
+#: allowed |error| per cost, % of the injected value (per-step 5 %, start-up and teardown 10 %)
 TOLERANCE_PCT = {"per-step ms": 5.0, "startup s": 10.0, "teardown s": 10.0}
 NAMES = {"per-step overhead": "per-step ms", "startup difference": "startup s", "teardown difference": "teardown s"}
 METRIC_OF = {"per-step overhead": "step_overhead_ms", "startup difference": "startup_diff_s",

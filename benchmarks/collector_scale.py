@@ -2,7 +2,7 @@
 
     python benchmarks/collector_scale.py [--trials 10000] [--repeats 3] [--out FILE]
 
-Goal (issue 4): 10,000 trials in <= 3 s on a 2-core machine. The files are written once
+Goal: 10,000 trials in <= 3 s on a 2-core machine. The files are written once
 into a temporary directory laid out like Hydra multiruns (<sweep>/<job>/trial.json, with a
 .hydra/ folder per job); each timing is the best of ``--repeats`` runs with a warm page cache.
 """

@@ -6,8 +6,8 @@ Runs ``--sweeps`` sweeps of::
 
 where X is ``--fraction`` (default 0.10: +10 %) of the native step measured by a warm-up trial
 first, and prints per sweep the pairs run, why the sweep stopped (``stopping.json``), the verdict
-and the interval of the decided metric; then the mean and the largest number of pairs. Goal (issue
-#16): a decisive "over" verdict on +10 % against the 2 % budget within 6 pairs. Usage::
+and the interval of the decided metric; then the mean and the largest number of pairs. Goal: a
+decisive "over" verdict on +10 % against the 2 % budget within 6 pairs. Usage::
 
     python benchmarks/pairs_to_verdict.py [--sweeps 3] [--fraction 0.10] [--budget 2] [--model small] [--out FILE]
 

@@ -7,10 +7,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence
+
+from helpers_proc import wait_for
 
 
 @dataclass
@@ -60,10 +61,10 @@ def kill_all(pids: Sequence[int]) -> None:
 
 def assert_nothing_left(marker: str, grace_s: float = 3.0) -> None:
     """Fail (after cleaning up) if a process mentioning ``marker`` outlives ``grace_s``."""
-    end = time.monotonic() + grace_s
-    left = processes_mentioning(marker)
-    while left and time.monotonic() < end:
-        time.sleep(0.1)
+    try:
+        wait_for(lambda: not processes_mentioning(marker), grace_s, f"no process mentioning {marker}")
+        return
+    except AssertionError:
         left = processes_mentioning(marker)
     if left:
         details = [Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:200] for pid in left

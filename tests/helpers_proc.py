@@ -7,6 +7,9 @@ and every descendant ever seen is killed too. Descendants are tracked by polling
 ``psutil`` while the command runs, because TraceML starts its children with
 ``start_new_session`` (they leave our process group) and an orphaned grandchild is
 re-parented away from our tree, so a single walk at the end could miss it.
+
+Tests wait for events (a file, a line in a log) with :func:`wait_for` and its file and text
+forms, always with a bound, never with a fixed sleep.
 """
 
 from __future__ import annotations
@@ -18,12 +21,56 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Callable, Iterable, Mapping, Optional, Sequence, TypeVar
 
 import psutil
 
 ProcKey = tuple[int, float]
 """A process identity: (pid, create_time), robust against pid reuse."""
+
+T = TypeVar("T")
+
+
+def wait_for(predicate: Callable[[], Optional[T]], timeout_s: float, what: str, *,
+             alive: Sequence[subprocess.Popen] = (), details: Callable[[], str] = lambda: "",
+             poll_s: float = 0.05) -> T:
+    """Poll ``predicate`` until it returns something truthy and return that.
+
+    Fails naming ``what`` (plus ``details()``, e.g. a driver's log) after ``timeout_s`` seconds,
+    or at once when one of the processes ``alive`` has ended first: the event can no longer come.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = predicate()
+        if found:
+            return found
+        ended = [p for p in alive if p.poll() is not None]
+        if ended:
+            raise AssertionError(f"{ended[0].args!r} ended ({ended[0].returncode}) before {what}\n{details()}")
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"{what}: not within {timeout_s:g} s\n{details()}")
+        time.sleep(poll_s)
+
+
+def first_file(root: Path, pattern: str) -> Optional[Path]:
+    """The first (sorted) path under ``root`` matching the glob ``pattern``, or None (a :func:`wait_for` predicate)."""
+    found = sorted(root.glob(pattern))
+    return found[0] if found else None
+
+
+def wait_for_file(root: Path, pattern: str, timeout_s: float, *, alive: Sequence[subprocess.Popen] = (),
+                  details: Callable[[], str] = lambda: "") -> Path:
+    """The first path under ``root`` matching ``pattern``, once one exists (see :func:`wait_for`)."""
+    return wait_for(lambda: first_file(root, pattern), timeout_s, f"{pattern} under {root}", alive=alive,
+                    details=details)
+
+
+def wait_for_text(path: Path, text: str, timeout_s: float, *, alive: Sequence[subprocess.Popen] = (),
+                  details: Callable[[], str] = lambda: "") -> None:
+    """Return once the file ``path`` exists and contains ``text`` (see :func:`wait_for`)."""
+    wait_for(lambda: path.is_file() and text in path.read_text(errors="replace"), timeout_s,
+             f"{text!r} in {path}", alive=alive, details=details)
 
 
 @dataclass
@@ -143,12 +190,11 @@ def leftover(keys: Iterable[ProcKey]) -> list[ProcKey]:
 def assert_no_leftover(keys: Iterable[ProcKey], *, grace_s: float = 5.0) -> None:
     """Fail if any process of ``keys`` is still alive after ``grace_s`` seconds."""
     keys = set(keys)
-    deadline = time.monotonic() + grace_s
-    while True:
+    try:
+        wait_for(lambda: not leftover(keys), grace_s, "the run's processes to end")
+        return
+    except AssertionError:
         alive = leftover(keys)
-        if not alive or time.monotonic() >= deadline:
-            break
-        time.sleep(0.1)
     details = []
     for key in alive:
         proc = _alive(key)

@@ -13,7 +13,7 @@ MAX_LINES = 400
 ONE_IDEA: dict[str, str] = {
     "src/ddpbench/config.py": "the structured-config schema: one dataclass per config group, and its value checks",
 }
-#: files still being split by issue #12 (workload harness/model; the SLURM launcher); remove when they are
+#: files still being split (workload harness/model; the SLURM launcher); remove when they are
 BEING_SPLIT = {
     "src/ddpbench/workload/ddp_mlp.py",
     "src/hydra_plugins/ddpbench_sweeper/bounded_slurm_launcher.py",

@@ -1,4 +1,4 @@
-"""Known-answer calibration (issue 7): the analysis recovers injected costs exactly on synthetic
+"""Known-answer calibration: the analysis recovers injected costs exactly on synthetic
 trials shaped like real ones, and a short real sweep recovers a large injected step cost."""
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def test_short_real_sweep_recovers_injected_step_cost(tmp_path: Path) -> None:
     items = {i["name"]: i for i in c["calibration"]["items"]}
     step = items["per-step overhead"]
     assert step["injected"] == pytest.approx(step_ms)
-    # generous: a busy-wait competes with whatever else runs on a shared 2-core machine
+    # generous: the injected wait's wake-ups compete with whatever else runs on a shared 2-core machine
     assert 0.8 * step_ms <= step["recovered"] <= 1.75 * step_ms, step
     assert items["startup difference"]["within_tolerance"] is None
 

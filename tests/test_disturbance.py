@@ -84,7 +84,7 @@ def test_modified_z_scores_zero_mad_falls_back_to_mean_deviation() -> None:
     assert all(math.isnan(v) for v in modified_z_scores([1.0, 9.0]))
 
 
-def test_outlier_pair_from_the_issue() -> None:
+def test_one_fallen_trial_in_an_aa_sweep_flags_its_pair() -> None:
     # an A/A sweep where one trial fell from ~41 to 26.9 steps/s: that pair's overhead is ~+52 %
     overheads = [0.8, -1.1, 0.3, 52.4, -0.4]
     flags = outlier_pairs(overheads)

@@ -1,4 +1,4 @@
-"""Measurement side of issue 16: the injected wait, CPU pinning and the trial's load record.
+"""Measurement: the injected wait, CPU pinning and the trial's load record.
 
 Pure parts (the CPU-list parser and planner, the foreign-CPU arithmetic) use synthetic input; the
 rest runs the real command line (torchrun, 2 ranks, model=tiny) or real processes.

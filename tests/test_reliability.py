@@ -7,16 +7,19 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from ddpbench_cli import assert_nothing_left, cli_env, only_sweep_dir, run_ddpbench, trials_in
+from helpers_proc import wait_for_file, wait_for_text
 
 pytestmark = pytest.mark.slow
 FAST = ["model=tiny", "stop.steps=30", "stop.warmup_steps=3", "trial.collective_timeout_s=10"]
+#: a trial that trains 2 s and says when its timed loop runs: a signal after its first progress line lands mid-trial
+TRAINING = ["model=tiny", "stop=duration", "stop.duration_sec=2", "stop.warmup_steps=3", "trial.log_every=10",
+            "trial.collective_timeout_s=10"]
 
 
 def test_crashing_rank_is_recorded_failed_and_the_sweep_goes_on(tmp_path: Path) -> None:
@@ -38,15 +41,12 @@ def test_crashing_rank_is_recorded_failed_and_the_sweep_goes_on(tmp_path: Path) 
 
 @pytest.mark.parametrize("mode", ["native", "traceml"])
 def test_hung_trial_is_killed_within_timeout_plus_ten_seconds(tmp_path: Path, mode: str) -> None:
-    started = time.monotonic()
     run = run_ddpbench([f"mode={mode}", *FAST, "fault.hang_at_step=3", "trial.collective_timeout_s=600",
-                        "trial.timeout_s=6"], tmp_path)
-    elapsed = time.monotonic() - started
+                        "trial.timeout_s=6"], tmp_path, timeout=180)
     assert run.returncode != 0
     trial = json.loads(next((tmp_path / "outputs" / "runs").glob("*/trial.json")).read_text())
     assert trial["status"] == "timeout" and trial["exit_code"] is None
-    assert trial["wall_s"] < 6 + 10
-    assert elapsed < 6 + 10 + 15  # plus the driver's own start-up
+    assert trial["wall_s"] < 6 + 10  # spawn to exit, on the driver's monotonic clock
     assert_nothing_left(str(tmp_path), grace_s=0.5)
 
 
@@ -74,24 +74,15 @@ def _start_driver(args: list[str], cwd: Path) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _wait_for(path_glob: str, cwd: Path, timeout: float) -> Path:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        found = list(cwd.glob(path_glob))
-        if found:
-            return found[0]
-        time.sleep(0.2)
-    raise AssertionError(f"{path_glob} did not appear in {timeout} s")
-
-
 @pytest.mark.parametrize("how", ["sigkill", "ctrl-c"])
 def test_driver_killed_mid_trial_loses_nothing_and_leaves_no_process(tmp_path: Path, how: str) -> None:
-    driver = _start_driver(["-m", "mode=native,traceml", "repeat=1", *FAST, "sweep_name=killed"], tmp_path)
+    driver = _start_driver(["-m", "mode=native,traceml", "repeat=1", *TRAINING, "sweep_name=killed"], tmp_path)
     sweep = tmp_path / "outputs" / "multirun" / "killed"
     try:
-        native_trial = _wait_for("outputs/multirun/killed/mode=native,*/trial.json", tmp_path, 120)
-        running = _wait_for("outputs/multirun/killed/mode=traceml,*/attempts/1/logs/node0.stdout.log", tmp_path, 60).parents[3]
-        time.sleep(2)
+        native_trial = wait_for_file(sweep, "mode=native,*/trial.json", 120, alive=[driver])
+        log = wait_for_file(sweep, "mode=traceml,*/attempts/1/logs/node0.stdout.log", 60, alive=[driver])
+        running = log.parents[3]
+        wait_for_text(log, "step=", 120, alive=[driver])  # the traceml trial's timed loop runs
         finished = native_trial.read_bytes()
         driver.send_signal(signal.SIGKILL if how == "sigkill" else signal.SIGINT)
         stdout, stderr = driver.communicate(timeout=60)
@@ -121,14 +112,13 @@ def test_lockstep_duration_stop_survives_clock_skew(tmp_path: Path, mode: str) -
 
 
 def test_unsynchronised_stop_with_skew_ends_failed_or_timeout_never_hangs(tmp_path: Path) -> None:
-    started = time.monotonic()
     run = run_ddpbench(["mode=native", "model=tiny", "stop=duration", "stop.duration_sec=2", "stop.sync=false",
                         "fault.clock_skew_sec=1.5", "fault.rank=1", "trial.collective_timeout_s=4",
                         "trial.timeout_s=30"], tmp_path, timeout=120)
     assert run.returncode != 0
     trial = json.loads(next((tmp_path / "outputs" / "runs").glob("*/trial.json")).read_text())
     assert trial["status"] in ("failed", "timeout")
-    assert time.monotonic() - started < 30 + 10 + 20
+    assert trial["wall_s"] < 30 + 10  # the trial timeout ended it at the latest
     assert_nothing_left(str(tmp_path))
 
 

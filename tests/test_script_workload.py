@@ -1,4 +1,4 @@
-"""The user's own training script (issue 14): ``workload=script``, figures from rank 0's output, the recorder.
+"""The user's own training script: ``workload=script``, figures from rank 0's output, the recorder.
 
 The script is tests/scripts/ddp_user_script.py, a tiny 2-rank gloo DDP job with flags of its own,
 copied into each test's folder and named by a relative path, run by the real ddpbench command under

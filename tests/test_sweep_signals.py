@@ -1,4 +1,4 @@
-"""Stop signals to a sweep's driver, with real processes (#18 item 3, #12 item 8): SIGINT, SIGTERM and SIGHUP
+"""Stop signals to a sweep's driver, with real processes: SIGINT, SIGTERM and SIGHUP
 stop the running trial's processes, keep what finished, write the report of what finished with the sweep's
 own baseline and budget, say so in one line and exit 128 + signal; a second signal during that cleanup
 ends the driver at once. After each, no process of the sweep is left."""
@@ -7,44 +7,37 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import time
 from pathlib import Path
 from typing import Tuple
 
 import pytest
 
 from ddpbench_cli import assert_nothing_left, start_ddpbench, wait_or_kill
+from helpers_proc import wait_for_file, wait_for_text
 
 pytestmark = pytest.mark.slow
 # one mode that is not the default baseline (native): the report must use the sweep's own baseline and budget
-SWEEP = ["-m", "mode=native_aa", "repeat=1-2", "model=tiny", "stop.steps=30", "stop.warmup_steps=3",
-         "baseline=native_aa", "budget_pct=7.5", "sweep_name=stopped"]
-
-
-def _wait_for(pattern: str, cwd: Path, driver: subprocess.Popen, timeout: float) -> Path:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        found = sorted(cwd.glob(pattern))
-        if found:
-            return found[0]
-        assert driver.poll() is None, f"the driver ended early ({driver.returncode}) waiting for {pattern}"
-        time.sleep(0.1)
-    raise AssertionError(f"{pattern} did not appear in {timeout} s")
+# trials of 2 s that say when their timed loop runs: a signal after trial 2's first progress line lands mid-trial
+SWEEP = ["-m", "mode=native_aa", "repeat=1-2", "model=tiny", "stop=duration", "stop.duration_sec=2",
+         "stop.warmup_steps=3", "trial.log_every=10", "baseline=native_aa", "budget_pct=7.5", "sweep_name=stopped"]
 
 
 def _stop_mid_second_trial(tmp_path: Path, *signals: signal.Signals) -> Tuple[int, str, Path, bytes]:
-    """Run the sweep, send ``signals`` (0.3 s apart) while trial 2 runs; (exit code, log, sweep dir, trial 1)."""
+    """Run the sweep and send ``signals`` while trial 2 trains, each after the driver's line on the one before;
+    (exit code, log, sweep dir, trial 1)."""
     log = tmp_path / "driver.log"
+    sweep = tmp_path / "outputs" / "multirun" / "stopped"
     driver = start_ddpbench(SWEEP, tmp_path, log=log)
+    output = lambda: log.read_text(errors="replace")  # noqa: E731
     try:
-        first = _wait_for("outputs/multirun/stopped/*repeat=1*/trial.json", tmp_path, driver, 120)
-        _wait_for("outputs/multirun/stopped/*repeat=2*/attempts/1/logs/node0.stdout.log", tmp_path, driver, 60)
-        time.sleep(1.0)
+        first = wait_for_file(sweep, "*repeat=1*/trial.json", 120, alive=[driver], details=output)
+        second_log = wait_for_file(sweep, "*repeat=2*/attempts/1/logs/node0.stdout.log", 60, alive=[driver],
+                                   details=output)
+        wait_for_text(second_log, "step=", 120, alive=[driver], details=output)
         finished = first.read_bytes()
         for index, signum in enumerate(signals):
-            if index:
-                time.sleep(0.3)
+            if index:  # the driver has begun its cleanup after the first signal
+                wait_for_text(log, "ddpbench: interrupted", 30, alive=[driver], details=output)
             driver.send_signal(signum)
         code = wait_or_kill(driver, 60)
     finally:

@@ -1,4 +1,4 @@
-"""Tests of the DDP MLP workload (issue 2): real 2-rank gloo runs under torchrun and traceml run.
+"""Tests of the DDP MLP workload: real 2-rank gloo runs under torchrun and traceml run.
 
 Every multi-process run goes through ``helpers_proc.run_bounded`` (bounded wait,
 whole tree killed on return) and asserts that no process of the run remains.

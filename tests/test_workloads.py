@@ -1,4 +1,4 @@
-"""Tests of the built-in workloads (issue 13): transformer and convnet beside the MLP, both loaders,
+"""Tests of the built-in workloads: transformer and convnet beside the MLP, both loaders,
 both timing modes, memory in the rank record, natively and under ``traceml run``.
 
 Real 2-rank gloo runs at model=tiny; the cases are combined so every workload runs natively with
@@ -152,6 +152,7 @@ def test_version_1_records_still_validate_and_upgrade() -> None:
 # ----------------------------------------------------------------------------- native runs
 
 
+@pytest.mark.slow
 def test_mlp_realistic_loader_with_phase_timing(tmp_path: Path) -> None:
     run = torchrun("mlp", ["--steps", "12", "--warmup-steps", "2", "--loader", "realistic", "--timing", "phase",
                            "--metrics-dir", str(tmp_path)])
@@ -161,6 +162,7 @@ def test_mlp_realistic_loader_with_phase_timing(tmp_path: Path) -> None:
         assert record["timed_steps"] == 12
 
 
+@pytest.mark.slow
 def test_convnet_through_ddpbench_realistic_phase(tmp_path: Path) -> None:
     """The whole chain: workload group -> trial command -> script by path -> rank records -> trial.json."""
     run = run_ddpbench(["workload=convnet", "model=tiny", "data.loader=realistic", "timing=phase", "stop.steps=12",
@@ -173,6 +175,7 @@ def test_convnet_through_ddpbench_realistic_phase(tmp_path: Path) -> None:
         assert record["args"]["width"] == 4 and record["args"]["stages"] == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("workload", "loader", "timing"),
                          [("transformer", "realistic", "phase"), ("convnet", "synthetic", "step")])
 def test_lockstep_duration_stop_and_injection(workload: str, loader: str, timing: str, tmp_path: Path) -> None:
@@ -199,6 +202,7 @@ def test_lockstep_duration_stop_and_injection(workload: str, loader: str, timing
 # ----------------------------------------------------------------------------- under traceml run
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("workload", "loader", "timing"),
                          [("transformer", "synthetic", "step"), ("convnet", "realistic", "phase")])
 def test_traceml_records_every_step(workload: str, loader: str, timing: str, tmp_path: Path) -> None:

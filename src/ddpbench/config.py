@@ -21,7 +21,7 @@ from ddpbench.formats.trial_record import MODE_ROLES
 from ddpbench.workload.affinity import parse_setting as parse_cpu_affinity
 
 
-# --- workloads, data loaders, timing (issue 13) ---
+# --- workloads, data loaders, timing ---
 @dataclass
 class TransformerSizeConfig:
     """Size of the transformer workload (model.transformer)."""
@@ -64,7 +64,7 @@ class WorkloadConfig:
     script: str = MISSING
     # the script's model-size arguments, --<key>=<value> (values interpolate the model group)
     size_args: Dict[str, Any] = field(default_factory=dict)
-    # workload=script (issue 14): the user's own script, relative to where ddpbench runs (null = built-in)
+    # workload=script: the user's own script, relative to where ddpbench runs (null = built-in)
     path: Optional[str] = None
     # workload=script: the script's own arguments, a list or one string split as a shell would
     args: Any = field(default_factory=list)
@@ -92,7 +92,7 @@ class DataConfig:
 # --- end of workloads, data loaders, timing ---
 
 
-# --- tools beside TraceML: torch.profiler, py-spy, W&B offline (issue 15) ---
+# --- tools beside TraceML: torch.profiler, py-spy, W&B offline ---
 @dataclass
 class ArtifactConfig:
     """The tool output a mode must leave for its trial to count (mode.artifacts); checked by ddpbench.trial.artifacts."""
@@ -238,7 +238,7 @@ class ModeConfig:
     workload_args: List[str] = field(default_factory=list)
     # file this tool writes its own summary to, relative to the job dir (null = none)
     summary_file: Optional[str] = None
-    # --- issue 15 ---
+    # --- tools beside TraceML ---
     # executable that must be found (PATH, or beside this Python) for this mode (null = none); a wrapper or
     # command token equal to it is run from where it was found
     requires_executable: Optional[str] = None
@@ -318,7 +318,7 @@ class ClusterConfig:
     shared_dir: bool = True
     # slurm backend settings (ignored elsewhere)
     slurm: SlurmConfig = field(default_factory=SlurmConfig)
-    # --- cpu affinity (issue 16) ---
+    # --- cpu affinity ---
     # pin each rank to CPUs: auto (spread the ranks, keep the driver and agents off their CPUs where
     # CPUs allow) | none | a CPU list for the ranks in order: "0-3", [0,1] (ddpbench.workload.affinity)
     cpu_affinity: Any = "none"
@@ -343,7 +343,7 @@ class FaultConfig:
 class InjectConfig:
     """Known costs the `inject` mode adds, for calibration; other modes ignore them."""
 
-    # busy-wait added to every timed step on every rank, ms
+    # wall time waited in every timed step on every rank (sleep, spin the last 0.2 ms), ms
     step_ms: float = 2.0
     # sleep before the process group is created, s
     startup_s: float = 1.0
@@ -373,7 +373,7 @@ class TrialConfig:
     resume: bool = True
 
 
-# --- repeat=auto: when to stop adding pairs (issue 16) ---
+# --- repeat=auto: when to stop adding pairs ---
 #: paired metrics repeat=auto may decide on (per-pair values of the analysis; units: % or ms)
 PRECISION_METRICS = ("projected_overhead_pct", "step_overhead_pct", "step_overhead_ms", "step_median_overhead_pct",
                      "step_median_overhead_ms", "throughput_overhead_pct", "wall_overhead_pct")
@@ -432,7 +432,7 @@ class DdpbenchConfig:
     fault: FaultConfig = field(default_factory=FaultConfig)
     inject: InjectConfig = field(default_factory=InjectConfig)
     trial: TrialConfig = field(default_factory=TrialConfig)
-    # settings of the shipped tools' modes (issue 15)
+    # settings of the shipped tools' modes
     tool: ToolConfig = field(default_factory=ToolConfig)
     # repeat label; a sweep gives A-B, the sweeper expands it. Not typed int on purpose.
     repeat: Any = 1
@@ -515,7 +515,7 @@ def validate(cfg: DictConfig) -> None:
     _require(c.threads_per_rank >= 0, "cluster.threads_per_rank", "must be >= 0", c.threads_per_rank)
     _require(0 <= c.node_rank < c.nnodes, "cluster.node_rank", f"must be in [0, {c.nnodes - 1}]", c.node_rank)
     _require(c.base_port == 0 or 1024 <= c.base_port <= 65000, "cluster.base_port", "must be 0 or in [1024, 65000]", c.base_port)
-    # --- cpu affinity (issue 16) ---
+    # --- cpu affinity ---
     try:
         parse_cpu_affinity(c.cpu_affinity)
     except ValueError as error:

@@ -1,4 +1,4 @@
-"""Achieved model TFLOP/s and fraction of the GPU's peak per mode, for MLP trials on CUDA (issue 17).
+"""Achieved model TFLOP/s and fraction of the GPU's peak per mode, for MLP trials on CUDA.
 
 Model FLOPs per step come from the MLP's layer sizes (:func:`ddpbench.analysis.flops.step_flops_for_model`,
 per rank, matrix products only); the achieved rate is those FLOPs over the trial's mean step time; the

@@ -2,7 +2,7 @@
 
 A built-in workload's trial carries its figures at the top level (``steps_per_s``,
 ``step_time_ms``, the wall decomposition). A foreign script without ddpbench's rank record
-(issue 14) has only its wall time and the figures read from its output (trial record v2
+has only its wall time and the figures read from its output (trial record v2
 ``metrics``, collected as ``metric_<name>`` columns); its top-level ``steps_per_s`` and
 ``step_time_ms`` are null, and its start-up/train/teardown split is unknown (NaN here, never 0).
 The known metric names feed the same figures:

@@ -1,4 +1,4 @@
-"""Robust paired statistics, computed with SciPy: Hodges–Lehmann, Wilcoxon, bootstrap, paired t.
+"""Robust paired statistics, computed with SciPy: Hodges–Lehmann, Wilcoxon, bootstrap.
 
 Everything here is a function of the per-pair differences (a plain sequence of floats, in the
 metric's unit: % or ms); nothing reads files. Methods:
@@ -15,8 +15,6 @@ metric's unit: % or ms); nothing reads files. Methods:
   achieved level is always returned.
 - **Bootstrap interval** of the mean or median difference: ``scipy.stats.bootstrap`` (BCa by
   default; Efron, B., 1987, "Better bootstrap confidence intervals", *JASA* 82, 171–185), seeded.
-- **Paired t**: Student's paired t interval and two-sided test from ``scipy.stats.t`` (the same
-  figures as :func:`ddpbench.analysis.stats.paired_summary`, without the hand-written t).
 """
 
 from __future__ import annotations
@@ -32,13 +30,9 @@ from scipy import stats as _st
 __all__ = [
     "EXACT_MAX_N",
     "BootstrapInterval",
-    "PairedT",
-    "RobustSummary",
     "WilcoxonInterval",
     "bootstrap_interval",
     "hodges_lehmann",
-    "paired_t",
-    "robust_summary",
     "signed_rank_cdf",
     "walsh_averages",
     "wilcoxon_interval",
@@ -192,65 +186,3 @@ def bootstrap_interval(
         if math.isfinite(lo) and math.isfinite(hi):
             break
     return BootstrapInterval(xs.size, statistic, est, lo, hi, confidence, used, n_resamples, seed)
-
-
-@dataclass(frozen=True)
-class PairedT:
-    """Student's paired t summary from ``scipy.stats.t`` (differences' unit; NaN when n < 2)."""
-
-    n: int
-    mean: float
-    sd: float
-    ci_low: float
-    ci_high: float
-    p_value: float
-    confidence: float
-
-    @property
-    def half_width(self) -> float:
-        """Half the interval's width; NaN when there is no interval."""
-        return (self.ci_high - self.ci_low) / 2.0
-
-
-def paired_t(differences: Sequence[float] | np.ndarray, confidence: float = 0.95) -> PairedT:
-    """Paired t interval ``mean ± t(1 − α/2, n − 1) · s/√n`` and the two-sided test of zero mean."""
-    _check_confidence(confidence)
-    xs = _values(differences)
-    n = xs.size
-    if n == 0:
-        return PairedT(0, NAN, NAN, NAN, NAN, NAN, confidence)
-    m = math.fsum(xs.tolist()) / n
-    if n < 2:
-        return PairedT(1, m, NAN, NAN, NAN, NAN, confidence)
-    sd = math.sqrt(math.fsum(((xs - m) ** 2).tolist()) / (n - 1))
-    if sd <= 1e-12 * max(1.0, abs(m)):
-        return PairedT(n, m, 0.0, m, m, 1.0 if m == 0.0 else 0.0, confidence)
-    se = sd / math.sqrt(n)
-    half = float(_st.t.isf((1.0 - confidence) / 2.0, n - 1)) * se
-    p = float(min(1.0, 2.0 * _st.t.sf(abs(m) / se, n - 1)))
-    return PairedT(n, m, sd, m - half, m + half, p, confidence)
-
-
-@dataclass(frozen=True)
-class RobustSummary:
-    """The paired t, Wilcoxon/Hodges–Lehmann and bootstrap (mean, median) views of one metric."""
-
-    median: float
-    t: PairedT
-    wilcoxon: WilcoxonInterval
-    bootstrap_mean: BootstrapInterval
-    bootstrap_median: BootstrapInterval
-
-
-def robust_summary(
-    differences: Sequence[float], confidence: float = 0.95, seed: int = 0, n_resamples: int = 9999
-) -> RobustSummary:
-    """All robust views of the per-pair differences at ``confidence``; bootstraps seeded by ``seed``."""
-    xs = _values(differences)
-    return RobustSummary(
-        median=float(np.median(xs)) if xs.size else NAN,
-        t=paired_t(xs, confidence),
-        wilcoxon=wilcoxon_interval(xs, confidence),
-        bootstrap_mean=bootstrap_interval(xs, "mean", confidence, n_resamples, seed),
-        bootstrap_median=bootstrap_interval(xs, "median", confidence, n_resamples, seed),
-    )

@@ -76,7 +76,6 @@ STOP_REASONS = ("over", "within", "precise", "max_pairs", "max_minutes")
 #: the reasons that stop without a verdict
 INCONCLUSIVE_REASONS = STOP_REASONS[2:]
 SPENDING_FUNCTIONS = ("pocock", "obrien_fleming")
-RULE_NAME = "alpha spending (Lan-DeMets 1983) over per-pair looks, exact repeated t intervals (simulated boundaries)"
 #: simulated null paths behind the boundaries of :func:`boundaries`
 SIMULATIONS = 200_000
 #: seed of those paths: every driver of a sweep (and every later report) gets the same boundaries

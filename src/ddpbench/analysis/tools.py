@@ -1,4 +1,4 @@
-"""Several tools side by side (issue 15): their ranking by per-step cost and what each trial's tool left.
+"""Several tools side by side: their ranking by per-step cost and what each trial's tool left.
 
 - :func:`tool_ranking`: the tool comparisons (role ``tool``) ordered by their mean per-step overhead
   (ms; unknown last), ties by label. The report opens with this table when a sweep has more than

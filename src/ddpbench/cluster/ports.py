@@ -30,17 +30,6 @@ def free_ports(count: int, host: str = "127.0.0.1") -> List[int]:
             sock.close()
 
 
-def port_is_free(port: int, host: str = "0.0.0.0") -> bool:
-    """Whether ``port`` can be bound on ``host`` now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
 def derived_ports(key: str, count: int, base_port: int = 0) -> List[int]:
     """``count`` consecutive ports every node computes alike from ``key`` (or from ``base_port``).
 

@@ -14,7 +14,7 @@ fields a version adds in :data:`ADDED_FIELDS` so records of earlier versions sta
   ``timing``, ``phase_time_ms`` (null unless ``timing`` is ``phase``) and ``memory`` (peak host
   RSS and peak CUDA memory allocated). :func:`validate_rank_record` accepts version 1 records
   as they are; :func:`upgrade_rank_record` gives a version 1 record the version 2 fields.
-  Records a user's own script writes through ``ddpbench.workload.recorder`` (issue 14) have
+  Records a user's own script writes through ``ddpbench.workload.recorder`` have
   ``data.loader`` :data:`OWN_LOADER` (``workers`` null when unknown) and may have a null ``final_loss``.
 """
 

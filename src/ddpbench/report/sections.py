@@ -184,7 +184,7 @@ def efficiency_line(comparisons: Sequence[Comparison]) -> list[str]:
     notes = {e.note for e in seen.values()}
     if all(e.tflops is None for e in seen.values()) and len(notes) == 1:
         return [f"Achieved model TFLOP/s per GPU: unknown ({notes.pop()}).", ""]
-    return ["Achieved model TFLOP/s per GPU (MLP matrix products over the mean step; issue 17): "
+    return ["Achieved model TFLOP/s per GPU (MLP matrix products over the mean step): "
             + "; ".join(_efficiency(e) for e in seen.values()) + ".", ""]
 
 

@@ -1,4 +1,4 @@
-"""Figures read from rank 0's standard output through ``workload.metrics`` (issue 14).
+"""Figures read from rank 0's standard output through ``workload.metrics``.
 
 Each ``workload.metrics.<name>`` is a regular expression with exactly one capture group (checked
 with the config, before anything runs); it is searched in every line of node 0's agent standard

@@ -1,4 +1,4 @@
-"""The user's own training script (``workload=script``, issue 14): where it is, its arguments, what it may do.
+"""The user's own training script (``workload=script``): where it is, its arguments, what it may do.
 
 ``workload.path`` names the script, relative to the directory ddpbench was run from; ``workload.args``
 are its own arguments (a list, or one string split as a shell would); ``workload.metrics`` patterns

@@ -147,7 +147,7 @@ def build_parser(workload: "Workload") -> OneLineParser:
     fault.add_argument("--inject-startup-sec", type=non_negative_float, default=0.0, help="sleep X s before warmup")
     fault.add_argument("--inject-teardown-sec", type=non_negative_float, default=0.0, help="sleep X s after the timed loop")
 
-    # --- tools beside TraceML (issue 15): ddpbench.workload.tools ---
+    # --- tools beside TraceML: ddpbench.workload.tools ---
     tools = p.add_argument_group("in-process tools (off by default; docs/tools.md)")
     tools.add_argument("--torch-profiler", type=profiler_schedule, default=None, metavar="WAIT,WARMUP,ACTIVE,REPEAT",
                        help="run the loop under torch.profiler with this schedule, in steps (warmup steps count)")

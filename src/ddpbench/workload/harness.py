@@ -62,7 +62,7 @@ def run(workload: Workload, argv: Sequence[str] | None = None, *, process_start_
     batches = endless_batches(loader, sampler)
     if args.inject_startup_sec:
         time.sleep(args.inject_startup_sec)
-    tools = start_tools(args, rt)  # torch.profiler / W&B when asked for (issue 15)
+    tools = start_tools(args, rt)  # torch.profiler / W&B when asked for
     run_warmup(trainer, batches, args.warmup_steps, tools)
     stop = StopRule(args, rt.rank, stop_group)
     res = run_timed(args, rt, trainer, batches, stop, Faults(args, rt.rank), tools)
