@@ -71,8 +71,9 @@ class WorkloadConfig:
     metrics: Dict[str, str] = field(default_factory=dict)
     # unit of a figure in `metrics`, e.g. tokens_per_s: tokens/s (optional)
     units: Dict[str, str] = field(default_factory=dict)
-    # workload=script: the script writes ddpbench's rank record through ddpbench.workload.recorder
-    records: bool = False
+    # workload=script: the script writes ddpbench's rank record through ddpbench.workload.recorder;
+    # null = on when the script imports a framework (transformers, lightning): the recorder attaches to its Trainer
+    records: Optional[bool] = None
 
 
 @dataclass
@@ -208,6 +209,9 @@ class StopConfig:
     check_every: int = 50
     # duration stop: true = lockstep (the fix); false = the reference's per-rank clock (hangs)
     sync: bool = True
+    # framework scripts: true = keep the Trainer's own max_steps (stop.steps is not applied; the record says how
+    # many ran); false = ddpbench sets the optimizer steps (warmup + stop.steps)
+    from_script: bool = False
 
 
 @dataclass
