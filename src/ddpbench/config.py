@@ -244,6 +244,10 @@ class ModeConfig:
     wrapper: List[str] = field(default_factory=list)
     # the tool output a trial must leave to be ok (null = none: native modes)
     artifacts: Optional[ArtifactConfig] = None
+    # --- framework jobs ---
+    # how the tool attaches to the job, as its users attach it (shown in the report's setup among the
+    # config differences between modes); "" = no tool
+    attach: str = ""
 
 
 @dataclass
