@@ -9,6 +9,7 @@ a failing Trainer, a missing framework.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Dict, Iterator, List
 
@@ -78,11 +79,10 @@ def test_no_hook_without_records_or_framework(compose_cfg: Any, tmp_path: Path, 
      "fault.clock_skew_sec=5.0: fault injection needs a built-in workload or ddpbench's recorder"),
 ])
 def test_framework_refusals_are_one_line(compose_cfg: Any, overrides: List[str], message: str) -> None:
-    if overrides[0].startswith("workload.path"):
-        overrides = ["workload=script", *overrides]
-    with pytest.raises(ConfigError) as caught:
-        check_trial_config(compose_cfg(overrides))
-    assert message in str(caught.value) and "\n" not in str(caught.value)
+    script = ["workload=script"] if overrides[0].startswith("workload.path") else []
+    with pytest.raises(ConfigError, match=re.escape(message)) as caught:
+        check_trial_config(compose_cfg(script + overrides))
+    assert "\n" not in str(caught.value)
 
 
 def test_a_missing_framework_is_one_line_before_anything_runs(tmp_path: Path) -> None:
