@@ -39,8 +39,7 @@ SCRIPTS = {"hf_trainer": REPO / "tests" / "scripts" / "hf_trainer_script.py",
 
 
 def recorder_env(metrics_dir: str, steps: int, warmup: int) -> Dict[str, str]:
-    return {recorder.ENV_METRICS_DIR: metrics_dir, recorder.ENV_STOP_STEPS: str(steps),
-            recorder.ENV_WARMUP_STEPS: str(warmup), recorder.ENV_WORKLOAD: "bench"}
+    return recorder.environment(metrics_dir, warmup_steps=warmup, save_step_times=False, workload="bench", steps=steps)
 
 
 def framework_step_ms(name: str, steps: int, warmup: int) -> float:

@@ -75,6 +75,8 @@ def test_no_hook_without_records_or_framework(compose_cfg: Any, tmp_path: Path, 
 @pytest.mark.parametrize("overrides, message", [
     ([f"workload.path={PLAIN_SCRIPT}", "stop.from_script=true"], "stop.from_script=true: keeps a framework Trainer's"),
     (["workload=mlp", "stop.from_script=true"], "stop.from_script=true: keeps a framework Trainer's"),
+    (["workload=hf_trainer", "timing=phase"], "workload=hf_trainer with timing='phase': the Trainer's step is the"),
+    (["workload=lightning", "fault.crash_at_step=3"], "workload=lightning with fault.crash_at_step=3: only the clock skew"),
     ([f"workload.path={HF_SCRIPT}", "workload.records=false", "fault.clock_skew_sec=5"],
      "fault.clock_skew_sec=5.0: fault injection needs a built-in workload or ddpbench's recorder"),
 ])
@@ -155,3 +157,15 @@ def test_a_failing_trainer_fails_its_trial_and_the_sweep_goes_on(tmp_path: Path)
     assert ok["status"] == "ok" and not rank_records(ok)  # records off: wall-time figures only
     assert "Warning" not in run.stderr, run.stderr  # the report's plots skip the missing per-step data
     assert (only_sweep_dir(tmp_path) / "report.md").is_file()
+
+
+@pytest.mark.slow
+def test_builtin_lightning_workload_native_and_traceml(tmp_path: Path) -> None:
+    run = run_ddpbench(["-m", "mode=native,traceml", "workload=lightning", "model=tiny", "stop.steps=5",
+                        "stop.warmup_steps=2"], tmp_path, timeout=400)
+    assert run.returncode == 0, run.output
+    trials = trials_in(only_sweep_dir(tmp_path))
+    assert [(t["status"], t["steps"]) for t in trials] == [("ok", 5)] * 2, trials
+    for trial in trials:
+        assert [(r["workload"], r["timed_steps"], r["samples"]) for r in rank_records(trial)] == [("lightning", 5, 5 * 8)] * 2
+    assert next(t for t in trials if t["mode"] == "traceml")["traceml"]["steps_analyzed"] == 2 + 5

@@ -74,6 +74,9 @@ class WorkloadConfig:
     # workload=script: the script writes ddpbench's rank record through ddpbench.workload.recorder;
     # null = on when the script imports a framework (transformers, lightning): the recorder attaches to its Trainer
     records: Optional[bool] = None
+    # --- framework jobs ---
+    # a built-in workload trained by a framework Trainer (transformers, lightning); null = the harness's own loop
+    framework: Optional[str] = None
 
 
 @dataclass

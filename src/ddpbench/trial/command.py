@@ -198,22 +198,12 @@ def recorder_environment(cfg: DictConfig, metrics_dir: str) -> Dict[str, str]:
     if not frameworks.records_enabled(cfg):
         return {}
     stop, fault = cfg.stop, cfg.fault
-    env = {
-        recorder.ENV_METRICS_DIR: metrics_dir,
-        recorder.ENV_WARMUP_STEPS: str(stop.warmup_steps),
-        recorder.ENV_SAVE_STEP_TIMES: "1" if cfg.trial.save_step_times else "0",
-        recorder.ENV_WORKLOAD: script_file(cfg).name,
-    }
-    if stop.kind == "steps" and not stop.from_script:
-        env[recorder.ENV_STOP_STEPS] = str(stop.steps)
-    elif stop.kind == "duration":
-        env[recorder.ENV_STOP_DURATION_S] = str(stop.duration_sec)
-        env[recorder.ENV_STOP_CHECK_EVERY] = str(stop.check_every)
-    if fault.clock_skew_sec:
-        env[recorder.ENV_FAULT_CLOCK_SKEW_S] = str(fault.clock_skew_sec)
-    if fault.rank is not None:
-        env[recorder.ENV_FAULT_RANK] = str(fault.rank)
-    return env
+    return recorder.environment(
+        metrics_dir, warmup_steps=stop.warmup_steps, save_step_times=bool(cfg.trial.save_step_times),
+        workload=script_file(cfg).name, steps=stop.steps if stop.kind == "steps" and not stop.from_script else None,
+        duration_s=stop.duration_sec if stop.kind == "duration" else None, check_every=stop.check_every,
+        clock_skew_s=fault.clock_skew_sec, fault_rank=fault.rank,
+    )
 
 
 def summary_path(cfg: DictConfig, context: LaunchContext) -> Path | None:

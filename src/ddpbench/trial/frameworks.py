@@ -14,7 +14,7 @@ import importlib.util
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Dict, Mapping, Tuple
+from typing import Dict, Mapping, Optional, Tuple
 
 from omegaconf import DictConfig
 
@@ -69,16 +69,38 @@ def records_required(cfg: DictConfig) -> bool:
     return is_user_script(cfg) and cfg.workload.records is True
 
 
+def _builtin_refusal(cfg: DictConfig) -> Optional[str]:
+    """What a built-in framework workload (``workload.framework`` set) cannot do: ``key=value: why``, or None."""
+    if cfg.timing != "step":
+        return f"timing={cfg.timing!r}: the Trainer's step is the framework's own, not split into phases by ddpbench"
+    if cfg.data.loader != "synthetic":
+        return f"data.loader={cfg.data.loader!r}: the Trainer builds its own data loader from the synthetic samples"
+    for key in ("crash_at_step", "hang_at_step"):
+        if cfg.fault[key] is not None:
+            return f"fault.{key}={cfg.fault[key]!r}: only the clock skew reaches a framework Trainer"
+    if not cfg.stop.sync:
+        return "stop.sync=false: the Trainer stops through ddpbench's lockstep check only"
+    return None
+
+
 def check_frameworks(cfg: DictConfig) -> None:
-    """A framework the script imports must be importable here: one line naming the package, before any launch."""
-    for name in script_frameworks(cfg):
+    """A framework the script (or built-in workload) uses must be importable here, and what it cannot do is
+    refused: one line each, before any launch."""
+    framework = cfg.workload.get("framework")
+    if framework:
+        refusal = _builtin_refusal(cfg)
+        if refusal is not None:
+            raise ConfigError(f"workload={cfg.workload.name} with {refusal}")
+    for name in (framework,) if framework else script_frameworks(cfg):
         try:
             found = importlib.util.find_spec(name) is not None
         except (ImportError, ValueError):
             found = False
         if not found:
-            raise ConfigError(f"workload.path={cfg.workload.path!r}: the script imports {name}, which is not "
-                              f"installed (pip install {FRAMEWORKS[name]}, or ddpbench[frameworks])")
+            user = f"workload.path={cfg.workload.path!r}: the script imports" if not framework else \
+                f"workload={cfg.workload.name}: trains with"
+            raise ConfigError(f"{user} {name}, which is not installed (pip install {FRAMEWORKS.get(name, name)}, "
+                              "or ddpbench[frameworks])")
     if cfg.stop.from_script and not script_frameworks(cfg):
         raise ConfigError("stop.from_script=true: keeps a framework Trainer's own max_steps; the script imports "
                           "no framework (transformers, lightning)")

@@ -60,6 +60,26 @@ RECORDER_ENV = (ENV_METRICS_DIR, ENV_STOP_STEPS, ENV_STOP_DURATION_S, ENV_STOP_C
 """Every variable the recorder reads."""
 
 
+
+
+def environment(metrics_dir: str, *, warmup_steps: int, save_step_times: bool, workload: str,
+                steps: Optional[int] = None, duration_s: Optional[float] = None, check_every: int = 50,
+                clock_skew_s: float = 0.0, fault_rank: Optional[int] = None) -> dict[str, str]:
+    """The variables that tell a recorder what to do: ``steps`` timed steps, or a lockstep stop after
+    ``duration_s`` s checked every ``check_every`` steps, or (neither) no stop; the clock-skew fault."""
+    env = {ENV_METRICS_DIR: metrics_dir, ENV_WARMUP_STEPS: str(warmup_steps),
+           ENV_SAVE_STEP_TIMES: "1" if save_step_times else "0", ENV_WORKLOAD: workload}
+    if steps is not None:
+        env[ENV_STOP_STEPS] = str(steps)
+    elif duration_s is not None:
+        env.update({ENV_STOP_DURATION_S: str(duration_s), ENV_STOP_CHECK_EVERY: str(check_every)})
+    if clock_skew_s:
+        env[ENV_FAULT_CLOCK_SKEW_S] = str(clock_skew_s)
+    if fault_rank is not None:
+        env[ENV_FAULT_RANK] = str(fault_rank)
+    return env
+
+
 _IMPORTED = time.time()
 
 
