@@ -19,5 +19,14 @@ ENV_HOOK = "DDPBENCH_FRAMEWORK_HOOK"
 ENV_TRACEML_CALLBACK = "DDPBENCH_TRACEML_CALLBACK"
 """``1``: the hook also adds TraceML's own framework callback (a mode's ``env``; needs ``traceml run``)."""
 
+ENV_TOOL = "DDPBENCH_FRAMEWORK_TOOL"
+"""A tool attached through the framework's own integration (a mode's ``env``): ``wandb`` (HF's ``WandbCallback``,
+as ``report_to=["wandb"]`` adds it; Lightning's ``WandbLogger(offline=True)``) or ``torch_profiler`` (an HF
+profiler callback; Lightning's ``PyTorchProfiler``). Output goes to ``$DDPBENCH_TOOL_DIR``."""
+ENV_TOOL_DIR = "DDPBENCH_TOOL_DIR"
+"""Where the framework-attached tool writes."""
+ENV_PROFILER_SCHEDULE = "DDPBENCH_TORCH_PROFILER"
+"""torch.profiler schedule ``wait,warmup,active,repeat`` (``tool.torch_profiler``)."""
+
 SUPPORTED = {"transformers": (4, 30), "lightning": (2, 0), "pytorch_lightning": (2, 0)}
 """Lowest framework version (major, minor) whose callback API the hook uses."""

@@ -18,7 +18,7 @@ from functools import wraps
 from types import ModuleType
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ddpbench.workload.frameworks import ENV_TRACEML_CALLBACK, SUPPORTED
+from ddpbench.workload.frameworks import ENV_TOOL, ENV_TOOL_DIR, ENV_TRACEML_CALLBACK, SUPPORTED
 
 _MARK = "_ddpbench_hooked"
 
@@ -83,6 +83,15 @@ def _patch_hf(module: ModuleType) -> None:
             handler.add_callback(traceml)
         if not any(isinstance(c, RecorderTrainerCallback) for c in handler.callbacks):
             handler.add_callback(RecorderTrainerCallback())
+            tool = os.environ.get(ENV_TOOL)
+            if tool == "wandb":  # what report_to=["wandb"] adds
+                from transformers.integrations import WandbCallback
+
+                handler.add_callback(WandbCallback())
+            elif tool == "torch_profiler":
+                from ddpbench.workload.frameworks.hf_callback import ProfilerTrainerCallback
+
+                handler.add_callback(ProfilerTrainerCallback())
 
     _after_init(module.CallbackHandler, add)
 
@@ -102,8 +111,23 @@ def _patch_lightning(module: ModuleType) -> None:
             trainer.callbacks.append(traceml)
         if not any(isinstance(c, callback_class) for c in trainer.callbacks):
             trainer.callbacks.append(callback_class())
+            _lightning_tool(module.__name__, trainer)
 
     _after_init(module.Trainer, add)
+
+
+def _lightning_tool(namespace: str, trainer: Any) -> None:
+    """The framework-attached tool of ``$DDPBENCH_FRAMEWORK_TOOL`` on a Lightning Trainer: its own logger or profiler."""
+    tool, out = os.environ.get(ENV_TOOL), os.environ.get(ENV_TOOL_DIR) or "."
+    if tool == "wandb":
+        logger = importlib.import_module(f"{namespace}.loggers").WandbLogger(offline=True, save_dir=out)
+        trainer.loggers = [*trainer.loggers, logger]
+    elif tool == "torch_profiler":
+        from ddpbench.workload.frameworks.steps import profiler_schedule
+
+        profiler = importlib.import_module(f"{namespace}.profilers").PyTorchProfiler
+        trainer.profiler = profiler(dirpath=out, filename=f"rank{os.environ.get('RANK', '0')}", export_to_chrome=True,
+                                    schedule=profiler_schedule())
 
 
 TARGETS: Dict[str, Callable[[ModuleType], None]] = {

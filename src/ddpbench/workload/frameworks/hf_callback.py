@@ -8,11 +8,13 @@ at ``on_init_end`` (before ``train()`` reads it); the stop is ``control.should_t
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from transformers.trainer_callback import TrainerCallback
 
-from ddpbench.workload.frameworks.steps import UNBOUNDED, TrainerSteps, precision_name
+from ddpbench.workload.frameworks import ENV_TOOL_DIR
+from ddpbench.workload.frameworks.steps import UNBOUNDED, TrainerSteps, precision_name, profiler_schedule
 
 HF_UNBOUNDED_STEPS = 10**9
 """``max_steps`` for stop=duration: HF needs a positive limit; ddpbench's stop comes long before it."""
@@ -48,4 +50,36 @@ class RecorderTrainerCallback(TrainerCallback):  # type: ignore[misc]
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
         self.steps.finish()
+        return control
+
+
+class ProfilerTrainerCallback(TrainerCallback):  # type: ignore[misc]
+    """torch.profiler for an HF Trainer (it has none of its own): started at ``on_train_begin``, stepped at every
+    optimizer step, stopped at ``on_train_end``; Chrome traces into ``$DDPBENCH_TOOL_DIR``."""
+
+    def __init__(self) -> None:
+        self.profiler: Any = None
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
+        import torch
+
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if torch.cuda.is_available() and str(args.device).startswith("cuda"):
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        handler = torch.profiler.tensorboard_trace_handler(os.environ.get(ENV_TOOL_DIR) or ".",
+                                                           worker_name=f"rank{os.environ.get('RANK', '0')}")
+        self.profiler = torch.profiler.profile(activities=activities, schedule=profiler_schedule(),
+                                               on_trace_ready=handler)
+        self.profiler.start()
+        return control
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
+        if self.profiler is not None:
+            self.profiler.step()
+        return control
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
+        if self.profiler is not None:
+            self.profiler.stop()
+            self.profiler = None
         return control

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping, Optional
 
+from ddpbench.workload.frameworks import ENV_PROFILER_SCHEDULE
 from ddpbench.workload.recorder import ENV_STOP_DURATION_S, ENV_STOP_STEPS, ENV_WARMUP_STEPS, Recorder
 
 UNBOUNDED = -1
@@ -70,3 +71,11 @@ def precision_name(text: Any) -> str:
     if "bf16" in value:
         return "bf16"
     return "fp16" if value.startswith("16") or "fp16" in value else "fp32"
+
+
+def profiler_schedule() -> Any:
+    """``torch.profiler.schedule`` from ``$DDPBENCH_TORCH_PROFILER`` (``wait,warmup,active,repeat``; default 1,1,3,1)."""
+    import torch
+
+    wait, warmup, active, repeat = (int(x) for x in (os.environ.get(ENV_PROFILER_SCHEDULE) or "1,1,3,1").split(","))
+    return torch.profiler.schedule(wait=wait, warmup=warmup, active=active, repeat=repeat)
