@@ -9,7 +9,10 @@ a failing Trainer, a missing framework.
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Dict, Iterator, List
 
@@ -77,6 +80,8 @@ def test_no_hook_without_records_or_framework(compose_cfg: Any, tmp_path: Path, 
     (["workload=mlp", "stop.from_script=true"], "stop.from_script=true: keeps a framework Trainer's"),
     (["workload=hf_trainer", "timing=phase"], "workload=hf_trainer with timing='phase': the Trainer's step is the"),
     (["workload=lightning", "fault.crash_at_step=3"], "workload=lightning with fault.crash_at_step=3: only the clock skew"),
+    (["workload=mlp", "mode=wandb_framework"], "mode=wandb_framework: attaches its tool to a framework Trainer"),
+    ([f"workload.path={PLAIN_SCRIPT}", "mode=traceml_callback"], "mode=traceml_callback: attaches its tool to a"),
     ([f"workload.path={HF_SCRIPT}", "workload.records=false", "fault.clock_skew_sec=5"],
      "fault.clock_skew_sec=5.0: fault injection needs a built-in workload or ddpbench's recorder"),
 ])
@@ -104,6 +109,33 @@ def test_a_missing_framework_is_one_line_before_anything_runs(tmp_path: Path) ->
     assert errors == [f"ddpbench: error: workload.path='{PL_SCRIPT}': the script imports lightning, which is not "
                       "installed (pip install lightning, or ddpbench[frameworks])"], run.output
     assert not list(tmp_path.glob("outputs/**/trial.json"))
+
+
+ORDER_CHECK = """
+import sys
+from traceml_ai.runtime import hf_auto
+from ddpbench.workload.frameworks import attach
+if sys.argv[1] == "traceml-first":
+    hf_auto.install(); attach.install()
+else:
+    attach.install(); hf_auto.install()
+assert "transformers.trainer_callback" not in sys.modules
+import transformers.trainer as trainer
+from traceml_ai.integrations import huggingface
+handler = trainer.CallbackHandler.__init__
+assert getattr(handler, "_ddpbench_hooked", False), "ddpbench's callback not attached"
+assert huggingface._AUTO_ATTACH_ENABLED, "TraceML's auto attach not enabled"
+print("both attached")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("order", ["traceml-first", "ddpbench-first"])
+def test_traceml_and_ddpbench_hooks_attach_in_either_order(tmp_path: Path, order: str) -> None:
+    environ = {**os.environ, ENV_METRICS_DIR: str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", ORDER_CHECK, order], env=environ, capture_output=True, text=True,
+                          timeout=180)
+    assert done.returncode == 0 and "both attached" in done.stdout, done.stderr[-2000:]
 
 
 # --- real 2-rank jobs ---

@@ -20,7 +20,7 @@ from omegaconf import DictConfig
 
 from ddpbench.errors import ConfigError
 from ddpbench.trial.script_workload import is_user_script, script_file
-from ddpbench.workload.frameworks import ENV_HOOK, SITE_HOOK_DIR
+from ddpbench.workload.frameworks import ENV_HOOK, ENV_TOOL, ENV_TRACEML_CALLBACK, SITE_HOOK_DIR
 
 FRAMEWORKS = {"transformers": "transformers", "lightning": "lightning", "pytorch_lightning": "pytorch-lightning"}
 """Top-level module a script imports -> the package that provides it."""
@@ -101,6 +101,10 @@ def check_frameworks(cfg: DictConfig) -> None:
                 f"workload={cfg.workload.name}: trains with"
             raise ConfigError(f"{user} {name}, which is not installed (pip install {FRAMEWORKS.get(name, name)}, "
                               "or ddpbench[frameworks])")
+    through = [key for key in (ENV_TOOL, ENV_TRACEML_CALLBACK) if key in cfg.mode.env]
+    if through and not (framework or (records_enabled(cfg) and script_frameworks(cfg))):
+        raise ConfigError(f"mode={cfg.mode.name}: attaches its tool to a framework Trainer ({through[0]}); "
+                          f"workload={cfg.workload.name} has none (use workload=hf_trainer, lightning or a framework script)")
     if cfg.stop.from_script and not script_frameworks(cfg):
         raise ConfigError("stop.from_script=true: keeps a framework Trainer's own max_steps; the script imports "
                           "no framework (transformers, lightning)")
