@@ -72,8 +72,12 @@ class WorkloadConfig:
     metrics: Dict[str, str] = field(default_factory=dict)
     # unit of a figure in `metrics`, e.g. tokens_per_s: tokens/s (optional)
     units: Dict[str, str] = field(default_factory=dict)
-    # workload=script: the script writes ddpbench's rank record through ddpbench.workload.recorder
-    records: bool = False
+    # workload=script: the script writes ddpbench's rank record through ddpbench.workload.recorder;
+    # null = on when the script imports a framework (transformers, lightning): the recorder attaches to its Trainer
+    records: Optional[bool] = None
+    # --- framework jobs ---
+    # a built-in workload trained by a framework Trainer (transformers, lightning); null = the harness's own loop
+    framework: Optional[str] = None
 
 
 @dataclass
@@ -209,6 +213,9 @@ class StopConfig:
     check_every: int = 50
     # duration stop: true = lockstep (the fix); false = the reference's per-rank clock (hangs)
     sync: bool = True
+    # framework scripts: true = keep the Trainer's own max_steps (stop.steps is not applied; the record says how
+    # many ran); false = ddpbench sets the optimizer steps (warmup + stop.steps)
+    from_script: bool = False
 
 
 @dataclass
@@ -246,6 +253,10 @@ class ModeConfig:
     wrapper: List[str] = field(default_factory=list)
     # the tool output a trial must leave to be ok (null = none: native modes)
     artifacts: Optional[ArtifactConfig] = None
+    # --- framework jobs ---
+    # how the tool attaches to the job, as its users attach it (shown in the report's setup among the
+    # config differences between modes); "" = no tool
+    attach: str = ""
 
 
 @dataclass

@@ -180,14 +180,21 @@ def plot_condition(
         if c.pairs:
             written[f"slope_{c.mode}"] = save_figure(slope_plot(c), out_dir / f"{stem}-slope-{slug(c.mode)}.png")
     ok = trials[trials["status"] == "ok"]
+
+    def known(column: str) -> bool:  # a figure without data (a script without records) is not drawn
+        return column in ok.columns and bool(ok[column].notna().any())
+
     if not ok.empty:
         steps = load_step_times(trials)
-        figure = step_distribution_plot(steps, baseline) if not steps.empty else step_time_plot(trials, baseline)
-        written["step_time"] = save_figure(figure, out_dir / f"{stem}-step-time.png")
-        written["wall_decomposition"] = save_figure(
-            wall_decomposition_plot(trials, baseline), out_dir / f"{stem}-wall-decomposition.png"
-        )
-        written["throughput"] = save_figure(throughput_plot(trials, baseline), out_dir / f"{stem}-throughput.png")
+        if not steps.empty or known("step_time_ms_median"):
+            figure = step_distribution_plot(steps, baseline) if not steps.empty else step_time_plot(trials, baseline)
+            written["step_time"] = save_figure(figure, out_dir / f"{stem}-step-time.png")
+        if known("train_s"):
+            written["wall_decomposition"] = save_figure(
+                wall_decomposition_plot(trials, baseline), out_dir / f"{stem}-wall-decomposition.png"
+            )
+        if known("steps_per_s"):
+            written["throughput"] = save_figure(throughput_plot(trials, baseline), out_dir / f"{stem}-throughput.png")
         if has_phases(trials):
             written["phases"] = save_figure(phase_plot(trials, baseline), out_dir / f"{stem}-phases.png")
     return written

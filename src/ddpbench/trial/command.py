@@ -17,7 +17,7 @@ from typing import Dict, List, Mapping, Sequence
 from omegaconf import DictConfig
 
 from ddpbench.cluster import backend_for
-from ddpbench.trial import wrapped
+from ddpbench.trial import frameworks, wrapped
 from ddpbench.trial.script_workload import is_user_script, script_args, script_file
 from ddpbench.errors import ConfigError
 from ddpbench.workload import recorder
@@ -189,26 +189,21 @@ def node_environment(cfg: DictConfig, context: LaunchContext, base: Mapping[str,
     for key in recorder.RECORDER_ENV:  # never an outer run's: only this trial's recorder settings
         env.pop(key, None)
     env.update(recorder_environment(cfg, context.metrics_dir))
+    env.update(frameworks.hook_environment(cfg, env))
     return env
 
 
 def recorder_environment(cfg: DictConfig, metrics_dir: str) -> Dict[str, str]:
-    """What ``ddpbench.workload.recorder`` reads in a user's script with ``workload.records=true``; else nothing."""
-    if not (is_user_script(cfg) and cfg.workload.records):
+    """What ``ddpbench.workload.recorder`` reads in a user's script with records on (trial.frameworks); else nothing."""
+    if not frameworks.records_enabled(cfg):
         return {}
-    stop = cfg.stop
-    env = {
-        recorder.ENV_METRICS_DIR: metrics_dir,
-        recorder.ENV_WARMUP_STEPS: str(stop.warmup_steps),
-        recorder.ENV_SAVE_STEP_TIMES: "1" if cfg.trial.save_step_times else "0",
-        recorder.ENV_WORKLOAD: script_file(cfg).name,
-    }
-    if stop.kind == "steps":
-        env[recorder.ENV_STOP_STEPS] = str(stop.steps)
-    else:
-        env[recorder.ENV_STOP_DURATION_S] = str(stop.duration_sec)
-        env[recorder.ENV_STOP_CHECK_EVERY] = str(stop.check_every)
-    return env
+    stop, fault = cfg.stop, cfg.fault
+    return recorder.environment(
+        metrics_dir, warmup_steps=stop.warmup_steps, save_step_times=bool(cfg.trial.save_step_times),
+        workload=script_file(cfg).name, steps=stop.steps if stop.kind == "steps" and not stop.from_script else None,
+        duration_s=stop.duration_sec if stop.kind == "duration" else None, check_every=stop.check_every,
+        clock_skew_s=fault.clock_skew_sec, fault_rank=fault.rank,
+    )
 
 
 def summary_path(cfg: DictConfig, context: LaunchContext) -> Path | None:

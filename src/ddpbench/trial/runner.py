@@ -27,6 +27,7 @@ from ddpbench.trial import command as commands
 from ddpbench.trial import artifacts, environment, wrapped
 from ddpbench.trial import load as trial_load
 from ddpbench.trial.attempts import TRIAL_FILE, attempt_for, previous_ok
+from ddpbench.trial.frameworks import records_enabled, records_required
 from ddpbench.trial.job import JobInfo
 from ddpbench.trial.launch import launch_with_retry
 from ddpbench.trial.pinning import trial_pinning
@@ -286,8 +287,8 @@ def classify(
         return "failed", f"node {bad['node_rank']} exited with {bad.get('exit_code')}" + (f": {detail}" if detail else "")
     if rank_problems:
         return "failed", f"invalid rank record {rank_problems[0]}"
-    if is_user_script(cfg) and not cfg.workload.records:
-        return "ok", None  # a user's script without ddpbench's recorder writes no rank record
+    if is_user_script(cfg) and not (records_enabled(cfg) and (ranks or records_required(cfg))):
+        return "ok", None  # no recorder, or a framework it could not attach to (said on stderr): wall-time figures
     error = record.rank_consistency_error(ranks, int(cfg.cluster.nnodes) * int(cfg.cluster.nproc_per_node))
     return ("failed", error) if error else ("ok", None)
 

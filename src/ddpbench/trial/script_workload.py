@@ -82,30 +82,35 @@ def _check_metrics(w: DictConfig) -> None:
 
 def _script_refusal(cfg: DictConfig) -> Optional[str]:
     """What a built-in workload honours and a user's script cannot, when the config asks for it: ``key=value: why``."""
-    f, s = cfg.fault, cfg.stop
-    for key in ("crash_at_step", "hang_at_step", "rank"):
+    from ddpbench.trial.frameworks import records_enabled
+
+    f, s, records = cfg.fault, cfg.stop, records_enabled(cfg)
+    for key in ("crash_at_step", "hang_at_step"):
         if f[key] is not None:
             return f"fault.{key}={f[key]!r}: fault injection needs a built-in workload"
-    if f.clock_skew_sec:
-        return f"fault.clock_skew_sec={f.clock_skew_sec!r}: fault injection needs a built-in workload"
+    if (f.clock_skew_sec or f.rank is not None) and not records:  # the recorder's stop clock honours the skew
+        key = "clock_skew_sec" if f.clock_skew_sec else "rank"
+        return f"fault.{key}={f[key]!r}: fault injection needs a built-in workload or ddpbench's recorder"
     if cfg.mode.workload_args:
         return f"mode={cfg.mode.name}: the mode adds ddpbench's own workload flags, which a user's script does not take"
     if cfg.timing != "step":
         return f"timing={cfg.timing!r}: phase timing needs a built-in workload"
     if cfg.data.loader != "synthetic":
         return f"data.loader={cfg.data.loader!r}: the script's own arguments choose its data loader"
-    if s.kind == "duration" and not cfg.workload.records:
+    if s.kind == "duration" and not records:
         return ("stop=duration: the lockstep duration stop needs the script to use ddpbench's recorder "
                 "(workload.records=true)")
     if not s.sync:
         return "stop.sync=false: the unsynced stop needs a built-in workload"
-    if cfg.workload.records and not cfg.cluster.shared_dir:
+    if records and not cfg.cluster.shared_dir:
         return "cluster.shared_dir=false: workload.records=true needs the metrics dir on storage every node sees"
     return None
 
 
 def check_script_workload(cfg: DictConfig) -> None:
     """The rules of ``workload.path/args/metrics/units/records``: patterns, the script file, what a script cannot do."""
+    from ddpbench.trial.frameworks import check_frameworks
+
     w = cfg.workload
     _check_metrics(w)
     if not is_user_script(cfg):
@@ -113,12 +118,14 @@ def check_script_workload(cfg: DictConfig) -> None:
                  w.get("path"))
         _require(not script_args(cfg), "workload.args", "only applies with workload=script", w.args)
         _require(not w.records, "workload.records", "only applies with workload=script", w.records)
+        check_frameworks(cfg)
         return
     _require(not w.script, "workload.path", f"a built-in workload runs workload.script={w.script!r}; use workload=script",
              w.path)
     script_args(cfg)
     path = script_file(cfg)
     _require(path.is_file(), "workload.path", f"no such file: {path}", w.path)
+    check_frameworks(cfg)
     refusal = _script_refusal(cfg)
     if refusal is not None:
         raise ConfigError(f"workload=script with {refusal}")

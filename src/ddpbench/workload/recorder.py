@@ -50,10 +50,34 @@ ENV_SAVE_STEP_TIMES = "DDPBENCH_SAVE_STEP_TIMES"
 """``1``: keep every timed step's duration in the record (``step_times_ms``)."""
 ENV_WORKLOAD = "DDPBENCH_WORKLOAD"
 """Label of the record's ``workload`` field (ddpbench gives the script's file name)."""
+ENV_FAULT_CLOCK_SKEW_S = "DDPBENCH_FAULT_CLOCK_SKEW_S"
+"""``fault.clock_skew_sec``: the targeted rank's stop clock reads this many seconds ahead."""
+ENV_FAULT_RANK = "DDPBENCH_FAULT_RANK"
+"""``fault.rank``: the rank the skew applies to (unset: every rank)."""
 
 RECORDER_ENV = (ENV_METRICS_DIR, ENV_STOP_STEPS, ENV_STOP_DURATION_S, ENV_STOP_CHECK_EVERY, ENV_WARMUP_STEPS,
-                ENV_SAVE_STEP_TIMES, ENV_WORKLOAD)
+                ENV_SAVE_STEP_TIMES, ENV_WORKLOAD, ENV_FAULT_CLOCK_SKEW_S, ENV_FAULT_RANK)
 """Every variable the recorder reads."""
+
+
+
+
+def environment(metrics_dir: str, *, warmup_steps: int, save_step_times: bool, workload: str,
+                steps: Optional[int] = None, duration_s: Optional[float] = None, check_every: int = 50,
+                clock_skew_s: float = 0.0, fault_rank: Optional[int] = None) -> dict[str, str]:
+    """The variables that tell a recorder what to do: ``steps`` timed steps, or a lockstep stop after
+    ``duration_s`` s checked every ``check_every`` steps, or (neither) no stop; the clock-skew fault."""
+    env = {ENV_METRICS_DIR: metrics_dir, ENV_WARMUP_STEPS: str(warmup_steps),
+           ENV_SAVE_STEP_TIMES: "1" if save_step_times else "0", ENV_WORKLOAD: workload}
+    if steps is not None:
+        env[ENV_STOP_STEPS] = str(steps)
+    elif duration_s is not None:
+        env.update({ENV_STOP_DURATION_S: str(duration_s), ENV_STOP_CHECK_EVERY: str(check_every)})
+    if clock_skew_s:
+        env[ENV_FAULT_CLOCK_SKEW_S] = str(clock_skew_s)
+    if fault_rank is not None:
+        env[ENV_FAULT_RANK] = str(fault_rank)
+    return env
 
 
 _IMPORTED = time.time()
@@ -80,8 +104,8 @@ def _stop_arguments(env: dict[str, str]) -> argparse.Namespace:
         duration_sec=float(duration) if duration else None,
         stop_check_every=int(env.get(ENV_STOP_CHECK_EVERY) or 50),
         no_sync_stop=False,
-        fault_clock_skew_sec=0.0,
-        fault_rank=None,
+        fault_clock_skew_sec=float(env.get(ENV_FAULT_CLOCK_SKEW_S) or 0.0),
+        fault_rank=int(env[ENV_FAULT_RANK]) if env.get(ENV_FAULT_RANK) else None,
     )
 
 

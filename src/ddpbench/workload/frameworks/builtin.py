@@ -1,0 +1,41 @@
+"""What the built-in framework workloads (``workload=hf_trainer``, ``workload=lightning``) share.
+
+They take the harness's arguments (:func:`ddpbench.workload.args.parse_args`: sizes, data, stop, cluster),
+turn them into the recorder's environment and install the same Trainer hook a user's framework script
+gets, so a built-in framework job is timed, stopped and recorded exactly as an unmodified one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Dict
+
+from ddpbench.workload import recorder
+from ddpbench.workload.frameworks import attach
+
+
+def recorder_environment(args: argparse.Namespace, workload: str) -> Dict[str, str]:
+    """The recorder's variables for parsed harness arguments (``--steps``/``--duration-sec``, warmup, faults)."""
+    return recorder.environment(
+        args.metrics_dir or "", warmup_steps=args.warmup_steps, save_step_times=args.save_step_times, workload=workload,
+        steps=args.steps, duration_s=args.duration_sec, check_every=args.stop_check_every,
+        clock_skew_s=args.fault_clock_skew_sec, fault_rank=args.fault_rank,
+    )
+
+
+def prepare(args: argparse.Namespace, workload: str) -> None:
+    """Put the recorder's settings in this rank's environment, install the Trainer hook (before the framework loads)."""
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    os.environ.update(recorder_environment(args, workload))
+    if args.metrics_dir:
+        attach.install()
+
+
+def world() -> tuple[int, int]:
+    """(processes per node, nodes) from torchrun's environment (a world of one without it)."""
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    return local, max(1, int(os.environ.get("WORLD_SIZE", "1")) // local)

@@ -1,0 +1,81 @@
+"""One rank's optimizer steps in a framework Trainer: timed, stopped and recorded by ddpbench's Recorder.
+
+The framework callbacks (:mod:`.hf_callback`, :mod:`.pl_callback`) call :meth:`TrainerSteps.step_done`
+after every optimizer step and carry its answer out through the framework's own stop flag; they set the
+Trainer's step limit from :meth:`TrainerSteps.step_limit` before training starts.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping, Optional
+
+from ddpbench.workload.frameworks import ENV_PROFILER_SCHEDULE
+from ddpbench.workload.recorder import ENV_STOP_DURATION_S, ENV_STOP_STEPS, ENV_WARMUP_STEPS, Recorder
+
+UNBOUNDED = -1
+""":meth:`TrainerSteps.step_limit` for stop=duration: the Trainer runs until ddpbench stops it."""
+
+
+class TrainerSteps:
+    """ddpbench's recorder for the optimizer steps of one framework Trainer on this rank.
+
+    ``env``: the environment to read (default ``os.environ``). The recorder is created by :meth:`start`
+    (when the Trainer starts training, after its process group exists) with the samples per optimizer step.
+    """
+
+    def __init__(self, env: Optional[Mapping[str, str]] = None) -> None:
+        self.env = dict(os.environ if env is None else env)
+        self.warmup_steps = int(self.env.get(ENV_WARMUP_STEPS) or 0)
+        steps = self.env.get(ENV_STOP_STEPS)
+        self.timed_steps: Optional[int] = int(steps) if steps else None
+        self.duration = bool(self.env.get(ENV_STOP_DURATION_S))
+        self.recorder: Optional[Recorder] = None
+        self.loss: Any = None
+
+    def step_limit(self) -> Optional[int]:
+        """The Trainer's optimizer-step limit: warmup + timed steps (stop=steps), :data:`UNBOUNDED`
+        (stop=duration), or None: keep the script's own (``stop.from_script``)."""
+        if self.timed_steps is not None:
+            return self.warmup_steps + self.timed_steps
+        return UNBOUNDED if self.duration else None
+
+    def start(self, batch_size: int, precision: str = "fp32", device: Optional[str] = None) -> None:
+        """Create the recorder (once): ``batch_size`` samples per optimizer step on this rank."""
+        if self.recorder is None:
+            self.recorder = Recorder(batch_size, device=device, precision=precision, env=self.env)
+
+    def step_done(self, loss: Any = None) -> bool:
+        """Mark the end of one optimizer step; whether the Trainer must stop now (the same on every rank).
+
+        ``loss``: a number or a tensor, kept as it is (read once, in :meth:`finish`: no device sync here).
+        """
+        if self.recorder is None:
+            return False
+        if loss is not None:
+            self.loss = loss
+        self.recorder.step_done()
+        return self.recorder.should_stop()
+
+    def finish(self) -> None:
+        """Write this rank's record (nothing if training never started)."""
+        if self.recorder is not None:
+            loss = self.loss.detach().float().cpu() if hasattr(self.loss, "detach") else self.loss
+            self.recorder.finish(loss=loss)
+            self.recorder = None
+
+
+def precision_name(text: Any) -> str:
+    """``fp32``, ``bf16`` or ``fp16`` from a framework's precision setting (``"bf16-mixed"``, ``16``, ...)."""
+    value = str(text).lower()
+    if "bf16" in value:
+        return "bf16"
+    return "fp16" if value.startswith("16") or "fp16" in value else "fp32"
+
+
+def profiler_schedule() -> Any:
+    """``torch.profiler.schedule`` from ``$DDPBENCH_TORCH_PROFILER`` (``wait,warmup,active,repeat``; default 1,1,3,1)."""
+    import torch
+
+    wait, warmup, active, repeat = (int(x) for x in (os.environ.get(ENV_PROFILER_SCHEDULE) or "1,1,3,1").split(","))
+    return torch.profiler.schedule(wait=wait, warmup=warmup, active=active, repeat=repeat)
