@@ -16,6 +16,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from ddpbench.errors import ConfigError
+from ddpbench.formats.condition import NOT_IN_JOB_DIR
 from ddpbench.formats.rank_record import LOADERS, TIMINGS
 from ddpbench.workload.affinity import parse_setting as parse_cpu_affinity
 
@@ -435,7 +436,9 @@ class DdpbenchConfig:
 
 
 def register_configs() -> None:
-    """Register the schema so ``config.yaml``'s defaults list can name it."""
+    """Register the schema so ``config.yaml``'s defaults list can name it, and the keys no job dir names."""
+    if not OmegaConf.has_resolver("ddpbench_not_in_job_dir"):
+        OmegaConf.register_new_resolver("ddpbench_not_in_job_dir", lambda: list(NOT_IN_JOB_DIR))
     schema = OmegaConf.structured(DdpbenchConfig)
     for key in ("workload.metrics", "workload.units"):  # user-named keys: `workload.metrics.NAME=...`, no `+`
         OmegaConf.set_struct(OmegaConf.select(schema, key), False)

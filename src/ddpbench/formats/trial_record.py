@@ -29,8 +29,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ddpbench.formats.condition import SWEEPER_KEYS
 from ddpbench.formats.rank_record import STEP_STAT_KEYS
 
 SCHEMA = "ddpbench.trial"
@@ -40,6 +42,8 @@ KNOWN_VERSIONS = frozenset(range(1, SCHEMA_VERSION + 1))
 #: the record's file name inside a job dir
 TRIAL_FILE = "trial.json"
 STATUSES = ("ok", "failed", "timeout")
+#: an attempt's folder of node records, one per node that node 0 reads (``nodes/node<r>.json``)
+NODES_DIR = "nodes"
 
 #: fields a reader needs to pair a trial, with their JSON types
 REQUIRED_FIELDS: Dict[str, Tuple[type, ...]] = {
@@ -66,7 +70,7 @@ OK_NUMERIC_FIELDS_WITHOUT_RANKS = ("wall_s",)
 
 def config_hash(config: Mapping[str, Any]) -> str:
     """sha256 of a resolved config, ignoring the keys that do not change what a trial measures."""
-    trimmed = {k: v for k, v in config.items() if k not in ("pair_position", "sweep_name")}
+    trimmed = {k: v for k, v in config.items() if k not in SWEEPER_KEYS}
     return hashlib.sha256(json.dumps(trimmed, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -138,6 +142,16 @@ def node_entry(
         "stderr": stderr,
         **extra,
     }
+
+
+def node_record_path(attempt_dir: "str | os.PathLike[str]", node_rank: int) -> Path:
+    """Node ``node_rank``'s record (a :func:`node_entry`) in an attempt's folder: ``nodes/node<r>.json``."""
+    return Path(attempt_dir) / NODES_DIR / f"node{int(node_rank)}.json"
+
+
+def node_log_path(logs_dir: "str | os.PathLike[str]", node_rank: int, stream: str) -> Path:
+    """Node ``node_rank``'s agent log of ``stream`` (``stdout`` or ``stderr``) in a logs folder: ``node<r>.<stream>.log``."""
+    return Path(logs_dir) / f"node{int(node_rank)}.{stream}.log"
 
 
 def nodes_from_ranks(

@@ -24,11 +24,11 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from omegaconf import DictConfig
 
 from ddpbench.errors import ConfigError
+from ddpbench.formats.condition import is_condition_override
+from ddpbench.formats.trial_record import TRIAL_FILE
 
 #: the value of ``repeat`` that asks for adaptive stopping
 AUTO = "auto"
-#: keys that never set a job's condition (the driver's own, and what varies inside a condition)
-NON_CONDITION_KEYS = ("mode", "repeat", "pair_position", "sweep_name")
 #: seconds a driver waits for a pair's trial records to appear (a peer node's driver waits for node 0's)
 RECORD_WAIT_S = 120.0
 
@@ -71,7 +71,7 @@ def check_precision(precision: DictConfig, modes: Sequence[str], shared_dir: boo
 
 def condition_key(overrides: Sequence[str]) -> Tuple[str, ...]:
     """The overrides a job shares with every job of its condition (sorted)."""
-    return tuple(sorted(o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in NON_CONDITION_KEYS))
+    return tuple(sorted(o for o in overrides if is_condition_override(o)))
 
 
 def repeat_of(overrides: Sequence[str]) -> int:
@@ -181,7 +181,7 @@ def _decision_dict(decision: Any) -> Dict[str, Any]:
 def _await_records(job_dirs: Sequence[str]) -> None:
     """Wait (bounded) until every job dir holds its trial.json: a peer node's driver finishes before node 0 writes."""
     deadline = time.monotonic() + RECORD_WAIT_S
-    while time.monotonic() < deadline and not all((Path(d) / "trial.json").exists() for d in job_dirs):
+    while time.monotonic() < deadline and not all((Path(d) / TRIAL_FILE).exists() for d in job_dirs):
         time.sleep(0.2)
 
 

@@ -18,6 +18,7 @@ from omegaconf import OmegaConf
 
 from ddpbench import state
 from ddpbench.errors import DdpbenchError
+from ddpbench.formats.condition import SWEEPER_KEYS
 from ddpbench.sweep import adaptive, one_allocation
 from ddpbench.sweep.order import SweepOrderError
 from ddpbench.sweep.progress import Progress, succeeded, summary_from
@@ -25,8 +26,6 @@ from ddpbench.sweep.report import write_sweep_report
 from ddpbench.sweep.signals import signal_of, stop_signals
 from ddpbench.sweep.validate import check_baseline, check_jobs, prepare_jobs
 
-#: keys the driver sets on every job itself (not swept)
-FIXED_KEYS = ("pair_position", "sweep_name")
 
 
 def job_dir_of(summary: Mapping[str, Any], result: Any) -> str:
@@ -58,7 +57,7 @@ class SweepDriver:
         """Every trial's overrides in paired order, with its pair position and the sweep's name."""
         sweep_name = str(self.config.sweep_name)
         try:
-            ordered = self.sweeper.ordered_jobs(arguments, skip=FIXED_KEYS)
+            ordered = self.sweeper.ordered_jobs(arguments, skip=SWEEPER_KEYS)
         except SweepOrderError as error:
             fail(str(error))
         return [[*job.overrides, f"pair_position={job.pair_position}", f"sweep_name={sweep_name}"]

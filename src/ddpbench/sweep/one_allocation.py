@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Sequence
 from omegaconf import DictConfig
 
 from ddpbench.errors import DdpbenchError
+from ddpbench.formats.trial_record import TRIAL_FILE
 from ddpbench.sweep.slurm_wait import RESULT_GRACE_S, SLURM_CALL_TIMEOUT_S, Bounds, await_job
 
 log = logging.getLogger(__name__)
@@ -132,7 +133,7 @@ def _annotate_trials(sweep_dir: Path, since_epoch: float, slurm_logs: Dict[str, 
     """Add the allocation's SLURM entries to the ``logs`` of every trial.json it wrote."""
     from ddpbench.io import read_json, write_json_atomic
 
-    for path in sorted(sweep_dir.glob("*/trial.json")):
+    for path in sorted(sweep_dir.glob(f"*/{TRIAL_FILE}")):
         try:
             if path.stat().st_mtime < since_epoch:
                 continue

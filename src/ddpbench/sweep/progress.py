@@ -6,8 +6,10 @@ import sys
 import time
 from typing import Any, Callable, Dict, Sequence, TextIO
 
+from ddpbench.formats.condition import SWEEPER_KEYS
+
 #: overrides the driver adds to every job; not shown in the start line
-HIDDEN = ("sweep_name=", "pair_position=")
+HIDDEN = tuple(f"{key}=" for key in SWEEPER_KEYS)
 
 
 def _fmt(value: Any, spec: str) -> str:

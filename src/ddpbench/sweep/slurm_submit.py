@@ -26,6 +26,7 @@ from hydra.core.utils import JobReturn, JobStatus, filter_overrides
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from ddpbench.cluster.slurm_state import SlurmStateError, is_terminal, job_state
+from ddpbench.formats.trial_record import TRIAL_FILE
 from ddpbench.sweep.slurm_wait import SLURM_CALL_TIMEOUT_S, Bounds, JobWait, await_job, scancel
 from ddpbench.sweep.validate import task_config
 
@@ -202,7 +203,7 @@ def _written_by_job(item: Submitted) -> Optional[Dict[str, Any]]:
     """The trial.json node 0 wrote for this job (newer than the submission), else None."""
     from ddpbench.io import read_json
 
-    path = item.job_dir / "trial.json"
+    path = item.job_dir / TRIAL_FILE
     try:
         if path.stat().st_mtime < item.submitted_epoch:
             return None
@@ -223,7 +224,7 @@ def _annotate(item: Submitted) -> None:
     trial["logs"] = {**(logs if isinstance(logs, dict) else {}),
                      **slurm_logs(item.job.job_id, item.state, tasks_of(item.job))}
     try:
-        write_json_atomic(item.job_dir / "trial.json", trial)
+        write_json_atomic(item.job_dir / TRIAL_FILE, trial)
     except OSError as error:
         log.warning(f"could not add the SLURM log paths to {item.job_dir / 'trial.json'}: {error}")
 
@@ -270,7 +271,7 @@ def _failed_record(item: Submitted, status: str, error: str) -> Dict[str, Any]:
               **slurm_logs(item.job.job_id, item.state, tasks)},
         attempt=attempt.section(),
     )
-    write_json_atomic(item.job_dir / "trial.json", trial)
+    write_json_atomic(item.job_dir / TRIAL_FILE, trial)
     return trial
 
 

@@ -21,12 +21,13 @@ from ddpbench.cluster import LAUNCH, RESUMED, NodePlan, plan_nodes
 from ddpbench.cluster import validate as validate_cluster
 from ddpbench.config import parse_repeat, to_plain, validate
 from ddpbench.formats import trial_record as record
+from ddpbench.formats.condition import is_condition_override
 from ddpbench.formats.rank_record import RANK_RECORD_GLOB, read_rank_record
 from ddpbench.io import read_json, write_json_atomic
 from ddpbench.trial import command as commands
 from ddpbench.trial import artifacts, environment, wrapped
 from ddpbench.trial import load as trial_load
-from ddpbench.trial.attempts import TRIAL_FILE, attempt_for, previous_ok
+from ddpbench.trial.attempts import attempt_for, previous_ok
 from ddpbench.trial.job import JobInfo
 from ddpbench.trial.launch import launch_with_retry
 from ddpbench.trial.pinning import trial_pinning
@@ -76,7 +77,7 @@ def condition_of(job: JobInfo) -> Dict[str, str]:
     for override in job.overrides:
         key, _, value = override.partition("=")
         key = key.lstrip("+~")
-        if key in ("mode", "repeat", "pair_position", "sweep_name", "cluster.node_rank") or key in condition:
+        if not is_condition_override(override) or key in condition:
             continue
         condition[key] = value
     return condition
@@ -102,14 +103,14 @@ def _node_entry(result: AgentResult, hostname: str) -> Dict[str, Any]:
     )
 
 
-def _await_peer_nodes(nodes_dir: Path, expected: Sequence[int], deadline: float) -> Dict[int, Dict[str, Any]]:
+def _await_peer_nodes(attempt_dir: Path, expected: Sequence[int], deadline: float) -> Dict[int, Dict[str, Any]]:
     found: Dict[int, Dict[str, Any]] = {}
     while True:
         for node_rank in expected:
             if node_rank in found:
                 continue
             try:
-                found[node_rank] = read_json(nodes_dir / f"node{node_rank}.json")
+                found[node_rank] = read_json(record.node_record_path(attempt_dir, node_rank))
             except (OSError, ValueError):
                 pass
         if len(found) == len(expected) or time.monotonic() >= deadline:
@@ -199,7 +200,7 @@ def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
         attempt=attempt.section(),
         load=load,
     )
-    write_json_atomic(job.job_dir / TRIAL_FILE, trial)
+    write_json_atomic(job.job_dir / record.TRIAL_FILE, trial)
     return trial
 
 
@@ -209,7 +210,7 @@ def _report_to_owner(
 ) -> Dict[str, Any]:
     """A peer node's end of a trial: its node records for node 0 (in the attempt's folder), and a summary for its sweeper."""
     for entry in nodes.values():
-        write_json_atomic(attempt_dir / "nodes" / f"node{entry['node_rank']}.json", entry)
+        write_json_atomic(record.node_record_path(attempt_dir, entry["node_rank"]), entry)
     return _node_summary(cfg, plan, node_ok=all(r.exit_code == 0 for r in results),
                          wall_s=max((r.wall_s for r in results), default=None))
 
@@ -229,7 +230,7 @@ def _peer_nodes(
         return {}
     if plan.peer_source == "ranks":
         return record.nodes_from_ranks(ranks, peers, int(cfg.cluster.nproc_per_node))
-    found = _await_peer_nodes(attempt_dir / "nodes", peers, time.monotonic() + plan.peer_record_wait_s)
+    found = _await_peer_nodes(attempt_dir, peers, time.monotonic() + plan.peer_record_wait_s)
     for node_rank, entry in found.items():  # an srun step's node (slurm one_allocation) recorded its wrapper's code
         entry["exit_code"] = wrapped.exit_code(entry.get("exit_code"), attempt_dir / "logs", node_rank)
     return found
@@ -241,7 +242,7 @@ def _skipped_node(cfg: DictConfig, job: JobInfo, plan: NodePlan, attempt_dir: Pa
     for node_rank in plan.node_ranks:
         entry = record.node_entry(node_rank, socket.gethostname(), wall_s=0.0, exit_code=None, spawn_epoch=now,
                                   exit_epoch=now, error=plan.skip_reason)
-        write_json_atomic(attempt_dir / "nodes" / f"node{node_rank}.json", entry)
+        write_json_atomic(record.node_record_path(attempt_dir, node_rank), entry)
     print(f"ddpbench: node {plan.node_ranks} skips job {job.job_num}: {plan.skip_reason}", flush=True)
     return _node_summary(cfg, plan, node_ok=False, error=plan.skip_reason)
 
