@@ -5,8 +5,8 @@ node entries, each built by :func:`node_entry`); the collector and resume read i
 :func:`read_trial_record`, which accepts every version listed below and upgrades it in memory to
 the current one. ``docs/formats.md`` describes the fields for humans.
 
-Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice, and teach
-:func:`upgrade` to turn the previous version into the new one):
+Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice, and give
+:data:`FORMAT` the step that turns the previous version into the new one):
 
 - 1 (ddpbench 0.1.0): first version.
 - 2: what else the trial shows. New fields, each null when unknown (a version 1 record is upgraded
@@ -34,11 +34,10 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ddpbench.formats.condition import SWEEPER_KEYS
 from ddpbench.formats.rank_record import STEP_STAT_KEYS
+from ddpbench.formats.reader import Format
 
 SCHEMA = "ddpbench.trial"
 SCHEMA_VERSION = 2
-#: every version :func:`read_trial_record` reads (and upgrades to :data:`SCHEMA_VERSION`)
-KNOWN_VERSIONS = frozenset(range(1, SCHEMA_VERSION + 1))
 #: the record's file name inside a job dir
 TRIAL_FILE = "trial.json"
 STATUSES = ("ok", "failed", "timeout")
@@ -328,58 +327,42 @@ def build_trial_record(
     return record
 
 
-def validate_trial_record(record: Any) -> Optional[str]:
-    """Why a decoded ``trial.json`` cannot be used (one line), or None when it can.
-
-    Accepts every version in :data:`KNOWN_VERSIONS`; checks the fields pairing needs and, for an
-    ``ok`` record, that its figures are numbers. Unknown extra fields are allowed.
-    """
-    if not isinstance(record, dict):
-        return f"not a JSON object ({type(record).__name__})"
-    schema = record.get("schema")
-    if schema != SCHEMA:
-        return f"unknown schema {schema!r} (expected {SCHEMA!r})"
-    version = record.get("schema_version")
-    if version not in KNOWN_VERSIONS or isinstance(version, bool):
-        known = ", ".join(str(v) for v in sorted(KNOWN_VERSIONS))
-        return f"unknown schema_version {version!r} of {SCHEMA} (this reader knows {known})"
+def _check(record: Dict[str, Any]) -> List[str]:
+    """The fields pairing needs and, for an ``ok`` record, that its figures are numbers (the first problem)."""
     missing = [k for k in REQUIRED_FIELDS if k not in record]
     if missing:
-        return "partial record: missing " + ", ".join(missing)
+        return ["partial record: missing " + ", ".join(missing)]
     for key, types in REQUIRED_FIELDS.items():
         value = record[key]
         if not isinstance(value, types) or isinstance(value, bool):
-            return f"field {key!r} has type {type(value).__name__}"
+            return [f"field {key!r} has type {type(value).__name__}"]
     if record["status"] == "ok":
         numeric = OK_NUMERIC_FIELDS if record.get("ranks") else OK_NUMERIC_FIELDS_WITHOUT_RANKS
         bad = [k for k in numeric
                if not isinstance(record.get(k), (int, float)) or isinstance(record.get(k), bool)]
         if bad:
-            return "status ok but not a number: " + ", ".join(bad)
-    return None
+            return ["status ok but not a number: " + ", ".join(bad)]
+    return []
 
 
-def upgrade(record: Dict[str, Any]) -> Dict[str, Any]:
-    """A valid record of any known version as the current version, in memory (``schema_version`` kept)."""
-    if record.get("schema_version") == 1:
-        record = {**{key: None for key in ADDED_IN_V2}, **record}
-    return record
+def _v1_to_v2(record: Dict[str, Any]) -> Dict[str, Any]:
+    return {**{key: None for key in ADDED_IN_V2}, **record}
+
+
+#: the format as the reader contract (:mod:`ddpbench.formats.reader`) reads it
+FORMAT = Format(SCHEMA, SCHEMA_VERSION, oldest=1, upgrades={1: _v1_to_v2}, check=_check)
+
+
+def validate_trial_record(record: Any) -> Optional[str]:
+    """Why a decoded ``trial.json`` of any known version cannot be used (one line), or None when it can.
+
+    Unknown extra fields are allowed.
+    """
+    problems = FORMAT.problems(record)
+    return problems[0] if problems else None
 
 
 def read_trial_record(path: "str | os.PathLike[str]") -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
     """``(record, None)`` for a usable ``trial.json`` of any known version, upgraded; else ``(None, why)``."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        return None, f"unreadable: {exc.strerror or exc}"
-    if not data.strip():
-        return None, "empty file"
-    try:
-        record = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as exc:
-        return None, f"malformed JSON: {exc}"
-    reason = validate_trial_record(record)
-    if reason is not None:
-        return None, reason
-    return upgrade(record), None
+    record, error = FORMAT.read(path)
+    return record, (error.problem if error is not None else None)
