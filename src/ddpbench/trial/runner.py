@@ -11,6 +11,7 @@ import datetime as dt
 import re
 import socket
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -27,13 +28,14 @@ from ddpbench.io import read_json, write_json_atomic
 from ddpbench.trial import command as commands
 from ddpbench.trial import artifacts, environment, wrapped
 from ddpbench.trial import load as trial_load
-from ddpbench.trial.attempts import attempt_for, previous_ok
+from ddpbench.trial.attempts import Attempt, attempt_for, previous_ok
 from ddpbench.trial.job import JobInfo
 from ddpbench.trial.launch import launch_with_retry
 from ddpbench.trial.pinning import trial_pinning
-from ddpbench.trial.process import AgentResult, tail
+from ddpbench.trial.process import AgentResult, WaitOutcome, tail
 from ddpbench.trial.script_metrics import apply_metrics
 from ddpbench.trial.script_workload import check_script_workload, is_user_script
+from ddpbench.trial.summary import NodeDone, TrialOutcome, TrialRecord
 from ddpbench.trial.tool import check_tool
 
 
@@ -133,57 +135,92 @@ def _first_error_line(text: str) -> str:
     return ""
 
 
-def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
-    """Run the trial ``cfg`` describes in ``job.job_dir``; return its trial record (also on disk).
+@dataclass(frozen=True)
+class Launched:
+    """What launching this driver's agents gave: their results, the last launch context and what else ran."""
 
-    Steps: check the config, plan the nodes, resume or set aside an earlier attempt, launch and
-    wait (one retry on a port clash), then either report this node to node 0 (a peer) or gather
-    every node and rank and write trial.json (node 0).
+    outcome: WaitOutcome
+    # the last agent's placeholders (None when nothing could be launched)
+    context: Optional[commands.LaunchContext]
+    # ISO time the launch started (UTC)
+    started_at: str
+    # the trial record's ``load`` section
+    load: Dict[str, Any]
+    # this driver's node entries, by node rank
+    nodes: Dict[int, Dict[str, Any]]
+
+
+def run_trial(cfg: DictConfig, job: JobInfo) -> TrialOutcome:
+    """Run the trial ``cfg`` describes in ``job.job_dir``: node 0's trial record (also on disk), or a peer's NodeDone.
+
+    Steps: check the config, plan the nodes, resume an ok trial, else claim an attempt, launch and
+    wait (one retry on a port clash), then report this node to node 0 (a peer) or gather every node
+    and rank, classify and write trial.json (node 0).
     """
     check_trial_config(cfg)
     plain = to_plain(cfg)
     job.job_dir.mkdir(parents=True, exist_ok=True)
     timeout_s = trial_timeout_s(cfg)
     plan = plan_nodes(cfg, job, timeout_s)
-    if plan.await_owner is not None and plan.await_owner() == RESUMED:
-        return _node_summary(cfg, plan, node_ok=True)  # node 0 resumes an ok trial: nothing to launch here
-    may_resume = plan.owner if plan.resume is None else plan.resume
-    if may_resume and cfg.trial.resume:
-        previous = previous_ok(job.job_dir, record.config_hash(plain))
-        if previous is not None:
-            if plan.announce is not None:
-                plan.announce(RESUMED)
-            previous["resumed"] = True
-            return previous
+    resumed = resume(cfg, job, plan, plain)
+    if resumed is not None:
+        return resumed
     attempt = attempt_for(job.job_dir, plan)  # this launch's own folder: attempts/<n>/
     if plan.skip_reason is not None:
-        return _skipped_node(cfg, job, plan, attempt.dir)
+        return skip_node(cfg, job, plan, attempt.dir)
+    launched = launch_agents(cfg, job, plan, timeout_s, attempt.dir)
+    if not plan.owner:
+        return report_to_owner(cfg, plan, attempt.dir, launched)
+    trial = owner_record(cfg, job, plan, timeout_s, attempt, plain, launched)
+    write_json_atomic(job.job_dir / record.TRIAL_FILE, trial)
+    return TrialRecord(trial)
+
+
+def resume(cfg: DictConfig, job: JobInfo, plan: NodePlan, plain: Mapping[str, Any]) -> Optional[TrialOutcome]:
+    """The outcome of a trial already done (node 0 keeps its ok record and tells the others), else None."""
+    if plan.await_owner is not None and plan.await_owner() == RESUMED:
+        return node_done(cfg, plan, node_ok=True)  # node 0 resumes an ok trial: nothing to launch here
+    may_resume = plan.owner if plan.resume is None else plan.resume
+    previous = previous_ok(job.job_dir, record.config_hash(plain)) if may_resume and cfg.trial.resume else None
+    if previous is None:
+        return None
+    if plan.announce is not None:
+        plan.announce(RESUMED)
+    return TrialRecord(previous, resumed=True)
+
+
+def launch_agents(cfg: DictConfig, job: JobInfo, plan: NodePlan, timeout_s: float, attempt_dir: Path) -> Launched:
+    """Tell the other nodes, start this driver's agents (pinned) and wait for them; their node entries."""
     if plan.announce is not None:
         plan.announce(LAUNCH)
     if plan.on_launch is not None:
         plan.on_launch()
-
-    started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    started_at = _now()
     pins, load_start = trial_pinning(cfg), trial_load.sample()
     with pins.applied():
-        outcome, context = launch_with_retry(cfg, job, plan, timeout_s, attempt.dir)
+        outcome, context = launch_with_retry(cfg, job, plan, timeout_s, attempt_dir)
     load = trial_load.load_section(load_start, trial_load.sample(), n_cpus=len(pins.available),
                                    own_cpus=pins.own_cpus, cpu_affinity=pins.record())
     nodes = {r.node_rank: _node_entry(r, socket.gethostname()) for r in outcome.results}
-    if not plan.owner:
-        return _report_to_owner(cfg, attempt.dir, plan, nodes, outcome.results)
+    return Launched(outcome, context, started_at, load, nodes)
 
+
+def owner_record(
+    cfg: DictConfig, job: JobInfo, plan: NodePlan, timeout_s: float, attempt: Attempt, plain: Dict[str, Any],
+    launched: Launched,
+) -> Dict[str, Any]:
+    """Node 0's trial record: every node and rank gathered, the trial classified, the tool's output inspected."""
     ranks, rank_problems = read_rank_records(attempt.dir / "metrics")
-    nodes.update(_peer_nodes(cfg, attempt.dir, plan, nodes, ranks))
-    status, error = classify(outcome.reason, timeout_s, nodes, ranks, cfg, rank_problems)
+    nodes = {**launched.nodes, **_peer_nodes(cfg, attempt.dir, plan, launched.nodes, ranks)}
+    status, error = classify(launched.outcome.reason, timeout_s, nodes, ranks, cfg, rank_problems)
     metrics, status, error = apply_metrics(cfg, nodes, status, error)
+    context = launched.context
     tool = artifacts.inspect(cfg, context, [n.get("stderr") for n in nodes.values()])
     status, error = artifacts.verdict(status, error, tool)
     wall_s, spawn_epoch = slowest_node_wall(nodes)
     summary_file = commands.summary_path(cfg, context) if context is not None else None
-    ended_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    trial = record.build_trial_record(
-        meta=trial_meta(cfg, job, started_at=started_at, ended_at=ended_at, timeout_s=timeout_s),
+    return record.build_trial_record(
+        meta=trial_meta(cfg, job, started_at=launched.started_at, ended_at=_now(), timeout_s=timeout_s),
         config=plain,
         status=status,
         exit_code=None if status == "timeout" else first_failing_exit_code(nodes),
@@ -198,27 +235,23 @@ def run_trial(cfg: DictConfig, job: JobInfo) -> Dict[str, Any]:
         metrics=metrics,
         tool=tool.to_record() if tool is not None else None,
         attempt=attempt.section(),
-        load=load,
+        load=launched.load,
     )
-    write_json_atomic(job.job_dir / record.TRIAL_FILE, trial)
-    return trial
 
 
-def _report_to_owner(
-    cfg: DictConfig, attempt_dir: Path, plan: NodePlan, nodes: Mapping[int, Dict[str, Any]],
-    results: Sequence[AgentResult],
-) -> Dict[str, Any]:
-    """A peer node's end of a trial: its node records for node 0 (in the attempt's folder), and a summary for its sweeper."""
-    for entry in nodes.values():
+def report_to_owner(cfg: DictConfig, plan: NodePlan, attempt_dir: Path, launched: Launched) -> NodeDone:
+    """A peer node's end of a trial: its node records for node 0 (in the attempt's folder), and its NodeDone."""
+    for entry in launched.nodes.values():
         write_json_atomic(record.node_record_path(attempt_dir, entry["node_rank"]), entry)
-    return _node_summary(cfg, plan, node_ok=all(r.exit_code == 0 for r in results),
-                         wall_s=max((r.wall_s for r in results), default=None))
+    results = launched.outcome.results
+    return node_done(cfg, plan, node_ok=all(r.exit_code == 0 for r in results),
+                     wall_s=max((r.wall_s for r in results), default=None))
 
 
-def _node_summary(cfg: DictConfig, plan: NodePlan, node_ok: bool, **extra: Any) -> Dict[str, Any]:
-    """What a peer node's job returns to its own sweeper (node 0's trial.json holds the trial)."""
-    return {"status": "node_done", "node_rank": plan.node_ranks, "mode": str(cfg.mode.name),
-            "repeat": parse_repeat(cfg.repeat), "node_ok": node_ok, **extra}
+def node_done(cfg: DictConfig, plan: NodePlan, node_ok: bool, wall_s: Optional[float] = None,
+              error: Optional[str] = None) -> NodeDone:
+    """What a peer node's job tells its own sweeper (node 0's trial.json holds the trial)."""
+    return NodeDone(list(plan.node_ranks), str(cfg.mode.name), parse_repeat(cfg.repeat), node_ok, wall_s, error)
 
 
 def _peer_nodes(
@@ -236,7 +269,7 @@ def _peer_nodes(
     return found
 
 
-def _skipped_node(cfg: DictConfig, job: JobInfo, plan: NodePlan, attempt_dir: Path) -> Dict[str, Any]:
+def skip_node(cfg: DictConfig, job: JobInfo, plan: NodePlan, attempt_dir: Path) -> NodeDone:
     """A non-owner that must not launch this trial (its peers left it): record why, report failure."""
     now = time.time()
     for node_rank in plan.node_ranks:
@@ -244,7 +277,11 @@ def _skipped_node(cfg: DictConfig, job: JobInfo, plan: NodePlan, attempt_dir: Pa
                                   exit_epoch=now, error=plan.skip_reason)
         write_json_atomic(record.node_record_path(attempt_dir, node_rank), entry)
     print(f"ddpbench: node {plan.node_ranks} skips job {job.job_num}: {plan.skip_reason}", flush=True)
-    return _node_summary(cfg, plan, node_ok=False, error=plan.skip_reason)
+    return node_done(cfg, plan, node_ok=False, error=plan.skip_reason)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
 def trial_meta(cfg: DictConfig, job: JobInfo, *, started_at: str, ended_at: str, timeout_s: float) -> Dict[str, Any]:
