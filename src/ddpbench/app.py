@@ -17,7 +17,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from ddpbench import __version__, state
-from ddpbench.config import register_configs
+from ddpbench.config import register_configs, typed
 from ddpbench.trial.script_workload import job_dirname
 from ddpbench.errors import DdpbenchError
 
@@ -50,7 +50,7 @@ def hydra_main(cfg: DictConfig) -> Optional[Dict[str, Any]]:
 
     job = current_job()
     try:
-        outcome = run_trial(cfg, job)
+        outcome = run_trial(typed(cfg), job)
     except DdpbenchError as error:
         fail(str(error))
         return None

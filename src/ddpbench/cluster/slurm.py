@@ -26,12 +26,11 @@ import time
 from pathlib import Path
 from typing import Mapping, Optional
 
-from omegaconf import DictConfig
-
 from ddpbench.cluster.base import LAUNCH, Backend, NodePlan, TrialSlot, register
 from ddpbench.cluster.ports import derived_ports
 from ddpbench.cluster.slurm_env import SlurmTask, allocation_hosts
 from ddpbench.cluster.slurm_steps import plan_slurm_steps
+from ddpbench.config import DdpbenchConfig
 from ddpbench.errors import DdpbenchError
 from ddpbench.io import read_json, write_json_atomic
 
@@ -63,7 +62,7 @@ def _await_owner(job_dir: Path, job_id: str, timeout: float = READY_WAIT_S) -> s
         time.sleep(0.2)
 
 
-def plan_slurm(cfg: DictConfig, job: TrialSlot, env: Optional[Mapping[str, str]] = None) -> NodePlan:
+def plan_slurm(cfg: DdpbenchConfig, job: TrialSlot, env: Optional[Mapping[str, str]] = None) -> NodePlan:
     """This SLURM task's node plan (one task per node; node 0 owns the trial)."""
     task = SlurmTask.from_env(env)
     if not task.in_step:
@@ -98,8 +97,8 @@ class SlurmBackend(Backend):
 
     kind = "slurm"
 
-    def plan(self, cfg: DictConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
-        if bool(cfg.cluster.slurm.get("one_allocation", False)):
+    def plan(self, cfg: DdpbenchConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
+        if cfg.cluster.slurm.one_allocation:
             return plan_slurm_steps(cfg, job)
         return plan_slurm(cfg, job)
 

@@ -29,11 +29,10 @@ from functools import partial
 from pathlib import Path
 from typing import List, Mapping, Optional
 
-from omegaconf import DictConfig
-
 from ddpbench.cluster.base import NODE_RANK_TOKEN, NodePlan, TrialSlot
 from ddpbench.cluster.ports import derived_ports
 from ddpbench.cluster.slurm_env import SlurmTask, allocation_hosts
+from ddpbench.config import DdpbenchConfig
 from ddpbench.errors import DdpbenchError
 from ddpbench.formats.trial_record import node_entry, node_log_path, node_record_path
 from ddpbench.io import write_json_atomic
@@ -50,7 +49,7 @@ def srun_argv(nnodes: int, cpus_per_task: Optional[int], gpus_per_node: Optional
     return [*step, sys.executable, "-m", "ddpbench.cluster.slurm_steps", "--job-dir", str(job_dir), "--", *argv]
 
 
-def plan_slurm_steps(cfg: DictConfig, job: TrialSlot, env: Optional[Mapping[str, str]] = None) -> NodePlan:
+def plan_slurm_steps(cfg: DdpbenchConfig, job: TrialSlot, env: Optional[Mapping[str, str]] = None) -> NodePlan:
     """The plan of one trial inside the sweep's allocation: one srun step covering every node."""
     task = SlurmTask.from_env(env)
     if not task.job_id:

@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Mapping, NoReturn, Sequence
 from omegaconf import OmegaConf
 
 from ddpbench import state
+from ddpbench.config import typed
 from ddpbench.errors import DdpbenchError
 from ddpbench.formats.condition import SWEEPER_KEYS
 from ddpbench.sweep import adaptive, one_allocation
@@ -24,7 +25,7 @@ from ddpbench.sweep.order import SweepOrderError
 from ddpbench.sweep.progress import Progress, succeeded, summary_from
 from ddpbench.sweep.report import write_sweep_report
 from ddpbench.sweep.signals import signal_of, stop_signals
-from ddpbench.sweep.validate import check_baseline, check_jobs, prepare_jobs
+from ddpbench.sweep.validate import check_baseline, check_jobs, prepare_jobs, task_config
 
 
 
@@ -69,14 +70,18 @@ class SweepDriver:
         from ddpbench.sweep_lock import hold_sweep_lock, live_holder_refusal
         from ddpbench.trial.runner import trial_timeout_s
 
-        arguments, auto = adaptive.expand_auto(arguments, int(self.config.precision.max_pairs))
+        try:
+            settings = typed(task_config(self.config))
+        except DdpbenchError as error:
+            fail(str(error))
+        arguments, auto = adaptive.expand_auto(arguments, settings.precision.max_pairs)
         jobs = self.jobs(arguments)
         try:
             cfgs = check_jobs(self.hydra_context, self.config, jobs)
             check_baseline(self.config, cfgs, explicit=any(a.startswith("baseline=") for a in arguments))
             if auto:
-                adaptive.check_precision(self.config.precision, [str(c.mode.name) for c in cfgs],
-                                         all(bool(c.cluster.get("shared_dir", True)) for c in cfgs))
+                adaptive.check_precision(settings.precision, [c.mode.name for c in cfgs],
+                                         all(c.cluster.shared_dir for c in cfgs))
             whole = one_allocation.wanted(self.launcher, cfgs)
         except DdpbenchError as error:
             fail(str(error))
@@ -96,8 +101,8 @@ class SweepDriver:
         upto = "up to " if auto else ""
         print(f"ddpbench: sweep of {upto}{len(jobs)} trials -> {sweep_dir}", flush=True)
         progress = Progress(len(jobs))
-        stopper = (adaptive.AdaptiveStop(sweep_dir, self.config.precision, str(self.config.baseline),
-                                         float(self.config.budget_pct)) if auto else None)
+        stopper = (adaptive.AdaptiveStop(sweep_dir, settings.precision, settings.baseline, settings.budget_pct)
+                   if auto else None)
         groups = adaptive.pair_groups(jobs) if auto else {}
         finished: Dict[Any, List[str]] = {}
         returns: List[Any] = []

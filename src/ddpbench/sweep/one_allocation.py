@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Sequence
 
 from omegaconf import DictConfig
 
+from ddpbench.config import DdpbenchConfig
 from ddpbench.errors import DdpbenchError
 from ddpbench.formats.trial_record import TRIAL_FILE
 from ddpbench.sweep.slurm_wait import RESULT_GRACE_S, SLURM_CALL_TIMEOUT_S, Bounds, await_job
@@ -33,7 +34,7 @@ OUTER_ONLY = ("hydra.launcher", "hydra/launcher", "hydra.sweep.dir", "sweep_name
 TRIAL_OVERHEAD_S = 30.0
 
 
-def wanted(launcher: Any, cfgs: Sequence[DictConfig]) -> bool:
+def wanted(launcher: Any, cfgs: Sequence[DdpbenchConfig]) -> bool:
     """Whether this sweep runs as one allocation: the SLURM launcher and ``cluster.slurm.one_allocation``.
 
     False inside that allocation, where the sweep runs with the basic launcher. Raises DdpbenchError when
@@ -41,7 +42,7 @@ def wanted(launcher: Any, cfgs: Sequence[DictConfig]) -> bool:
     """
     if not isinstance(getattr(launcher, "bounds", None), Bounds):
         return False
-    flags = {bool(cfg.cluster.get("slurm", {}).get("one_allocation", False)) for cfg in cfgs}
+    flags = {cfg.cluster.slurm.one_allocation for cfg in cfgs}
     if flags == {False}:
         return False
     if len(flags) > 1 or len({(str(cfg.cluster.kind), int(cfg.cluster.nnodes)) for cfg in cfgs}) > 1:

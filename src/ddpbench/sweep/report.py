@@ -18,9 +18,11 @@ def write_sweep_report(config: DictConfig) -> None:
     """
     from ddpbench import state
     from ddpbench.cluster import writes_report
+    from ddpbench.config import typed
+    from ddpbench.sweep.validate import task_config
 
     sweep_dir = Path(str(config.hydra.sweep.dir))
-    if config.get("cluster") is not None and not writes_report(config):
+    if config.get("cluster") is not None and not writes_report(typed(task_config(config))):
         print(f"ddpbench: node {config.cluster.node_rank} done; node 0 writes the report", flush=True)
         return
     if not any(sweep_dir.glob(f"*/{TRIAL_FILE}")):

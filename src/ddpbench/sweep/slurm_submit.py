@@ -113,13 +113,14 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
 
 
 def _prepare(launcher: Any, overrides: Sequence[str], idx: int, bounds: Bounds) -> Submitted:
+    from ddpbench.config import typed
     from ddpbench.trial.runner import trial_timeout_s
 
     cfg = launcher.hydra_context.config_loader.load_sweep_config(launcher.config, list(overrides))
     with open_dict(cfg.hydra.job):
         cfg.hydra.job.num = idx
     job_dir = Path(str(cfg.hydra.sweep.dir)) / str(cfg.hydra.sweep.subdir)
-    timeout = trial_timeout_s(task_config(cfg))
+    timeout = trial_timeout_s(typed(task_config(cfg)))
     minutes = launcher.params.get("timeout_min")
     if minutes is None:
         minutes = max(1, math.ceil((timeout + bounds.wait_margin_s) / 60.0))
@@ -128,12 +129,12 @@ def _prepare(launcher: Any, overrides: Sequence[str], idx: int, bounds: Bounds) 
 
 def _already_ok(item: Submitted) -> Optional[Dict[str, Any]]:
     """The summary of an ok trial.json of the same config (resume), else None: nothing to submit."""
-    from ddpbench.config import to_plain
+    from ddpbench.config import to_plain, typed
     from ddpbench.formats import trial_record as record
     from ddpbench.trial.attempts import previous_ok
     from ddpbench.trial.summary import summary_of
 
-    cfg = task_config(item.cfg)
+    cfg = typed(task_config(item.cfg))
     if not cfg.trial.resume:
         return None
     try:
@@ -243,7 +244,7 @@ def _no_result(item: Submitted, status: str, error: str) -> JobReturn:
 
 def _failed_record(item: Submitted, status: str, error: str) -> Dict[str, Any]:
     """Write and return the ``status`` record of a job that left none: in the attempt its node 0 started, else a new one."""
-    from ddpbench.config import to_plain
+    from ddpbench.config import to_plain, typed
     from ddpbench.io import write_json_atomic
     from ddpbench.formats import trial_record as record
     from ddpbench.trial import environment
@@ -252,7 +253,7 @@ def _failed_record(item: Submitted, status: str, error: str) -> Dict[str, Any]:
     from ddpbench.trial.process import tail
     from ddpbench.trial.runner import trial_meta
 
-    task_cfg = task_config(item.cfg)
+    task_cfg = typed(task_config(item.cfg))
     tasks = tasks_of(item.job)
     stdout = [str(task.paths.stdout) for task in tasks]
     stderr = [str(task.paths.stderr) for task in tasks]

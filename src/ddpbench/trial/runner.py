@@ -15,12 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from omegaconf import DictConfig
 
 from ddpbench import __version__
 from ddpbench.cluster import LAUNCH, RESUMED, NodePlan, plan_nodes
 from ddpbench.cluster import validate as validate_cluster
-from ddpbench.config import parse_repeat, to_plain, validate
+from ddpbench.config import DdpbenchConfig, parse_repeat, to_plain, validate
 from ddpbench.formats import trial_record as record
 from ddpbench.formats.condition import is_condition_override
 from ddpbench.formats.rank_record import RANK_RECORD_GLOB, read_rank_record
@@ -39,19 +38,19 @@ from ddpbench.trial.summary import NodeDone, TrialOutcome, TrialRecord
 from ddpbench.trial.tool import check_tool
 
 
-def trial_timeout_s(cfg: DictConfig) -> float:
+def trial_timeout_s(cfg: DdpbenchConfig) -> float:
     """The watchdog limit: ``trial.timeout_s`` or expected duration * factor + margin."""
     if cfg.trial.timeout_s is not None:
-        return float(cfg.trial.timeout_s)
+        return cfg.trial.timeout_s
     if cfg.stop.kind == "steps":
-        expected = (cfg.stop.steps + cfg.stop.warmup_steps) * cfg.trial.expected_step_s
+        expected = ((cfg.stop.steps or 0) + cfg.stop.warmup_steps) * cfg.trial.expected_step_s
     else:
-        expected = cfg.stop.duration_sec + cfg.stop.warmup_steps * cfg.trial.expected_step_s
+        expected = (cfg.stop.duration_sec or 0.0) + cfg.stop.warmup_steps * cfg.trial.expected_step_s
     injected = cfg.inject.startup_s + cfg.inject.teardown_s if cfg.mode.workload_args else 0.0
     return expected * cfg.trial.timeout_factor + cfg.trial.timeout_margin_s + injected
 
 
-def check_command(cfg: DictConfig) -> None:
+def check_command(cfg: DdpbenchConfig) -> None:
     """Render the mode's templates once with stand-in values: a bad placeholder fails before any launch."""
     context = commands.make_context(
         cfg, node_rank=0, master_addr="127.0.0.1", master_port=1, aggregator_port=2, run_name="check",
@@ -63,7 +62,7 @@ def check_command(cfg: DictConfig) -> None:
     artifacts.artifact_path(cfg, context)
 
 
-def check_trial_config(cfg: DictConfig) -> None:
+def check_trial_config(cfg: DdpbenchConfig) -> None:
     """Every check that can fail before a trial launches: values, the cluster backend, the tool, the command templates."""
     validate(cfg)
     check_script_workload(cfg)
@@ -150,7 +149,7 @@ class Launched:
     nodes: Dict[int, Dict[str, Any]]
 
 
-def run_trial(cfg: DictConfig, job: JobInfo) -> TrialOutcome:
+def run_trial(cfg: DdpbenchConfig, job: JobInfo) -> TrialOutcome:
     """Run the trial ``cfg`` describes in ``job.job_dir``: node 0's trial record (also on disk), or a peer's NodeDone.
 
     Steps: check the config, plan the nodes, resume an ok trial, else claim an attempt, launch and
@@ -176,7 +175,7 @@ def run_trial(cfg: DictConfig, job: JobInfo) -> TrialOutcome:
     return TrialRecord(trial)
 
 
-def resume(cfg: DictConfig, job: JobInfo, plan: NodePlan, plain: Mapping[str, Any]) -> Optional[TrialOutcome]:
+def resume(cfg: DdpbenchConfig, job: JobInfo, plan: NodePlan, plain: Mapping[str, Any]) -> Optional[TrialOutcome]:
     """The outcome of a trial already done (node 0 keeps its ok record and tells the others), else None."""
     if plan.await_owner is not None and plan.await_owner() == RESUMED:
         return node_done(cfg, plan, node_ok=True)  # node 0 resumes an ok trial: nothing to launch here
@@ -189,7 +188,7 @@ def resume(cfg: DictConfig, job: JobInfo, plan: NodePlan, plain: Mapping[str, An
     return TrialRecord(previous, resumed=True)
 
 
-def launch_agents(cfg: DictConfig, job: JobInfo, plan: NodePlan, timeout_s: float, attempt_dir: Path) -> Launched:
+def launch_agents(cfg: DdpbenchConfig, job: JobInfo, plan: NodePlan, timeout_s: float, attempt_dir: Path) -> Launched:
     """Tell the other nodes, start this driver's agents (pinned) and wait for them; their node entries."""
     if plan.announce is not None:
         plan.announce(LAUNCH)
@@ -206,7 +205,7 @@ def launch_agents(cfg: DictConfig, job: JobInfo, plan: NodePlan, timeout_s: floa
 
 
 def owner_record(
-    cfg: DictConfig, job: JobInfo, plan: NodePlan, timeout_s: float, attempt: Attempt, plain: Dict[str, Any],
+    cfg: DdpbenchConfig, job: JobInfo, plan: NodePlan, timeout_s: float, attempt: Attempt, plain: Dict[str, Any],
     launched: Launched,
 ) -> Dict[str, Any]:
     """Node 0's trial record: every node and rank gathered, the trial classified, the tool's output inspected."""
@@ -239,7 +238,7 @@ def owner_record(
     )
 
 
-def report_to_owner(cfg: DictConfig, plan: NodePlan, attempt_dir: Path, launched: Launched) -> NodeDone:
+def report_to_owner(cfg: DdpbenchConfig, plan: NodePlan, attempt_dir: Path, launched: Launched) -> NodeDone:
     """A peer node's end of a trial: its node records for node 0 (in the attempt's folder), and its NodeDone."""
     for entry in launched.nodes.values():
         write_json_atomic(record.node_record_path(attempt_dir, entry["node_rank"]), entry)
@@ -248,28 +247,28 @@ def report_to_owner(cfg: DictConfig, plan: NodePlan, attempt_dir: Path, launched
                      wall_s=max((r.wall_s for r in results), default=None))
 
 
-def node_done(cfg: DictConfig, plan: NodePlan, node_ok: bool, wall_s: Optional[float] = None,
+def node_done(cfg: DdpbenchConfig, plan: NodePlan, node_ok: bool, wall_s: Optional[float] = None,
               error: Optional[str] = None) -> NodeDone:
     """What a peer node's job tells its own sweeper (node 0's trial.json holds the trial)."""
-    return NodeDone(list(plan.node_ranks), str(cfg.mode.name), parse_repeat(cfg.repeat), node_ok, wall_s, error)
+    return NodeDone(list(plan.node_ranks), cfg.mode.name, parse_repeat(cfg.repeat), node_ok, wall_s, error)
 
 
 def _peer_nodes(
-    cfg: DictConfig, attempt_dir: Path, plan: NodePlan, own: Mapping[int, Any], ranks: Sequence[Mapping[str, Any]]
+    cfg: DdpbenchConfig, attempt_dir: Path, plan: NodePlan, own: Mapping[int, Any], ranks: Sequence[Mapping[str, Any]]
 ) -> Dict[int, Dict[str, Any]]:
     """The other nodes' entries: from their node records in this attempt's shared folder, or from their ranks."""
-    peers = [r for r in range(int(cfg.cluster.nnodes)) if r not in own]
+    peers = [r for r in range(cfg.cluster.nnodes) if r not in own]
     if not peers:
         return {}
     if plan.peer_source == "ranks":
-        return record.nodes_from_ranks(ranks, peers, int(cfg.cluster.nproc_per_node))
+        return record.nodes_from_ranks(ranks, peers, cfg.cluster.nproc_per_node)
     found = _await_peer_nodes(attempt_dir, peers, time.monotonic() + plan.peer_record_wait_s)
     for node_rank, entry in found.items():  # an srun step's node (slurm one_allocation) recorded its wrapper's code
         entry["exit_code"] = wrapped.exit_code(entry.get("exit_code"), attempt_dir / "logs", node_rank)
     return found
 
 
-def skip_node(cfg: DictConfig, job: JobInfo, plan: NodePlan, attempt_dir: Path) -> NodeDone:
+def skip_node(cfg: DdpbenchConfig, job: JobInfo, plan: NodePlan, attempt_dir: Path) -> NodeDone:
     """A non-owner that must not launch this trial (its peers left it): record why, report failure."""
     now = time.time()
     for node_rank in plan.node_ranks:
@@ -284,7 +283,7 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def trial_meta(cfg: DictConfig, job: JobInfo, *, started_at: str, ended_at: str, timeout_s: float) -> Dict[str, Any]:
+def trial_meta(cfg: DdpbenchConfig, job: JobInfo, *, started_at: str, ended_at: str, timeout_s: float) -> Dict[str, Any]:
     """The identity fields of a trial record: where it sits in its sweep and what it paired on."""
     condition = condition_of(job)
     return {
@@ -292,9 +291,9 @@ def trial_meta(cfg: DictConfig, job: JobInfo, *, started_at: str, ended_at: str,
         "sweep_dir": str(job.sweep_dir.resolve()),
         "job_dir": str(job.job_dir.resolve()),
         "job_num": job.job_num,
-        "mode": str(cfg.mode.name),
+        "mode": cfg.mode.name,
         "repeat": parse_repeat(cfg.repeat),
-        "pair_position": int(cfg.pair_position),
+        "pair_position": cfg.pair_position,
         "condition": condition,
         "condition_id": ",".join(f"{k}={v}" for k, v in condition.items()),
         "overrides": list(job.overrides),
@@ -309,7 +308,7 @@ def classify(
     timeout_s: float,
     nodes: Mapping[int, Mapping[str, Any]],
     ranks: Sequence[Mapping[str, Any]],
-    cfg: DictConfig,
+    cfg: DdpbenchConfig,
     rank_problems: Sequence[str] = (),
 ) -> Tuple[str, Optional[str]]:
     """The trial's status (ok/failed/timeout) and, unless ok, one line saying why.
@@ -318,7 +317,7 @@ def classify(
     """
     if wait_reason == "timeout":
         return "timeout", f"trial ran past its timeout of {timeout_s:.0f} s and was killed"
-    missing = [r for r in range(int(cfg.cluster.nnodes)) if r not in nodes]
+    missing = [r for r in range(cfg.cluster.nnodes) if r not in nodes]
     if missing:
         return "failed", f"node(s) {missing} left no node record"
     bad = next((n for n in nodes.values() if n.get("exit_code") != 0), None)
@@ -329,7 +328,7 @@ def classify(
         return "failed", f"invalid rank record {rank_problems[0]}"
     if is_user_script(cfg) and not cfg.workload.records:
         return "ok", None  # a user's script without ddpbench's recorder writes no rank record
-    error = record.rank_consistency_error(ranks, int(cfg.cluster.nnodes) * int(cfg.cluster.nproc_per_node))
+    error = record.rank_consistency_error(ranks, cfg.cluster.nnodes * cfg.cluster.nproc_per_node)
     return ("failed", error) if error else ("ok", None)
 
 
