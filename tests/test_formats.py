@@ -6,18 +6,18 @@ import json
 from pathlib import Path
 
 import pytest
-from omegaconf import OmegaConf
 
 from ddpbench.analysis.paired import analysis_to_dict, analyze
 from ddpbench.collect import collect_trials
+from ddpbench.config import ClusterConfig, DdpbenchConfig
 from ddpbench.formats import analysis_record, rank_record, trial_record
 from ddpbench.trial.runner import classify, read_rank_records
 from trial_factory import make_rank_record, make_sweep, make_trial
 
 
 def test_trial_record_reader_accepts_every_known_version(tmp_path: Path) -> None:
-    assert trial_record.KNOWN_VERSIONS == frozenset(range(1, trial_record.SCHEMA_VERSION + 1))
-    for version in sorted(trial_record.KNOWN_VERSIONS):
+    assert trial_record.FORMAT.known_versions == {1, trial_record.SCHEMA_VERSION}
+    for version in sorted(trial_record.FORMAT.known_versions):
         path = tmp_path / f"v{version}.json"
         path.write_text(json.dumps({**make_trial(), "schema_version": version}))
         record, reason = trial_record.read_trial_record(path)
@@ -41,17 +41,16 @@ def test_node_entries_are_built_in_one_shape() -> None:
     assert set(entry) <= set(inferred[1])
 
 
-def test_rank_record_checks_accept_earlier_versions(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A field a later version requires is not asked of a record of an earlier version."""
+def test_rank_record_checks_ask_a_version_only_for_its_own_fields() -> None:
+    """A field version 2 requires is not asked of a version 1 record, and is asked of a version 2 one."""
     v1 = make_rank_record(0)
-    assert rank_record.validate_rank_record(v1) == []
-    monkeypatch.setattr(rank_record, "KNOWN_VERSIONS", frozenset({1, 2}))
-    monkeypatch.setitem(rank_record.ADDED_FIELDS, 2, {"data_loader_ms": ((float,), False)})
+    assert v1["schema_version"] == 1 and "workload" not in v1
     assert rank_record.validate_rank_record(v1) == []
     v2 = {**v1, "schema_version": 2}
-    assert rank_record.validate_rank_record(v2) == ["data_loader_ms: missing"]
-    assert rank_record.validate_rank_record({**v2, "data_loader_ms": 1.5}) == []
-    assert any("schema_version" in p for p in rank_record.validate_rank_record({**v1, "schema_version": 3}))
+    assert {f"{name}: missing" for name in rank_record.FIELDS_V2} <= set(rank_record.validate_rank_record(v2))
+    assert rank_record.validate_rank_record(rank_record.upgrade_rank_record(v1) | {"schema_version": 2}) == []
+    assert rank_record.validate_rank_record({**v1, "schema_version": 3})[0] == (
+        "unknown schema_version 3 of ddpbench.rank (this reader knows 1, 2)")
 
 
 def test_runner_rejects_invalid_rank_records(tmp_path: Path) -> None:
@@ -60,7 +59,7 @@ def test_runner_rejects_invalid_rank_records(tmp_path: Path) -> None:
     records, problems = read_rank_records(tmp_path)
     assert [r["rank"] for r in records] == [0]
     assert len(problems) == 1 and problems[0].startswith("rank-1.json: timed_steps")
-    cfg = OmegaConf.create({"cluster": {"nnodes": 1, "nproc_per_node": 2}})
+    cfg = DdpbenchConfig(cluster=ClusterConfig(name="c", nnodes=1, nproc_per_node=2))
     nodes = {0: trial_record.node_entry(0, "h", wall_s=1.0, exit_code=0, spawn_epoch=0.0, exit_epoch=1.0)}
     status, error = classify("exited", 60.0, nodes, records, cfg, problems)
     assert status == "failed" and "invalid rank record rank-1.json" in str(error)

@@ -161,4 +161,4 @@ def test_stopping_record_v1_still_reads(tmp_path: Path) -> None:
     assert condition["excluded"] == [] and condition["counted"] is None and condition["condition_id"] is None
     assert rerun_pairs(record, ["/s"]) == {}
     (tmp_path / "stopping.json").write_text(json.dumps({**v1, "schema_version": 3}))
-    assert read_stopping_record(tmp_path)[1].endswith("unknown schema_version 3 of ddpbench.stopping")
+    assert "stopping.json (ddpbench.stopping): unknown schema_version 3 of ddpbench.stopping" in read_stopping_record(tmp_path)[1]

@@ -15,6 +15,7 @@ from typing import Any, Dict, Iterator, List
 import pytest
 from hydra import compose, initialize_config_module
 
+from ddpbench.config import typed
 from ddpbench.trial.runner import check_trial_config
 from ddpbench.trial.script_workload import job_dirname, script_args
 from ddpbench.errors import ConfigError
@@ -83,7 +84,7 @@ def compose_cfg() -> Iterator[Any]:
     import ddpbench.app  # noqa: F401  (registers the configs as the app does)
 
     with initialize_config_module(config_module="ddpbench.conf", version_base="1.3"):
-        yield lambda overrides: compose(config_name="config", overrides=["sweep_name=t", *overrides])
+        yield lambda overrides: typed(compose(config_name="config", overrides=["sweep_name=t", *overrides]))
 
 
 def test_script_gets_its_own_path_args_and_recorder_environment(compose_cfg: Any) -> None:

@@ -18,7 +18,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from ddpbench import __version__, state
-from ddpbench.config import register_configs
+from ddpbench.config import register_configs, typed
 from ddpbench.trial.script_workload import job_dirname
 from ddpbench.errors import DdpbenchError, fail
 from hydra_plugins.ddpbench_sweeper import register as register_plugins
@@ -40,25 +40,24 @@ register_plugins()
 @hydra.main(version_base="1.3", config_path="pkg://ddpbench.conf", config_name="config")
 def hydra_main(cfg: DictConfig) -> Optional[Dict[str, Any]]:
     """Run the one trial this Hydra job stands for."""
+    from ddpbench.formats.trial_record import TRIAL_FILE
     from ddpbench.trial.job import current_job
     from ddpbench.trial.runner import run_trial
-    from ddpbench.trial.summary import headline, summary_of
+    from ddpbench.trial.summary import TrialRecord, headline
 
     job = current_job()
     try:
-        trial = run_trial(cfg, job)
+        outcome = run_trial(typed(cfg), job)
     except DdpbenchError as error:
         fail(str(error))
         return None
-    if trial.get("status") == "node_done":
-        return trial
-    if not job.multirun:
-        print(headline(trial), flush=True)
-        if trial.get("status") != "ok":
-            print(f"error: {trial.get('error')}", file=sys.stderr, flush=True)
+    if isinstance(outcome, TrialRecord) and not job.multirun:
+        print(headline(outcome.record), flush=True)
+        if not outcome.ok:
+            print(f"error: {outcome.record.get('error')}", file=sys.stderr, flush=True)
             state.record_failure()
-        print(f"trial: {job.job_dir / 'trial.json'}", flush=True)
-    return summary_of(trial)
+        print(f"trial: {job.job_dir / TRIAL_FILE}", flush=True)
+    return outcome.summary()
 
 
 def main(argv: Optional[List[str]] = None) -> None:

@@ -9,13 +9,15 @@ one cluster backend live with that backend (:meth:`ddpbench.cluster.base.Backend
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from ddpbench.errors import ConfigError
+from ddpbench.formats.condition import NOT_IN_JOB_DIR
 from ddpbench.formats.rank_record import LOADERS, TIMINGS
 from ddpbench.formats.trial_record import MODE_ROLES
 from ddpbench.workload.affinity import parse_setting as parse_cpu_affinity
@@ -153,14 +155,14 @@ TORCH_PROFILER_HANDLERS = ("tensorboard", "chrome")
 ARTIFACT_KINDS = ("traceml_summary", "torch_trace", "speedscope", "wandb_offline")
 
 
-def validate_tool(tool: DictConfig, mode: DictConfig) -> None:
+def validate_tool(tool: ToolConfig, mode: ModeConfig) -> None:
     """Check the tool.* settings and the mode's declared artifact; raise ConfigError naming the first broken key."""
     if mode.artifacts is not None:
         _require(mode.artifacts.kind in ARTIFACT_KINDS, "mode.artifacts.kind", f"must be one of {', '.join(ARTIFACT_KINDS)}",
                  mode.artifacts.kind)
     prof = tool.torch_profiler
     for key in ("wait", "warmup", "repeat"):
-        _require(prof[key] >= 0, f"tool.torch_profiler.{key}", "must be >= 0", prof[key])
+        _require(getattr(prof, key) >= 0, f"tool.torch_profiler.{key}", "must be >= 0", getattr(prof, key))
     _require(prof.active >= 1, "tool.torch_profiler.active", "must be >= 1", prof.active)
     _require(prof.handler in TORCH_PROFILER_HANDLERS, "tool.torch_profiler.handler", "must be tensorboard or chrome",
              prof.handler)
@@ -464,7 +466,9 @@ class DdpbenchConfig:
 
 
 def register_configs() -> None:
-    """Register the schema so ``config.yaml``'s defaults list can name it."""
+    """Register the schema so ``config.yaml``'s defaults list can name it, and the keys no job dir names."""
+    if not OmegaConf.has_resolver("ddpbench_not_in_job_dir"):
+        OmegaConf.register_new_resolver("ddpbench_not_in_job_dir", lambda: list(NOT_IN_JOB_DIR))
     schema = OmegaConf.structured(DdpbenchConfig)
     for key in ("workload.metrics", "workload.units"):  # user-named keys: `workload.metrics.NAME=...`, no `+`
         OmegaConf.set_struct(OmegaConf.select(schema, key), False)
@@ -491,14 +495,14 @@ def parse_repeat(value: Any) -> int:
     return number
 
 
-def validate(cfg: DictConfig) -> None:
+def validate(cfg: DdpbenchConfig) -> None:
     """Check every rule types cannot express; raise ConfigError naming the first broken key."""
     m, s, c, f, t, inj = cfg.model, cfg.stop, cfg.cluster, cfg.fault, cfg.trial, cfg.inject
     for key in ("batch_size", "input_dim", "hidden_dim", "hidden_layers", "num_classes", "num_samples"):
-        _require(m[key] >= 1, f"model.{key}", "must be >= 1", m[key])
+        _require(getattr(m, key) >= 1, f"model.{key}", "must be >= 1", getattr(m, key))
     _require(m.lr > 0, "model.lr", "must be > 0", m.lr)
     for group in ("transformer", "convnet"):
-        for key, value in m[group].items():
+        for key, value in asdict(getattr(m, group)).items():
             _require(value >= 1, f"model.{group}.{key}", "must be >= 1", value)
     _require(m.transformer.d_model % m.transformer.heads == 0, "model.transformer.d_model",
              f"must be a multiple of model.transformer.heads={m.transformer.heads}", m.transformer.d_model)
@@ -540,16 +544,17 @@ def validate(cfg: DictConfig) -> None:
         m.num_samples,
     )
     for key in ("crash_at_step", "hang_at_step"):
-        _require(f[key] is None or f[key] >= 1, f"fault.{key}", "must be null or >= 1 (a timed step number)", f[key])
+        value = getattr(f, key)
+        _require(value is None or value >= 1, f"fault.{key}", "must be null or >= 1 (a timed step number)", value)
     _require(f.rank is None or 0 <= f.rank < world, "fault.rank", f"must be null or in [0, {world - 1}]", f.rank)
     _require(f.clock_skew_sec >= 0, "fault.clock_skew_sec", "must be >= 0", f.clock_skew_sec)
     for key in ("step_ms", "startup_s", "teardown_s"):
-        _require(inj[key] >= 0, f"inject.{key}", "must be >= 0", inj[key])
+        _require(getattr(inj, key) >= 0, f"inject.{key}", "must be >= 0", getattr(inj, key))
     _require(t.timeout_s is None or t.timeout_s > 0, "trial.timeout_s", "must be null or > 0", t.timeout_s)
     _require(t.collective_timeout_s > 0, "trial.collective_timeout_s", "must be > 0", t.collective_timeout_s)
     _require(t.log_every >= 0, "trial.log_every", "must be >= 0", t.log_every)
-    _require(bool(cfg.mode.command), "mode.command", "must be a non-empty list", list(cfg.mode.command))
-    _require(bool(_NAME_RE.match(str(cfg.sweep_name))), "sweep_name", "must use letters, digits, '.', '_', '-'", cfg.sweep_name)
+    _require(bool(cfg.mode.command), "mode.command", "must be a non-empty list", cfg.mode.command)
+    _require(bool(_NAME_RE.match(cfg.sweep_name)), "sweep_name", "must use letters, digits, '.', '_', '-'", cfg.sweep_name)
     _require(cfg.budget_pct > 0, "budget_pct", "must be > 0", cfg.budget_pct)
     _require(cfg.report.job_hours > 0, "report.job_hours", "must be > 0", cfg.report.job_hours)
     _require(cfg.mode.role in MODE_ROLES, "mode.role", f"must be one of {', '.join(MODE_ROLES)}", cfg.mode.role)
@@ -557,8 +562,23 @@ def validate(cfg: DictConfig) -> None:
     parse_repeat(cfg.repeat)
 
 
-def to_plain(cfg: DictConfig) -> Dict[str, Any]:
-    """The resolved config as plain Python containers (for trial.json)."""
-    container = OmegaConf.to_container(cfg, resolve=True)
-    assert isinstance(container, dict)
-    return container  # type: ignore[return-value]
+def typed(cfg: DictConfig) -> DdpbenchConfig:
+    """A composed config (with or without the schema's type) as the schema's dataclasses, every value resolved.
+
+    The application converts once; everything below takes the typed config or the parts it needs.
+    Raises ConfigError (one line, naming the key) for a missing, mistyped or unresolvable value.
+    """
+    try:
+        node = cfg if OmegaConf.get_type(cfg) is DdpbenchConfig else OmegaConf.merge(OmegaConf.structured(DdpbenchConfig), cfg)
+        converted = OmegaConf.to_object(node)
+    except OmegaConfBaseException as error:
+        key = getattr(error, "full_key", None)
+        message = str(getattr(error, "msg", None) or error).splitlines()[0]
+        raise ConfigError(f"{key}: {message}" if key else message) from None
+    assert isinstance(converted, DdpbenchConfig)
+    return converted
+
+
+def to_plain(cfg: DdpbenchConfig) -> Dict[str, Any]:
+    """The resolved config as plain Python containers (for trial.json; the same content as the composed config's)."""
+    return asdict(cfg)

@@ -15,6 +15,8 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from ddpbench.formats.condition import SWEEPER_KEYS
+
 __all__ = ["Provenance", "SWEEPER_KEYS", "command_line", "config_differences", "provenance"]
 
 #: (label, column) of the versions the report's setup names, in that order
@@ -56,8 +58,6 @@ def _col(frame: pd.DataFrame, name: str) -> list[Any]:
     return frame[name].tolist() if name in frame.columns else []
 
 
-#: overrides the paired sweeper adds to every job; not part of what the user typed
-SWEEPER_KEYS = ("pair_position", "sweep_name")
 
 
 def command_line(frame: pd.DataFrame) -> str:

@@ -8,8 +8,6 @@ submission) runs inside a SLURM job. Callers ask :func:`backend_for` (or the hel
 
 from __future__ import annotations
 
-from omegaconf import DictConfig
-
 from ddpbench.cluster.base import (
     BUILTIN_KINDS,
     NODE_RANK_TOKEN,
@@ -19,6 +17,7 @@ from ddpbench.cluster.base import (
     backend_for,
     register,
 )
+from ddpbench.config import DdpbenchConfig
 
 __all__ = [
     "BUILTIN_KINDS", "NODE_RANK_TOKEN", "Backend", "NodePlan", "TrialSlot", "backend_for",
@@ -26,12 +25,12 @@ __all__ = [
 ]
 
 
-def validate(cfg: DictConfig) -> None:
+def validate(cfg: DdpbenchConfig) -> None:
     """Raise ConfigError (one line) when ``cfg.cluster.kind`` names no backend or its backend refuses ``cfg``."""
     backend_for(cfg).validate(cfg)
 
 
-def prepare_sweep(cfg: DictConfig) -> None:
+def prepare_sweep(cfg: DdpbenchConfig) -> None:
     """Acquire what the backend holds for a whole sweep before its first trial (static: node 0's coordinator).
 
     Raises DdpbenchError (one line) when that is impossible, so the sweep stops before any job dir exists.
@@ -39,11 +38,11 @@ def prepare_sweep(cfg: DictConfig) -> None:
     backend_for(cfg).prepare_sweep(cfg)
 
 
-def plan_nodes(cfg: DictConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
+def plan_nodes(cfg: DdpbenchConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
     """This driver's plan for trial ``job`` from ``cfg.cluster.kind``'s backend."""
     return backend_for(cfg).plan(cfg, job, timeout_s)
 
 
-def writes_report(cfg: DictConfig) -> bool:
+def writes_report(cfg: DdpbenchConfig) -> bool:
     """Whether this driver writes the sweep's report (static: node 0 only)."""
     return backend_for(cfg).writes_report(cfg)

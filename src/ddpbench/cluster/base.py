@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Dict, List, Optional, Protocol
 
-from omegaconf import DictConfig
-
+from ddpbench.config import DdpbenchConfig
 from ddpbench.errors import ConfigError
 
 #: stands for the node rank in the command of an agent that covers every node (NodePlan.agent_spans_nodes);
@@ -72,39 +71,39 @@ class Backend:
     #: the ``cluster.kind`` value that selects this backend
     kind: ClassVar[str] = ""
 
-    def validate(self, cfg: DictConfig) -> None:
+    def validate(self, cfg: DdpbenchConfig) -> None:
         """Raise ConfigError (one line) for a config this backend cannot run; the default accepts all."""
 
-    def prepare_sweep(self, cfg: DictConfig) -> None:
+    def prepare_sweep(self, cfg: DdpbenchConfig) -> None:
         """Acquire what the backend holds for a whole sweep before its first trial; raise DdpbenchError if impossible."""
 
-    def plan(self, cfg: DictConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
+    def plan(self, cfg: DdpbenchConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
         """This driver's plan for trial ``job`` (its ports included); ``timeout_s`` is the trial's watchdog limit."""
         raise NotImplementedError
 
-    def owner_resumed(self, cfg: DictConfig, plan: NodePlan, job: TrialSlot) -> bool:
+    def owner_resumed(self, cfg: DdpbenchConfig, plan: NodePlan, job: TrialSlot) -> bool:
         """A non-owner, before anything else: whether the owner resumed the trial (nothing to launch here).
 
         A backend whose owner prepares the job dir first waits (bounded) for its word; default: no waiting, False.
         """
         return False
 
-    def tell_peers(self, cfg: DictConfig, plan: NodePlan, job: TrialSlot, resumed: bool) -> None:
+    def tell_peers(self, cfg: DdpbenchConfig, plan: NodePlan, job: TrialSlot, resumed: bool) -> None:
         """The owner, once the job dir is ready: tell the other nodes it resumed or launches now; default nothing."""
 
-    def wrap_agent(self, cfg: DictConfig, plan: NodePlan, argv: List[str], attempt_dir: Path) -> List[str]:
+    def wrap_agent(self, cfg: DdpbenchConfig, plan: NodePlan, argv: List[str], attempt_dir: Path) -> List[str]:
         """The command that runs agent ``argv`` (e.g. as a step over every node); default ``argv`` itself."""
         return argv
 
-    def rendezvous_env(self, cfg: DictConfig, run_name: str) -> Dict[str, str]:
+    def rendezvous_env(self, cfg: DdpbenchConfig, run_name: str) -> Dict[str, str]:
         """Environment every node agent of the trial ``run_name`` gets for its rendezvous; default none."""
         return {}
 
-    def workload_args(self, cfg: DictConfig) -> List[str]:
+    def workload_args(self, cfg: DdpbenchConfig) -> List[str]:
         """Workload arguments this backend needs (every mode gets them); default none."""
         return []
 
-    def writes_report(self, cfg: DictConfig) -> bool:
+    def writes_report(self, cfg: DdpbenchConfig) -> bool:
         """Whether this driver writes the sweep's report (only one driver of a sweep does); default yes."""
         return True
 
@@ -120,7 +119,7 @@ def register(backend: Backend) -> Backend:
     return backend
 
 
-def backend_for(cfg: DictConfig) -> Backend:
+def backend_for(cfg: DdpbenchConfig) -> Backend:
     """The backend ``cfg.cluster.kind`` names, importing its module on first use; ConfigError when there is none."""
     kind = str(cfg.cluster.kind)
     for module in (BUILTIN_KINDS.get(kind, ""), kind):

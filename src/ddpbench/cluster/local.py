@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import uuid
 
-from omegaconf import DictConfig
-
 from ddpbench.cluster.base import Backend, NodePlan, TrialSlot, register
 from ddpbench.cluster.ports import free_ports
+from ddpbench.config import DdpbenchConfig
 
 
-def plan_local(cfg: DictConfig) -> NodePlan:
+def plan_local(cfg: DdpbenchConfig) -> NodePlan:
     """All ``cluster.nnodes`` agents here, rendezvous on loopback."""
     master_port, aggregator_port = free_ports(2)
     return NodePlan(
@@ -29,7 +28,7 @@ class LocalBackend(Backend):
 
     kind = "local"
 
-    def plan(self, cfg: DictConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
+    def plan(self, cfg: DdpbenchConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
         return plan_local(cfg)
 
 

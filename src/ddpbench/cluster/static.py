@@ -35,10 +35,9 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from omegaconf import DictConfig, OmegaConf
-
 from ddpbench.cluster.base import Backend, NodePlan, TrialSlot, register
 from ddpbench.cluster.ports import derived_ports
+from ddpbench.config import DdpbenchConfig
 from ddpbench.errors import ConfigError, DdpbenchError
 
 #: a node that asks node 0 this close to the end of node 0's rendezvous window skips the trial
@@ -54,10 +53,10 @@ _GENERATED_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2}_\d+$")
 # --------------------------------------------------------------------------- validation
 
 
-def validate_static(cfg: DictConfig) -> None:
+def validate_static(cfg: DdpbenchConfig) -> None:
     """Rules of ``cluster.kind=static``; raise ConfigError with one line."""
     c = cfg.cluster
-    if OmegaConf.is_missing(c, "master_addr") or not str(c.master_addr).strip():
+    if not str(c.master_addr).strip():
         raise ConfigError("cluster.master_addr: set it to node 0's address (the same on every node)")
     if c.rendezvous_timeout_s < 10:
         raise ConfigError(f"cluster.rendezvous_timeout_s={c.rendezvous_timeout_s!r}: must be >= 10 with cluster.kind=static")
@@ -77,7 +76,7 @@ def validate_static(cfg: DictConfig) -> None:
 # --------------------------------------------------------------------------- ports and identity
 
 
-def coordinator_port(cfg: DictConfig) -> int:
+def coordinator_port(cfg: DdpbenchConfig) -> int:
     """The port node 0's driver serves its trial position on, for the whole sweep."""
     base = int(cfg.cluster.base_port)
     if base:
@@ -85,7 +84,7 @@ def coordinator_port(cfg: DictConfig) -> int:
     return derived_ports(f"{cfg.sweep_name}/coordinator", 1)[0]
 
 
-def trial_ports(cfg: DictConfig, job_num: int) -> Tuple[int, int]:
+def trial_ports(cfg: DdpbenchConfig, job_num: int) -> Tuple[int, int]:
     """(rendezvous port, aggregator port) of trial ``job_num``, alike on every node."""
     base = int(cfg.cluster.base_port)
     if base:
@@ -241,7 +240,7 @@ def wait_for_owner(
 # --------------------------------------------------------------------------- plan
 
 
-def plan_static(cfg: DictConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
+def plan_static(cfg: DdpbenchConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
     """The plan of this node's driver for trial ``job.job_num``; ``timeout_s`` is node 0's watchdog limit."""
     c = cfg.cluster
     node_rank = int(c.node_rank)
@@ -274,7 +273,7 @@ def plan_static(cfg: DictConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
     )
 
 
-def rendezvous_env(cfg: DictConfig, run_name: str) -> Dict[str, str]:
+def rendezvous_env(cfg: DdpbenchConfig, run_name: str) -> Dict[str, str]:
     """torchrun settings every node agent gets (also through ``traceml run``): bounded join, trial id."""
     return {"PET_RDZV_CONF": f"timeout={int(round(float(cfg.cluster.rendezvous_timeout_s)))}", "PET_RDZV_ID": run_name}
 
@@ -284,28 +283,28 @@ class StaticBackend(Backend):
 
     kind = "static"
 
-    def validate(self, cfg: DictConfig) -> None:
+    def validate(self, cfg: DdpbenchConfig) -> None:
         validate_static(cfg)
 
-    def prepare_sweep(self, cfg: DictConfig) -> None:
+    def prepare_sweep(self, cfg: DdpbenchConfig) -> None:
         if int(cfg.cluster.node_rank) == 0:
             coordinator_for(str(cfg.sweep_name), coordinator_port(cfg))
 
-    def plan(self, cfg: DictConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
+    def plan(self, cfg: DdpbenchConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
         return plan_static(cfg, job, timeout_s)
 
-    def tell_peers(self, cfg: DictConfig, plan: NodePlan, job: TrialSlot, resumed: bool) -> None:
+    def tell_peers(self, cfg: DdpbenchConfig, plan: NodePlan, job: TrialSlot, resumed: bool) -> None:
         if plan.owner and not resumed:  # the other nodes may join this trial now
             coordinator_for(str(cfg.sweep_name), coordinator_port(cfg)).open(int(job.job_num))
 
-    def rendezvous_env(self, cfg: DictConfig, run_name: str) -> Dict[str, str]:
+    def rendezvous_env(self, cfg: DdpbenchConfig, run_name: str) -> Dict[str, str]:
         return rendezvous_env(cfg, run_name)  # bounded torchrun join, rendezvous id = trial
 
-    def workload_args(self, cfg: DictConfig) -> List[str]:
+    def workload_args(self, cfg: DdpbenchConfig) -> List[str]:
         # without a shared dir node 0 cannot read the other nodes' rank records: rank 0 writes every rank's
         return [] if bool(cfg.cluster.shared_dir) else ["--gather-metrics"]
 
-    def writes_report(self, cfg: DictConfig) -> bool:
+    def writes_report(self, cfg: DdpbenchConfig) -> bool:
         return int(cfg.cluster.node_rank) == 0
 
 

@@ -30,14 +30,13 @@ Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice
 from __future__ import annotations
 
 import copy
-import json
 import os
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from ddpbench.formats.reader import Format
 
 SCHEMA = "ddpbench.analysis"
 SCHEMA_VERSION = 3
-#: every version :func:`read_analysis_record` reads
-KNOWN_VERSIONS = frozenset(range(1, SCHEMA_VERSION + 1))
 #: the record's file name in a report's output dir
 ANALYSIS_FILE = "analysis.json"
 
@@ -68,37 +67,38 @@ def build_analysis_record(body: Mapping[str, Any]) -> Dict[str, Any]:
     return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, **body}
 
 
-def validate_analysis_record(record: Any) -> Optional[str]:
-    """Why a decoded ``analysis.json`` cannot be used (one line), or None when it can (any known version)."""
-    if not isinstance(record, dict):
-        return f"not a JSON object ({type(record).__name__})"
-    if record.get("schema") != SCHEMA:
-        return f"unknown schema {record.get('schema')!r} (expected {SCHEMA!r})"
-    version = record.get("schema_version")
-    if isinstance(version, bool) or version not in KNOWN_VERSIONS:
-        known = ", ".join(str(v) for v in sorted(KNOWN_VERSIONS))
-        return f"unknown schema_version {version!r} of {SCHEMA} (this reader knows {known})"
+def _check(record: Dict[str, Any]) -> List[str]:
+    """The top-level fields every version holds (the first problem)."""
     for key, types in REQUIRED_FIELDS.items():
         if key not in record:
-            return f"partial record: missing {key}"
+            return [f"partial record: missing {key}"]
         if not isinstance(record[key], types) or isinstance(record[key], bool):
-            return f"field {key!r} has type {type(record[key]).__name__}"
-    return None
+            return [f"field {key!r} has type {type(record[key]).__name__}"]
+    return []
 
 
-def upgrade(record: Dict[str, Any]) -> Dict[str, Any]:
-    """A valid record of any known version as the current version, in memory (``schema_version`` kept)."""
-    if record.get("schema_version") == 1:
-        comparisons = [
-            {**{k: copy.deepcopy(v) for k, v in COMPARISON_ADDED_IN_V2.items()}, **c} if isinstance(c, dict) else c
-            for c in record["comparisons"]
-        ]
-        record = {**{k: copy.deepcopy(v) for k, v in ADDED_IN_V2.items()}, **record, "comparisons": comparisons}
-    if record.get("schema_version") in (1, 2):
-        comparisons = [{**c, "excluded": [_with_cause(e) for e in c.get("excluded") or []]} if isinstance(c, dict) else c
-                       for c in record["comparisons"]]
-        record = {**ADDED_IN_V3, **record, "comparisons": comparisons}
-    return record
+def _v1_to_v2(record: Dict[str, Any]) -> Dict[str, Any]:
+    comparisons = [
+        {**{k: copy.deepcopy(v) for k, v in COMPARISON_ADDED_IN_V2.items()}, **c} if isinstance(c, dict) else c
+        for c in record["comparisons"]
+    ]
+    return {**{k: copy.deepcopy(v) for k, v in ADDED_IN_V2.items()}, **record, "comparisons": comparisons}
+
+
+def _v2_to_v3(record: Dict[str, Any]) -> Dict[str, Any]:
+    comparisons = [{**c, "excluded": [_with_cause(e) for e in c.get("excluded") or []]} if isinstance(c, dict) else c
+                   for c in record["comparisons"]]
+    return {**ADDED_IN_V3, **record, "comparisons": comparisons}
+
+
+#: the format as the reader contract (:mod:`ddpbench.formats.reader`) reads it; a new version adds its step
+FORMAT = Format(SCHEMA, SCHEMA_VERSION, oldest=1, upgrades={1: _v1_to_v2, 2: _v2_to_v3}, check=_check)
+
+
+def validate_analysis_record(record: Any) -> Optional[str]:
+    """Why a decoded ``analysis.json`` cannot be used (one line), or None when it can (any known version)."""
+    problems = FORMAT.problems(record)
+    return problems[0] if problems else None
 
 
 def _with_cause(excluded: Any) -> Any:
@@ -110,12 +110,5 @@ def _with_cause(excluded: Any) -> Any:
 
 def read_analysis_record(path: "str | os.PathLike[str]") -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
     """``(record, None)`` for a usable ``analysis.json`` of any known version, upgraded; else ``(None, why)``."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            record = json.load(handle)
-    except OSError as exc:
-        return None, f"unreadable: {exc.strerror or exc}"
-    except ValueError as exc:
-        return None, f"malformed JSON: {exc}"
-    reason = validate_analysis_record(record)
-    return (None, reason) if reason is not None else (upgrade(record), None)
+    record, error = FORMAT.read(path)
+    return record, (error.problem if error is not None else None)

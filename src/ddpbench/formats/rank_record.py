@@ -7,7 +7,8 @@ describes the same fields for humans. It must stay import-light (no torch): the
 workload imports it at start-up.
 
 Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice; list the required
-fields a version adds in :data:`ADDED_FIELDS` so records of earlier versions stay valid):
+fields a version adds in :data:`ADDED_FIELDS` so records of earlier versions stay valid, and give
+:data:`FORMAT` the step that upgrades the previous version):
 
 - 1 (ddpbench 0.1.0): first version.
 - 2: several workloads, loaders and timing modes. New required fields ``workload``, ``data``,
@@ -21,19 +22,17 @@ fields a version adds in :data:`ADDED_FIELDS` so records of earlier versions sta
 from __future__ import annotations
 
 import math
-import json
 import os
 import re
 from typing import Any, Final, Mapping, TypeGuard
+
+from ddpbench.formats.reader import Format
 
 SCHEMA: Final[str] = "ddpbench.rank"
 """Value of the record's ``schema`` field."""
 
 SCHEMA_VERSION: Final[int] = 2
 """Value of the ``schema_version`` field of the records the workload writes now."""
-
-KNOWN_VERSIONS: Final[frozenset[int]] = frozenset(range(1, SCHEMA_VERSION + 1))
-"""Every version the validator and :func:`read_rank_record` accept."""
 
 STEP_STAT_KEYS: Final[tuple[str, ...]] = (
     "mean",
@@ -201,15 +200,9 @@ def _check_number_map(name: str, value: Any, keys: tuple[str, ...]) -> list[str]
     return [f"{name}.{key}: missing or not a finite number" for key in keys if not _is_number(value.get(key))]
 
 
-def _check_identity(obj: Mapping[str, Any]) -> list[str]:
-    """Schema name/version, placement and enumerated string fields."""
+def _check_placement(obj: Mapping[str, Any]) -> list[str]:
+    """Placement and enumerated string fields."""
     problems: list[str] = []
-    if obj.get("schema") != SCHEMA:
-        problems.append(f"schema: expected {SCHEMA!r}, got {obj.get('schema')!r}")
-    version = obj.get("schema_version")
-    if isinstance(version, bool) or version not in KNOWN_VERSIONS:
-        known = ", ".join(str(v) for v in sorted(KNOWN_VERSIONS))
-        problems.append(f"schema_version: expected one of {known}, got {version!r}")
     rank, world = obj.get("rank"), obj.get("world_size")
     if _is_number(rank) and _is_number(world) and not (world >= 1 and 0 <= rank < world):
         problems.append(f"rank: {rank} not in [0, world_size={world})")
@@ -308,24 +301,43 @@ def _check_v2(obj: Mapping[str, Any]) -> list[str]:
     return problems
 
 
+def _v1_to_v2(obj: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 records come from the MLP with the synthetic loader and step timing; their one peak
+    memory figure (``peak_memory_kind``) becomes the matching ``memory`` key, the other is null."""
+    record = dict(obj)
+    kind, peak = record.get("peak_memory_kind"), record.get("peak_memory_bytes")
+    record.setdefault("workload", "mlp")
+    record.setdefault("data", {"loader": "synthetic", "workers": 0, "prefetch_factor": None,
+                               "pin_memory": record.get("device") == "cuda"})
+    record.setdefault("timing", "step")
+    record.setdefault("phase_time_ms", None)
+    record.setdefault("memory", {"host_peak_rss_bytes": peak if kind == "max_rss" else None,
+                                 "cuda_peak_allocated_bytes": peak if kind == "cuda_max_allocated" else None})
+    return record
+
+
+def _check(obj: dict[str, Any]) -> list[str]:
+    """Every problem of the body of a record of a known version (see :func:`validate_rank_record`)."""
+    problems = _check_types(obj)
+    problems += _check_placement(obj)
+    problems += _check_timestamps(obj.get("timestamps"))
+    problems += _check_counts(obj)
+    problems += _check_nested(obj)
+    if obj.get("schema_version") == 2:
+        problems += _check_v2(obj)
+    return problems
+
+
+FORMAT: Final[Format] = Format(SCHEMA, SCHEMA_VERSION, oldest=1, upgrades={1: _v1_to_v2}, check=_check)
+"""The format as the reader contract (:mod:`ddpbench.formats.reader`) reads it."""
+
+
 def upgrade_rank_record(obj: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of a valid record with every current field: a version 1 record gets version 2's.
 
-    Version 1 records come from the MLP with the synthetic loader and step timing; their one peak
-    memory figure (``peak_memory_kind``) becomes the matching ``memory`` key, the other is null.
     The copy keeps its ``schema_version``, so a reader can still tell where it came from.
     """
-    record = dict(obj)
-    if record.get("schema_version") == 1:
-        kind, peak = record.get("peak_memory_kind"), record.get("peak_memory_bytes")
-        record.setdefault("workload", "mlp")
-        record.setdefault("data", {"loader": "synthetic", "workers": 0, "prefetch_factor": None,
-                                   "pin_memory": record.get("device") == "cuda"})
-        record.setdefault("timing", "step")
-        record.setdefault("phase_time_ms", None)
-        record.setdefault("memory", {"host_peak_rss_bytes": peak if kind == "max_rss" else None,
-                                     "cuda_peak_allocated_bytes": peak if kind == "cuda_max_allocated" else None})
-    return record
+    return FORMAT.upgrade(obj)
 
 
 def validate_rank_record(obj: Any) -> list[str]:
@@ -335,16 +347,7 @@ def validate_rank_record(obj: Any) -> list[str]:
     list means the record is valid. Unknown extra top-level fields are allowed
     (readers ignore them), missing or mistyped documented fields are not.
     """
-    if not isinstance(obj, dict):
-        return [f"record: expected a JSON object, got {type(obj).__name__}"]
-    problems = _check_types(obj)
-    problems += _check_identity(obj)
-    problems += _check_timestamps(obj.get("timestamps"))
-    problems += _check_counts(obj)
-    problems += _check_nested(obj)
-    if obj.get("schema_version") == 2:
-        problems += _check_v2(obj)
-    return problems
+    return FORMAT.problems(obj)
 
 
 #: the glob that matches every rank record in a metrics folder
@@ -364,22 +367,14 @@ def rank_of_record_name(name: str) -> int | None:
 
 
 def read_rank_record(path: "str | os.PathLike[str]") -> tuple[dict[str, Any] | None, list[str]]:
-    """``(record, [])`` for a valid rank record of any known version; ``(None, problems)`` otherwise."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            record = json.load(handle)
-    except OSError as exc:
-        return None, [f"unreadable: {exc.strerror or exc}"]
-    except ValueError as exc:
-        return None, [f"malformed JSON: {exc}"]
-    problems = validate_rank_record(record)
-    return (None, problems) if problems else (upgrade_rank_record(record), [])
+    """``(record, [])`` for a valid rank record of any known version, upgraded; ``(None, problems)`` otherwise."""
+    record, error = FORMAT.read(path)
+    return record, (error.problems if error is not None else [])
 
 
 __all__ = [
     "SCHEMA",
     "SCHEMA_VERSION",
-    "KNOWN_VERSIONS",
     "ADDED_FIELDS",
     "FIELDS",
     "FIELDS_V2",

@@ -15,16 +15,14 @@ Version history:
 """
 
 import copy
-import json
 import os
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ddpbench.formats.reader import Format
 from ddpbench.io import write_json_atomic
 
 SCHEMA = "ddpbench.stopping"
 SCHEMA_VERSION = 2
-#: every version :func:`read_stopping_record` reads
-KNOWN_VERSIONS = frozenset(range(1, SCHEMA_VERSION + 1))
 #: the record's file name inside a sweep dir
 STOPPING_FILE = "stopping.json"
 #: condition fields version 2 adds, with the value a version 1 record is read with
@@ -49,36 +47,33 @@ def write_stopping_record(sweep_dir: "str | os.PathLike[str]", record: Mapping[s
     write_json_atomic(os.path.join(sweep_dir, STOPPING_FILE), dict(record))
 
 
-def validate_stopping_record(record: Any) -> Optional[str]:
-    """Why a decoded ``stopping.json`` cannot be used (one line), or None."""
-    if not isinstance(record, dict) or record.get("schema") != SCHEMA:
-        return f"not a {SCHEMA} record"
-    if record.get("schema_version") not in KNOWN_VERSIONS:
-        return f"unknown schema_version {record.get('schema_version')!r} of {SCHEMA}"
+def _check(record: Dict[str, Any]) -> List[str]:
     if not isinstance(record.get("rule"), dict) or not isinstance(record.get("conditions"), list):
-        return "partial record: rule or conditions missing"
-    return None
+        return ["partial record: rule or conditions missing"]
+    return []
 
 
-def read_stopping_record(sweep_dir: "str | os.PathLike[str]") -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
-    """``(record, None)``; ``(None, None)`` when the sweep has none; ``(None, why)`` when it is unusable."""
-    path = os.path.join(sweep_dir, STOPPING_FILE)
-    if not os.path.exists(path):
-        return None, None
-    try:
-        with open(path, encoding="utf-8") as handle:
-            record = json.load(handle)
-    except (OSError, ValueError) as exc:
-        return None, f"{path}: {exc}"
-    reason = validate_stopping_record(record)
-    return (None, f"{path}: {reason}") if reason else (_upgraded(record), None)
-
-
-def _upgraded(record: Dict[str, Any]) -> Dict[str, Any]:
-    """``record`` with the fields of the current version (earlier versions get their defaults)."""
-    if record["schema_version"] >= 2:
-        return record
+def _v1_to_v2(record: Dict[str, Any]) -> Dict[str, Any]:
     rule = {"disturbed": "count", **record["rule"]}
     conditions = [{**copy.deepcopy(CONDITION_ADDED_IN_V2), **c} if isinstance(c, dict) else c
                   for c in record["conditions"]]
     return {**record, "rule": rule, "conditions": conditions}
+
+
+#: the format as the reader contract (:mod:`ddpbench.formats.reader`) reads it
+FORMAT = Format(SCHEMA, SCHEMA_VERSION, oldest=1, upgrades={1: _v1_to_v2}, check=_check)
+
+
+def validate_stopping_record(record: Any) -> Optional[str]:
+    """Why a decoded ``stopping.json`` cannot be used (one line), or None."""
+    problems = FORMAT.problems(record)
+    return problems[0] if problems else None
+
+
+def read_stopping_record(sweep_dir: "str | os.PathLike[str]") -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+    """``(record, None)``; ``(None, None)`` when the sweep has none; ``(None, why)`` (naming the file) when it is unusable."""
+    path = os.path.join(sweep_dir, STOPPING_FILE)
+    if not os.path.exists(path):
+        return None, None
+    record, error = FORMAT.read(path)
+    return record, (str(error) if error is not None else None)

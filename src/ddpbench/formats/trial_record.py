@@ -5,8 +5,8 @@ node entries, each built by :func:`node_entry`); the collector and resume read i
 :func:`read_trial_record`, which accepts every version listed below and upgrades it in memory to
 the current one. ``docs/formats.md`` describes the fields for humans.
 
-Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice, and teach
-:func:`upgrade` to turn the previous version into the new one):
+Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice, and give
+:data:`FORMAT` the step that turns the previous version into the new one):
 
 - 1 (ddpbench 0.1.0): first version.
 - 2: what else the trial shows. New fields, each null when unknown (a version 1 record is upgraded
@@ -19,8 +19,9 @@ Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice
   ``{value, unit, source}``) and ``tool`` (the tool's own output: ``{name, artifacts, bytes,
   usable, problem}``).
 
-Any version: a record whose ``config.mode`` lacks ``role`` (written before modes declared one, see
-:data:`MODE_ROLES`) is read with the role its mode's name implied then.
+- 3: ``config.mode`` declares the mode's ``role`` (:data:`MODE_ROLES`) and its needs
+  (``needs_shared_dir``, ``attach``); a version 2 or earlier record is read with the role its mode's
+  name implied then (the only place a mode's name is interpreted).
 
 Combining ranks: ``steps_per_s`` is the slowest rank's; ``step_time_ms`` holds the mean over ranks
 of each rank's statistic, except ``min`` and ``max``, which are the min and max over ranks. In DDP
@@ -32,20 +33,23 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ddpbench.formats.condition import SWEEPER_KEYS
 from ddpbench.formats.rank_record import STEP_STAT_KEYS
+from ddpbench.formats.reader import Format
 
 SCHEMA = "ddpbench.trial"
-SCHEMA_VERSION = 2
-#: every version :func:`read_trial_record` reads (and upgrades to :data:`SCHEMA_VERSION`)
-KNOWN_VERSIONS = frozenset(range(1, SCHEMA_VERSION + 1))
+SCHEMA_VERSION = 3
 #: the record's file name inside a job dir
 TRIAL_FILE = "trial.json"
 STATUSES = ("ok", "failed", "timeout")
 #: what a mode is to the analysis (``config.mode.role``, declared by each mode): compared against, judged
 #: against the budget, the baseline again (noise floor), known injected costs
 MODE_ROLES = ("baseline", "tool", "aa", "calibration")
+#: an attempt's folder of node records, one per node that node 0 reads (``nodes/node<r>.json``)
+NODES_DIR = "nodes"
 
 #: fields a reader needs to pair a trial, with their JSON types
 REQUIRED_FIELDS: Dict[str, Tuple[type, ...]] = {
@@ -72,7 +76,7 @@ OK_NUMERIC_FIELDS_WITHOUT_RANKS = ("wall_s",)
 
 def config_hash(config: Mapping[str, Any]) -> str:
     """sha256 of a resolved config, ignoring the keys that do not change what a trial measures."""
-    trimmed = {k: v for k, v in config.items() if k not in ("pair_position", "sweep_name")}
+    trimmed = {k: v for k, v in config.items() if k not in SWEEPER_KEYS}
     return hashlib.sha256(json.dumps(trimmed, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -144,6 +148,16 @@ def node_entry(
         "stderr": stderr,
         **extra,
     }
+
+
+def node_record_path(attempt_dir: "str | os.PathLike[str]", node_rank: int) -> Path:
+    """Node ``node_rank``'s record (a :func:`node_entry`) in an attempt's folder: ``nodes/node<r>.json``."""
+    return Path(attempt_dir) / NODES_DIR / f"node{int(node_rank)}.json"
+
+
+def node_log_path(logs_dir: "str | os.PathLike[str]", node_rank: int, stream: str) -> Path:
+    """Node ``node_rank``'s agent log of ``stream`` (``stdout`` or ``stderr``) in a logs folder: ``node<r>.<stream>.log``."""
+    return Path(logs_dir) / f"node{int(node_rank)}.{stream}.log"
 
 
 def nodes_from_ranks(
@@ -320,46 +334,47 @@ def build_trial_record(
     return record
 
 
-def validate_trial_record(record: Any) -> Optional[str]:
-    """Why a decoded ``trial.json`` cannot be used (one line), or None when it can.
-
-    Accepts every version in :data:`KNOWN_VERSIONS`; checks the fields pairing needs and, for an
-    ``ok`` record, that its figures are numbers. Unknown extra fields are allowed.
-    """
-    if not isinstance(record, dict):
-        return f"not a JSON object ({type(record).__name__})"
-    schema = record.get("schema")
-    if schema != SCHEMA:
-        return f"unknown schema {schema!r} (expected {SCHEMA!r})"
-    version = record.get("schema_version")
-    if version not in KNOWN_VERSIONS or isinstance(version, bool):
-        known = ", ".join(str(v) for v in sorted(KNOWN_VERSIONS))
-        return f"unknown schema_version {version!r} of {SCHEMA} (this reader knows {known})"
+def _check(record: Dict[str, Any]) -> List[str]:
+    """The fields pairing needs and, for an ``ok`` record, that its figures are numbers (the first problem)."""
     missing = [k for k in REQUIRED_FIELDS if k not in record]
     if missing:
-        return "partial record: missing " + ", ".join(missing)
+        return ["partial record: missing " + ", ".join(missing)]
     for key, types in REQUIRED_FIELDS.items():
         value = record[key]
         if not isinstance(value, types) or isinstance(value, bool):
-            return f"field {key!r} has type {type(value).__name__}"
+            return [f"field {key!r} has type {type(value).__name__}"]
     if record["status"] == "ok":
         numeric = OK_NUMERIC_FIELDS if record.get("ranks") else OK_NUMERIC_FIELDS_WITHOUT_RANKS
         bad = [k for k in numeric
                if not isinstance(record.get(k), (int, float)) or isinstance(record.get(k), bool)]
         if bad:
-            return "status ok but not a number: " + ", ".join(bad)
-    return None
+            return ["status ok but not a number: " + ", ".join(bad)]
+    return []
 
 
-def upgrade(record: Dict[str, Any]) -> Dict[str, Any]:
-    """A valid record of any known version as the current version, in memory (``schema_version`` kept)."""
-    if record.get("schema_version") == 1:
-        record = {**{key: None for key in ADDED_IN_V2}, **record}
+def _v1_to_v2(record: Dict[str, Any]) -> Dict[str, Any]:
+    return {**{key: None for key in ADDED_IN_V2}, **record}
+
+
+def _v2_to_v3(record: Dict[str, Any]) -> Dict[str, Any]:
     config = record.get("config")
     mode = config.get("mode") if isinstance(config, dict) else None
     if isinstance(config, dict) and isinstance(mode, dict) and "role" not in mode:
-        record = {**record, "config": {**config, "mode": {**mode, "role": _role_of_old_mode(record["mode"])}}}
+        return {**record, "config": {**config, "mode": {**mode, "role": _role_of_old_mode(record["mode"])}}}
     return record
+
+
+#: the format as the reader contract (:mod:`ddpbench.formats.reader`) reads it
+FORMAT = Format(SCHEMA, SCHEMA_VERSION, oldest=1, upgrades={1: _v1_to_v2, 2: _v2_to_v3}, check=_check)
+
+
+def validate_trial_record(record: Any) -> Optional[str]:
+    """Why a decoded ``trial.json`` of any known version cannot be used (one line), or None when it can.
+
+    Unknown extra fields are allowed.
+    """
+    problems = FORMAT.problems(record)
+    return problems[0] if problems else None
 
 
 def _role_of_old_mode(name: str) -> str:
@@ -373,18 +388,5 @@ def _role_of_old_mode(name: str) -> str:
 
 def read_trial_record(path: "str | os.PathLike[str]") -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
     """``(record, None)`` for a usable ``trial.json`` of any known version, upgraded; else ``(None, why)``."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        return None, f"unreadable: {exc.strerror or exc}"
-    if not data.strip():
-        return None, "empty file"
-    try:
-        record = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as exc:
-        return None, f"malformed JSON: {exc}"
-    reason = validate_trial_record(record)
-    if reason is not None:
-        return None, reason
-    return upgrade(record), None
+    record, error = FORMAT.read(path)
+    return record, (error.problem if error is not None else None)

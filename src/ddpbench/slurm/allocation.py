@@ -22,7 +22,9 @@ from typing import Any, Dict, List, Sequence
 
 from omegaconf import DictConfig
 
+from ddpbench.config import DdpbenchConfig
 from ddpbench.errors import DdpbenchError
+from ddpbench.formats.trial_record import TRIAL_FILE
 from ddpbench.slurm.wait import RESULT_GRACE_S, SLURM_CALL_TIMEOUT_S, Bounds, await_job
 
 log = logging.getLogger(__name__)
@@ -33,7 +35,7 @@ OUTER_ONLY = ("hydra.launcher", "hydra/launcher", "hydra.sweep.dir", "sweep_name
 TRIAL_OVERHEAD_S = 30.0
 
 
-def wanted(launcher: Any, cfgs: Sequence[DictConfig]) -> bool:
+def wanted(launcher: Any, cfgs: Sequence[DdpbenchConfig]) -> bool:
     """Whether this sweep runs as one allocation: the SLURM launcher and ``cluster.slurm.one_allocation``.
 
     False inside that allocation, where the sweep runs with the basic launcher. Raises DdpbenchError when
@@ -41,7 +43,7 @@ def wanted(launcher: Any, cfgs: Sequence[DictConfig]) -> bool:
     """
     if not hasattr(launcher, "run_one_allocation"):
         return False
-    flags = {bool(cfg.cluster.get("slurm", {}).get("one_allocation", False)) for cfg in cfgs}
+    flags = {cfg.cluster.slurm.one_allocation for cfg in cfgs}
     if flags == {False}:
         return False
     if len(flags) > 1 or len({(str(cfg.cluster.kind), int(cfg.cluster.nnodes)) for cfg in cfgs}) > 1:
@@ -134,7 +136,7 @@ def _annotate_trials(sweep_dir: Path, since_epoch: float, slurm_logs: Dict[str, 
     """Add the allocation's SLURM entries to the ``logs`` of every trial.json it wrote."""
     from ddpbench.io import read_json, write_json_atomic
 
-    for path in sorted(sweep_dir.glob("*/trial.json")):
+    for path in sorted(sweep_dir.glob(f"*/{TRIAL_FILE}")):
         try:
             if path.stat().st_mtime < since_epoch:
                 continue

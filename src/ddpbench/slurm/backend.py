@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Mapping, Optional
 
-from omegaconf import DictConfig
 
 from ddpbench.cluster.base import Backend, NodePlan, TrialSlot, register
 from ddpbench.cluster.ports import derived_ports
+from ddpbench.config import DdpbenchConfig
 from ddpbench.errors import DdpbenchError
 from ddpbench.io import read_json, write_json_atomic
 
@@ -109,12 +109,12 @@ class SlurmBackend(Backend):
 
     kind = "slurm"
 
-    def plan(self, cfg: DictConfig, job: TrialSlot, timeout_s: float, env: Optional[Mapping[str, str]] = None
+    def plan(self, cfg: DdpbenchConfig, job: TrialSlot, timeout_s: float, env: Optional[Mapping[str, str]] = None
              ) -> NodePlan:
         task = SlurmTask.from_env(env)
         nnodes = int(cfg.cluster.nnodes)
         wait_s = float(cfg.cluster.slurm.peer_record_wait_s)
-        if bool(cfg.cluster.slurm.get("one_allocation", False)):
+        if cfg.cluster.slurm.one_allocation:
             if not task.job_id:
                 raise DdpbenchError(
                     "cluster.slurm.one_allocation=true runs the sweep inside its own SLURM job (SLURM_JOB_ID is "
@@ -137,7 +137,7 @@ class SlurmBackend(Backend):
                         aggregator_port=ports[1], owner=task.node_rank == 0, retry_on_port_clash=False,
                         run_token=task.job_id, peer_record_wait_s=wait_s)
 
-    def owner_resumed(self, cfg: DictConfig, plan: NodePlan, job: TrialSlot) -> bool:
+    def owner_resumed(self, cfg: DdpbenchConfig, plan: NodePlan, job: TrialSlot) -> bool:
         """A non-zero node of a job: wait (bounded) for node 0's marker; whether it resumed the trial."""
         if plan.owner:
             return False
@@ -153,13 +153,13 @@ class SlurmBackend(Backend):
                                     f"{job.job_dir} within {READY_WAIT_S:g} s (no {marker.name})")
             time.sleep(0.2)
 
-    def tell_peers(self, cfg: DictConfig, plan: NodePlan, job: TrialSlot, resumed: bool) -> None:
+    def tell_peers(self, cfg: DdpbenchConfig, plan: NodePlan, job: TrialSlot, resumed: bool) -> None:
         """Node 0 of a job: the job dir is ready; the marker tells the other nodes whether to launch."""
         if plan.owner and not plan.agent_spans_nodes:
             write_json_atomic(_ready_marker(job, plan), {"decision": "resumed" if resumed else "launch",
                                                          "time": time.time()})
 
-    def wrap_agent(self, cfg: DictConfig, plan: NodePlan, argv: List[str], attempt_dir: Path) -> List[str]:
+    def wrap_agent(self, cfg: DdpbenchConfig, plan: NodePlan, argv: List[str], attempt_dir: Path) -> List[str]:
         """One allocation: ``argv`` as one srun step over every node, one task each (:mod:`ddpbench.slurm.steps`)."""
         if not plan.agent_spans_nodes:
             return argv

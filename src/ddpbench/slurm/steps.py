@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from ddpbench.cluster.base import NODE_RANK_TOKEN
-from ddpbench.formats.trial_record import node_entry
+from ddpbench.formats.trial_record import node_entry, node_log_path, node_record_path
 from ddpbench.io import write_json_atomic
 
 
@@ -42,8 +42,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     out = err = None
     logs.mkdir(parents=True, exist_ok=True)
     if node_rank != 0:  # node 0 writes to the step's output: the agent's own logs
-        out = open(logs / f"node{node_rank}.stdout.log", "wb")
-        err = open(logs / f"node{node_rank}.stderr.log", "wb")
+        out = open(node_log_path(logs, node_rank, "stdout"), "wb")
+        err = open(node_log_path(logs, node_rank, "stderr"), "wb")
     spawn_epoch = time.time()
     start = time.monotonic()
     guard = [sys.executable, "-m", "ddpbench.trial.guard", "--record", str(logs / f".step{node_rank}.guard.json"),
@@ -59,10 +59,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     code = child.wait()
     wall_s = time.monotonic() - start
     if node_rank != 0:
-        write_json_atomic(job_dir / "nodes" / f"node{node_rank}.json", node_entry(
+        write_json_atomic(node_record_path(job_dir, node_rank), node_entry(
             node_rank, socket.gethostname(), wall_s=wall_s, exit_code=code, spawn_epoch=spawn_epoch,
-            exit_epoch=spawn_epoch + wall_s, stdout=str(logs / f"node{node_rank}.stdout.log"),
-            stderr=str(logs / f"node{node_rank}.stderr.log"),
+            exit_epoch=spawn_epoch + wall_s, stdout=str(node_log_path(logs, node_rank, "stdout")),
+            stderr=str(node_log_path(logs, node_rank, "stderr")),
         ))
     return code if code >= 0 else 128 - code
 

@@ -30,6 +30,8 @@ from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, filter_overrides
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from ddpbench.formats.trial_record import TRIAL_FILE
+
 from ddpbench.slurm.wait import SLURM_CALL_TIMEOUT_S, Bounds, JobWait, SlurmStateError, await_job, is_terminal, \
     job_state, scancel
 
@@ -135,9 +137,10 @@ class Submitter:
         trial = OmegaConf.masked_copy(cfg, [str(k) for k in cfg if k != "hydra"]) if "trial" in cfg else None
         timeout = None
         if trial is not None:
+            from ddpbench.config import typed
             from ddpbench.trial.runner import trial_timeout_s
 
-            timeout = trial_timeout_s(trial)
+            timeout = trial_timeout_s(typed(trial))
         minutes = self.params.get("timeout_min")
         if minutes is None:
             minutes = (DEFAULT_TIMEOUT_MIN if timeout is None
@@ -157,13 +160,13 @@ class Submitter:
         """The summary of an ok trial.json of the same config (resume), else None: something to submit."""
         if item.trial is None or not item.trial.trial.resume:
             return None
-        from ddpbench.config import to_plain
+        from ddpbench.config import to_plain, typed
         from ddpbench.formats import trial_record as record
         from ddpbench.trial.attempts import previous_ok
         from ddpbench.trial.summary import summary_of
 
         try:
-            previous = previous_ok(item.job_dir, record.config_hash(to_plain(item.trial)))
+            previous = previous_ok(item.job_dir, record.config_hash(to_plain(typed(item.trial))))
         except Exception:  # an unreadable old record: just run the trial
             return None
         return None if previous is None else summary_of({**previous, "resumed": True})
@@ -217,7 +220,7 @@ def written_by_job(item: Submitted) -> Optional[Dict[str, Any]]:
     """The trial.json node 0 wrote for this job (newer than the submission), else None."""
     from ddpbench.io import read_json
 
-    path = item.job_dir / "trial.json"
+    path = item.job_dir / TRIAL_FILE
     try:
         if item.trial is None or path.stat().st_mtime < item.submitted_epoch:
             return None
@@ -237,7 +240,7 @@ def annotate(item: Submitted) -> None:
     logs = trial.get("logs")
     trial["logs"] = {**(logs if isinstance(logs, dict) else {}), **item.slurm_logs()}
     try:
-        write_json_atomic(item.job_dir / "trial.json", trial)
+        write_json_atomic(item.job_dir / TRIAL_FILE, trial)
     except OSError as error:
         log.warning(f"could not add the SLURM log paths to {item.job_dir / 'trial.json'}: {error}")
 
@@ -260,7 +263,7 @@ def no_result(item: Submitted, status: str, error: str) -> JobReturn:
 
 def failed_record(item: Submitted, status: str, error: str) -> Dict[str, Any]:
     """Write and return the ``status`` record of a trial whose job left none: in the attempt its node 0 started, else a new one."""
-    from ddpbench.config import to_plain
+    from ddpbench.config import to_plain, typed
     from ddpbench.formats import trial_record as record
     from ddpbench.io import write_json_atomic
     from ddpbench.trial import environment
@@ -274,18 +277,19 @@ def failed_record(item: Submitted, status: str, error: str) -> Dict[str, Any]:
     info = job_info_from_hydra(item.cfg.hydra, job_dir=item.job_dir, job_num=item.idx, multirun=True)
     started_at = dt.datetime.fromtimestamp(item.submitted_epoch, dt.timezone.utc).isoformat(timespec="seconds")
     ended_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    meta = trial_meta(item.trial, info, started_at=started_at, ended_at=ended_at, timeout_s=item.trial_timeout_s)
+    task_cfg = typed(item.trial)
+    meta = trial_meta(task_cfg, info, started_at=started_at, ended_at=ended_at, timeout_s=item.trial_timeout_s)
     item.job_dir.mkdir(parents=True, exist_ok=True)
     attempt = attempt_of_launch(item.job_dir, str(item.job.job_id))  # SLURM's run token is the job id
     trial = record.build_trial_record(
-        meta=meta, config=to_plain(item.trial), status=status, exit_code=None, error=error, wall_s=None,
+        meta=meta, config=to_plain(task_cfg), status=status, exit_code=None, error=error, wall_s=None,
         spawn_epoch=item.submitted_epoch, ranks=[], nodes=[], traceml=None,
         environment=environment.describe([], []),
         logs={"stdout": slurm["slurm_stdout"], "stderr": slurm["slurm_stderr"],
               "tail": "\n".join(tail(p, 20) for p in slurm["slurm_stderr"] if Path(p).exists()) or None, **slurm},
         attempt=attempt.section(),
     )
-    write_json_atomic(item.job_dir / "trial.json", trial)
+    write_json_atomic(item.job_dir / TRIAL_FILE, trial)
     return trial
 
 

@@ -21,14 +21,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from omegaconf import DictConfig
-
+from ddpbench.config import PRECISION_METRICS, PrecisionConfig
 from ddpbench.errors import ConfigError
+from ddpbench.formats.condition import is_condition_override
+from ddpbench.formats.trial_record import TRIAL_FILE
 
 #: the value of ``repeat`` that asks for adaptive stopping
 AUTO = "auto"
-#: keys that never set a job's condition (the driver's own, and what varies inside a condition)
-NON_CONDITION_KEYS = ("mode", "repeat", "pair_position", "sweep_name")
 #: seconds a driver waits for a pair's trial records to appear (a peer node's driver waits for node 0's)
 RECORD_WAIT_S = 120.0
 
@@ -45,33 +44,31 @@ def expand_auto(arguments: Sequence[str], max_pairs: int) -> Tuple[List[str], bo
     return expanded, auto
 
 
-def check_precision(precision: DictConfig, modes: Sequence[str], shared_dir: bool) -> None:
+def check_precision(precision: PrecisionConfig, modes: Sequence[str], shared_dir: bool) -> None:
     """Raise ConfigError (one line) when ``repeat=auto`` cannot run with these settings."""
     from ddpbench.analysis.rerun import DISTURBED_CHOICES
     from ddpbench.analysis.sequential import check_rule
-    from ddpbench.config import PRECISION_METRICS
 
     if len(set(modes)) < 2:
         raise ConfigError(f"repeat=auto compares modes: give at least two (mode=native,traceml), got {sorted(set(modes))}")
-    if str(precision.metric) not in PRECISION_METRICS:
+    if precision.metric not in PRECISION_METRICS:
         raise ConfigError(f"precision.metric={precision.metric!r}: must be one of {', '.join(PRECISION_METRICS)}")
-    if str(precision.metric).endswith("_ms") and precision.budget_ms is None:
+    if precision.metric.endswith("_ms") and precision.budget_ms is None:
         raise ConfigError(f"precision.metric={precision.metric}: a ms metric needs precision.budget_ms (ms per step)")
-    if str(precision.disturbed) not in DISTURBED_CHOICES:
+    if precision.disturbed not in DISTURBED_CHOICES:
         raise ConfigError(f"precision.disturbed={precision.disturbed}: must be {' or '.join(DISTURBED_CHOICES)}")
     if not shared_dir:
         raise ConfigError("repeat=auto needs every node to read the trial records: cluster.shared_dir=true")
     try:
-        check_rule(0.95, None if precision.halfwidth_pct is None else float(precision.halfwidth_pct),
-                   int(precision.min_pairs), int(precision.max_pairs), float(precision.max_minutes),
-                   str(precision.spending))
+        check_rule(0.95, precision.halfwidth_pct, precision.min_pairs, precision.max_pairs, precision.max_minutes,
+                   precision.spending)
     except ValueError as error:
         raise ConfigError(f"precision: {error}") from None
 
 
 def condition_key(overrides: Sequence[str]) -> Tuple[str, ...]:
     """The overrides a job shares with every job of its condition (sorted)."""
-    return tuple(sorted(o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in NON_CONDITION_KEYS))
+    return tuple(sorted(o for o in overrides if is_condition_override(o)))
 
 
 def repeat_of(overrides: Sequence[str]) -> int:
@@ -99,20 +96,20 @@ class ConditionState:
 class AdaptiveStop:
     """Decides, after each complete pair, whether a condition needs more pairs."""
 
-    def __init__(self, sweep_dir: Path, precision: DictConfig, baseline: str, budget_pct: float,
+    def __init__(self, sweep_dir: Path, precision: PrecisionConfig, baseline: str, budget_pct: float,
                  job_hours: float = 1.0) -> None:
         from ddpbench.analysis.projection import job_seconds
 
         self.sweep_dir = sweep_dir
         self.job_s = job_seconds(job_hours)
-        self.metric = str(precision.metric)
-        self.budget = float(precision.budget_ms) if self.metric.endswith("_ms") else float(budget_pct)
-        self.halfwidth = None if precision.halfwidth_pct is None else float(precision.halfwidth_pct)
-        self.min_pairs = int(precision.min_pairs)
-        self.max_pairs = int(precision.max_pairs)
-        self.max_minutes = float(precision.max_minutes)
-        self.spending = str(precision.spending)
-        self.disturbed = str(precision.disturbed)
+        self.metric = precision.metric
+        self.budget = float(precision.budget_ms or 0.0) if self.metric.endswith("_ms") else budget_pct
+        self.halfwidth = precision.halfwidth_pct
+        self.min_pairs = precision.min_pairs
+        self.max_pairs = precision.max_pairs
+        self.max_minutes = precision.max_minutes
+        self.spending = precision.spending
+        self.disturbed = precision.disturbed
         self.baseline = baseline
         self.started = time.monotonic()
         self.conditions: Dict[Tuple[str, ...], ConditionState] = {}
@@ -186,7 +183,7 @@ def _decision_dict(decision: Any) -> Dict[str, Any]:
 def _await_records(job_dirs: Sequence[str]) -> None:
     """Wait (bounded) until every job dir holds its trial.json: a peer node's driver finishes before node 0 writes."""
     deadline = time.monotonic() + RECORD_WAIT_S
-    while time.monotonic() < deadline and not all((Path(d) / "trial.json").exists() for d in job_dirs):
+    while time.monotonic() < deadline and not all((Path(d) / TRIAL_FILE).exists() for d in job_dirs):
         time.sleep(0.2)
 
 

@@ -17,17 +17,17 @@ from typing import Any, Dict, List, Mapping, NoReturn, Sequence
 from omegaconf import OmegaConf
 
 from ddpbench import state
+from ddpbench.config import typed
 from ddpbench.errors import DdpbenchError, fail
+from ddpbench.formats.condition import SWEEPER_KEYS
 from ddpbench.slurm import allocation
 from ddpbench.sweep import adaptive
 from ddpbench.sweep.order import SweepOrderError
 from ddpbench.sweep.progress import Progress, succeeded, summary_from
 from ddpbench.sweep.report import write_sweep_report
 from ddpbench.sweep.signals import signal_of, stop_signals
-from ddpbench.sweep.validate import check_baseline, check_jobs, prepare_jobs
+from ddpbench.sweep.validate import check_baseline, check_jobs, prepare_jobs, task_config
 
-#: keys the driver sets on every job itself (not swept)
-FIXED_KEYS = ("pair_position", "sweep_name")
 
 
 def job_dir_of(summary: Mapping[str, Any], result: Any) -> str:
@@ -53,7 +53,7 @@ class SweepDriver:
         """Every trial's overrides in paired order, with its pair position and the sweep's name."""
         sweep_name = str(self.config.sweep_name)
         try:
-            ordered = self.sweeper.ordered_jobs(arguments, skip=FIXED_KEYS)
+            ordered = self.sweeper.ordered_jobs(arguments, skip=SWEEPER_KEYS)
         except SweepOrderError as error:
             fail(str(error))
         return [[*job.overrides, f"pair_position={job.pair_position}", f"sweep_name={sweep_name}"]
@@ -65,14 +65,18 @@ class SweepDriver:
         from ddpbench.sweep_lock import hold_sweep_lock, live_holder_refusal
         from ddpbench.trial.runner import trial_timeout_s
 
-        arguments, auto = adaptive.expand_auto(arguments, int(self.config.precision.max_pairs))
+        try:
+            settings = typed(task_config(self.config))
+        except DdpbenchError as error:
+            fail(str(error))
+        arguments, auto = adaptive.expand_auto(arguments, settings.precision.max_pairs)
         jobs = self.jobs(arguments)
         try:
             cfgs = check_jobs(self.hydra_context, self.config, jobs)
             check_baseline(self.config, cfgs, explicit=any(a.startswith("baseline=") for a in arguments))
             if auto:
-                adaptive.check_precision(self.config.precision, [str(c.mode.name) for c in cfgs],
-                                         all(bool(c.cluster.get("shared_dir", True)) for c in cfgs))
+                adaptive.check_precision(settings.precision, [c.mode.name for c in cfgs],
+                                         all(c.cluster.shared_dir for c in cfgs))
             whole = allocation.wanted(self.launcher, cfgs)
         except DdpbenchError as error:
             fail(str(error))
@@ -92,8 +96,8 @@ class SweepDriver:
         upto = "up to " if auto else ""
         print(f"ddpbench: sweep of {upto}{len(jobs)} trials -> {sweep_dir}", flush=True)
         progress = Progress(len(jobs))
-        stopper = (adaptive.AdaptiveStop(sweep_dir, self.config.precision, str(self.config.baseline),
-                                         float(self.config.budget_pct), float(self.config.report.job_hours))
+        stopper = (adaptive.AdaptiveStop(sweep_dir, settings.precision, settings.baseline, settings.budget_pct,
+                                         settings.report.job_hours)
                    if auto else None)
         groups = adaptive.pair_groups(jobs) if auto else {}
         finished: Dict[Any, List[str]] = {}

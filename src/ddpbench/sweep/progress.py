@@ -6,8 +6,11 @@ import sys
 import time
 from typing import Any, Callable, Dict, Sequence, TextIO
 
+from ddpbench.formats.condition import SWEEPER_KEYS
+from ddpbench.trial.summary import NODE_DONE
+
 #: overrides the driver adds to every job; not shown in the start line
-HIDDEN = ("sweep_name=", "pair_position=")
+HIDDEN = tuple(f"{key}=" for key in SWEEPER_KEYS)
 
 
 def _fmt(value: Any, spec: str) -> str:
@@ -26,7 +29,7 @@ def summary_from(result: Any) -> Dict[str, Any]:
 def succeeded(summary: Dict[str, Any]) -> bool:
     """Whether a trial counts as ok (a static-cluster peer node reports ``node_done`` + ``node_ok``)."""
     status = summary.get("status")
-    return status == "ok" or (status == "node_done" and bool(summary.get("node_ok")))
+    return status == "ok" or (status == NODE_DONE and bool(summary.get("node_ok")))
 
 
 class Progress:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from ddpbench.formats.trial_record import TRIAL_FILE
+
 
 def write_sweep_report(config: DictConfig) -> None:
     """Write report.md, plots and results.csv into the sweep dir of ``config``, with its baseline, budget and job length.
@@ -16,12 +18,14 @@ def write_sweep_report(config: DictConfig) -> None:
     """
     from ddpbench import state
     from ddpbench.cluster import writes_report
+    from ddpbench.config import typed
+    from ddpbench.sweep.validate import task_config
 
     sweep_dir = Path(str(config.hydra.sweep.dir))
-    if config.get("cluster") is not None and not writes_report(config):
+    if config.get("cluster") is not None and not writes_report(typed(task_config(config))):
         print(f"ddpbench: node {config.cluster.node_rank} done; node 0 writes the report", flush=True)
         return
-    if not any(sweep_dir.glob("*/trial.json")):
+    if not any(sweep_dir.glob(f"*/{TRIAL_FILE}")):
         return
     try:
         from ddpbench.report.build import write_report

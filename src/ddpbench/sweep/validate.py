@@ -6,13 +6,15 @@ from typing import Any, List, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
+from ddpbench.config import DdpbenchConfig, typed
+
 
 def task_config(cfg: DictConfig) -> DictConfig:
     """A composed config without its ``hydra`` node: what a trial sees."""
     return OmegaConf.masked_copy(cfg, [str(k) for k in cfg.keys() if k != "hydra"])
 
 
-def check_jobs(hydra_context: Any, config: DictConfig, jobs: Sequence[Sequence[str]]) -> List[DictConfig]:
+def check_jobs(hydra_context: Any, config: DictConfig, jobs: Sequence[Sequence[str]]) -> List[DdpbenchConfig]:
     """Compose each job's config and check it (tool installed, command, cluster); the trial configs.
 
     Raises DdpbenchError (one line) at the first job that cannot run, before any job dir exists.
@@ -21,13 +23,13 @@ def check_jobs(hydra_context: Any, config: DictConfig, jobs: Sequence[Sequence[s
 
     cfgs = []
     for overrides in jobs:
-        cfg = task_config(hydra_context.config_loader.load_sweep_config(config, list(overrides)))
+        cfg = typed(task_config(hydra_context.config_loader.load_sweep_config(config, list(overrides))))
         check_trial_config(cfg)
         cfgs.append(cfg)
     return cfgs
 
 
-def prepare_jobs(cfgs: Sequence[DictConfig]) -> None:
+def prepare_jobs(cfgs: Sequence[DdpbenchConfig]) -> None:
     """Acquire what the trials' backends hold for the whole sweep (static node 0: its coordinator port).
 
     Raises DdpbenchError (one line) when that is impossible; nothing is written.
@@ -38,7 +40,7 @@ def prepare_jobs(cfgs: Sequence[DictConfig]) -> None:
         prepare_sweep(cfg)
 
 
-def check_baseline(config: DictConfig, cfgs: Sequence[DictConfig], explicit: bool) -> None:
+def check_baseline(config: DictConfig, cfgs: Sequence[DdpbenchConfig], explicit: bool) -> None:
     """Raise ConfigError when ``baseline=`` names a mode the sweep does not run.
 
     Checked when the sweep compares modes (two or more) or when the user set ``baseline=`` on the command
@@ -46,7 +48,7 @@ def check_baseline(config: DictConfig, cfgs: Sequence[DictConfig], explicit: boo
     """
     from ddpbench.errors import ConfigError
 
-    modes = sorted({str(cfg.mode.name) for cfg in cfgs})
+    modes = sorted({cfg.mode.name for cfg in cfgs})
     baseline = str(config.baseline)
     if baseline not in modes and (explicit or len(modes) > 1):
         raise ConfigError(f"baseline={baseline}: not a mode of this sweep (its modes: {', '.join(modes)})")

@@ -23,9 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from omegaconf import DictConfig
-
-from ddpbench.config import ARTIFACT_KINDS
+from ddpbench.config import ARTIFACT_KINDS, DdpbenchConfig
 from ddpbench.trial.command import LaunchContext, fill_placeholders
 from ddpbench.trial.process import tail
 from ddpbench.trial.script_workload import is_user_script
@@ -48,7 +46,7 @@ PTRACE_REFUSED = re.compile(
 PTRACE_HINT = ("allow it with `sysctl kernel.yama.ptrace_scope=0`, or run with CAP_SYS_PTRACE "
                "(docker run --cap-add SYS_PTRACE)")
 
-Check = Callable[[Path, DictConfig], Tuple[List[Path], Optional[str]]]
+Check = Callable[[Path, DdpbenchConfig], Tuple[List[Path], Optional[str]]]
 
 
 @dataclass
@@ -74,7 +72,7 @@ class ToolOutput:
                 "problem": self.problem}
 
 
-def artifact_path(cfg: DictConfig, context: LaunchContext) -> Optional[Path]:
+def artifact_path(cfg: DdpbenchConfig, context: LaunchContext) -> Optional[Path]:
     """Where the mode's declared artifact lies (job dir + ``mode.artifacts.path``), or None when none is declared."""
     declared = cfg.mode.artifacts
     if declared is None:
@@ -82,21 +80,21 @@ def artifact_path(cfg: DictConfig, context: LaunchContext) -> Optional[Path]:
     return Path(context.job_dir) / fill_placeholders(str(declared.path), context)
 
 
-def prepare(cfg: DictConfig, context: LaunchContext) -> None:
+def prepare(cfg: DdpbenchConfig, context: LaunchContext) -> None:
     """Create the folder the artifact is written into (py-spy does not create its output's folder)."""
-    path = artifact_path(cfg, context)
-    if path is not None and cfg.mode.artifacts.kind != "traceml_summary":  # traceml run makes its own run dir
-        (path if cfg.mode.artifacts.kind in FOLDER_KINDS else path.parent).mkdir(parents=True, exist_ok=True)
+    path, declared = artifact_path(cfg, context), cfg.mode.artifacts
+    if path is not None and declared is not None and declared.kind != "traceml_summary":  # traceml run makes its own run dir
+        (path if declared.kind in FOLDER_KINDS else path.parent).mkdir(parents=True, exist_ok=True)
 
 
-def inspect(cfg: DictConfig, context: Optional[LaunchContext], stderr_paths: Sequence[Optional[str]]) -> Optional[ToolOutput]:
+def inspect(cfg: DdpbenchConfig, context: Optional[LaunchContext], stderr_paths: Sequence[Optional[str]]) -> Optional[ToolOutput]:
     """Check the mode's declared artifact after the trial; None when the mode declares none.
 
     ``stderr_paths``: the node agents' stderr logs, searched for a ptrace refusal when py-spy left nothing.
     """
     if context is None or cfg.mode.artifacts is None:
         return None
-    kind = str(cfg.mode.artifacts.kind)
+    kind = cfg.mode.artifacts.kind
     path = artifact_path(cfg, context)
     assert path is not None
     found, problem = CHECKS[kind](path, cfg)
@@ -141,7 +139,7 @@ def _load_json(path: Path) -> Any:
         return json.load(handle)
 
 
-def check_traceml_summary(path: Path, cfg: DictConfig) -> Tuple[List[Path], Optional[str]]:
+def check_traceml_summary(path: Path, cfg: DdpbenchConfig) -> Tuple[List[Path], Optional[str]]:
     """TraceML's final_summary.json exists and analysed at least one step.
 
     A user's own script that marks no steps for TraceML (``workload=script``) is still measured: its
@@ -159,13 +157,13 @@ def check_traceml_summary(path: Path, cfg: DictConfig) -> Tuple[List[Path], Opti
     return [path], None
 
 
-def check_torch_trace(path: Path, cfg: DictConfig) -> Tuple[List[Path], Optional[str]]:
+def check_torch_trace(path: Path, cfg: DdpbenchConfig) -> Tuple[List[Path], Optional[str]]:
     """At least one torch.profiler Chrome trace in the folder, and every one holds events."""
     traces = sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith((".json", ".json.gz")))
     if not traces:
         prof = cfg.tool.torch_profiler
-        cycle = int(prof.wait) + int(prof.warmup) + int(prof.active)
-        steps = int(cfg.stop.warmup_steps) + (int(cfg.stop.steps) if cfg.stop.kind == "steps" else 0)
+        cycle = prof.wait + prof.warmup + prof.active
+        steps = cfg.stop.warmup_steps + ((cfg.stop.steps or 0) if cfg.stop.kind == "steps" else 0)
         hint = (f": its schedule needs {cycle} steps (wait+warmup+active), the run has {steps} (warmup+timed)"
                 if cfg.stop.kind == "steps" and cycle > steps else "")
         return [], f"torch.profiler wrote no trace in {path}{hint}"
@@ -179,7 +177,7 @@ def check_torch_trace(path: Path, cfg: DictConfig) -> Tuple[List[Path], Optional
     return traces, None
 
 
-def check_speedscope(path: Path, cfg: DictConfig) -> Tuple[List[Path], Optional[str]]:
+def check_speedscope(path: Path, cfg: DdpbenchConfig) -> Tuple[List[Path], Optional[str]]:
     """py-spy's speedscope file exists and holds at least one sample."""
     if not path.is_file():
         return [], f"py-spy wrote no profile at {path}"
@@ -196,7 +194,7 @@ def check_speedscope(path: Path, cfg: DictConfig) -> Tuple[List[Path], Optional[
 WANDB_MAGIC = b":W&B"
 
 
-def check_wandb_offline(path: Path, cfg: DictConfig) -> Tuple[List[Path], Optional[str]]:
+def check_wandb_offline(path: Path, cfg: DdpbenchConfig) -> Tuple[List[Path], Optional[str]]:
     """An offline W&B run whose record file holds logged steps; no online run beside it."""
     runs_dir = path / "wandb"
     online = sorted(runs_dir.glob("run-*"))

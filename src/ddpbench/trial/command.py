@@ -14,9 +14,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Dict, List, Mapping, Sequence
 
-from omegaconf import DictConfig
 
 from ddpbench.cluster import backend_for
+from ddpbench.config import DdpbenchConfig
 from ddpbench.trial import frameworks, wrapped
 from ddpbench.trial.script_workload import is_user_script, script_args, script_file
 from ddpbench.errors import ConfigError
@@ -52,7 +52,7 @@ class LaunchContext:
 
 
 def make_context(
-    cfg: DictConfig,
+    cfg: DdpbenchConfig,
     *,
     node_rank: int,
     master_addr: str,
@@ -64,21 +64,21 @@ def make_context(
     """Fill a :class:`LaunchContext` from the config and the values chosen at launch."""
     return LaunchContext(
         python=sys.executable,
-        script=str(script_file(cfg) if is_user_script(cfg) else WORKLOAD_DIR / str(cfg.workload.script)),
-        nnodes=int(cfg.cluster.nnodes),
-        nproc_per_node=int(cfg.cluster.nproc_per_node),
+        script=str(script_file(cfg) if is_user_script(cfg) else WORKLOAD_DIR / cfg.workload.script),
+        nnodes=cfg.cluster.nnodes,
+        nproc_per_node=cfg.cluster.nproc_per_node,
         node_rank=node_rank,
         master_addr=master_addr,
         master_port=master_port,
         aggregator_port=aggregator_port,
-        aggregator_bind_host="127.0.0.1" if int(cfg.cluster.nnodes) == 1 else "0.0.0.0",
+        aggregator_bind_host="127.0.0.1" if cfg.cluster.nnodes == 1 else "0.0.0.0",
         run_name=run_name,
         job_dir=str(job_dir),
         metrics_dir=str(job_dir / "metrics"),
     )
 
 
-def workload_args(cfg: DictConfig, metrics_dir: str) -> List[str]:
+def workload_args(cfg: DdpbenchConfig, metrics_dir: str) -> List[str]:
     """The workload's command-line arguments for this config (every mode gets the same ones).
 
     A user's own script (``workload=script``) gets its own ``workload.args`` and nothing of ddpbench's.
@@ -155,7 +155,7 @@ def fill_placeholders(text: str, context: LaunchContext) -> str:
     return _fill(text, context.placeholders())
 
 
-def node_command(cfg: DictConfig, context: LaunchContext) -> List[str]:
+def node_command(cfg: DdpbenchConfig, context: LaunchContext) -> List[str]:
     """The argv of one node agent for ``cfg.mode``: its ``wrapper`` then its ``command``.
 
     A first token naming ``mode.requires_executable`` runs the executable from where it was found. Under a
@@ -165,19 +165,19 @@ def node_command(cfg: DictConfig, context: LaunchContext) -> List[str]:
         "{workload_args}": workload_args(cfg, context.metrics_dir),
         "{tool_args}": [_fill(str(arg), context.placeholders()) for arg in cfg.mode.tool_args],
     }
-    argv = render_command(list(cfg.mode.wrapper), context, lists)
+    argv = render_command(cfg.mode.wrapper, context, lists)
     if argv:  # the wrapper's own exit status need not be its command's (py-spy): record the command's
         argv += wrapped.recording_prefix(Path(context.job_dir) / "logs", context.node_rank)
-    argv += render_command(list(cfg.mode.command), context, lists)
+    argv += render_command(cfg.mode.command, context, lists)
     if argv and cfg.mode.requires_executable and argv[0] == cfg.mode.requires_executable:
         argv[0] = find_executable(argv[0]) or argv[0]
     return argv
 
 
-def node_environment(cfg: DictConfig, context: LaunchContext, base: Mapping[str, str] | None = None) -> Dict[str, str]:
+def node_environment(cfg: DdpbenchConfig, context: LaunchContext, base: Mapping[str, str] | None = None) -> Dict[str, str]:
     """Environment of one node agent: ``base`` (default os.environ) plus thread limits and the mode's env."""
     env = dict(os.environ if base is None else base)
-    threads = int(cfg.cluster.threads_per_rank)
+    threads = cfg.cluster.threads_per_rank
     if threads > 0:
         env["OMP_NUM_THREADS"] = str(threads)
         env["MKL_NUM_THREADS"] = str(threads)
@@ -193,7 +193,7 @@ def node_environment(cfg: DictConfig, context: LaunchContext, base: Mapping[str,
     return env
 
 
-def recorder_environment(cfg: DictConfig, metrics_dir: str) -> Dict[str, str]:
+def recorder_environment(cfg: DdpbenchConfig, metrics_dir: str) -> Dict[str, str]:
     """What ``ddpbench.workload.recorder`` reads in a user's script with records on (trial.frameworks); else nothing."""
     if not frameworks.records_enabled(cfg):
         return {}
@@ -206,7 +206,7 @@ def recorder_environment(cfg: DictConfig, metrics_dir: str) -> Dict[str, str]:
     )
 
 
-def summary_path(cfg: DictConfig, context: LaunchContext) -> Path | None:
+def summary_path(cfg: DdpbenchConfig, context: LaunchContext) -> Path | None:
     """Where the mode's tool writes its own summary, or None."""
     if not cfg.mode.summary_file:
         return None

@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence, Set, Tuple
 
-from omegaconf import DictConfig
 
 from ddpbench.cluster import NODE_RANK_TOKEN, NodePlan, backend_for, plan_nodes
+from ddpbench.config import DdpbenchConfig
 from ddpbench.formats.rank_record import rank_of_record_name
 from ddpbench.io import unfinished_writes
 from ddpbench.trial import artifacts, wrapped
@@ -22,7 +22,7 @@ __all__ = ["LiveProgress", "launch", "launch_with_retry", "run_name"]
 
 
 def launch(
-    cfg: DictConfig, plan: NodePlan, run_name: str, deadline: float, attempt_dir: Path
+    cfg: DdpbenchConfig, plan: NodePlan, run_name: str, deadline: float, attempt_dir: Path
 ) -> Tuple[WaitOutcome, Optional[commands.LaunchContext]]:
     """Start the plan's agents in ``attempt_dir`` and wait until ``deadline`` (monotonic); the outcome and the last context.
 
@@ -60,12 +60,12 @@ def launch(
     return outcome, context
 
 
-def _own_ranks(cfg: DictConfig, plan: NodePlan) -> Optional[Set[int]]:
+def _own_ranks(cfg: DdpbenchConfig, plan: NodePlan) -> Optional[Set[int]]:
     """The global ranks this driver's agents run (node r: ranks r * nproc_per_node ...), or None when every
     writer in its metrics folder is its own (one agent over every node; a static node without a shared dir)."""
     if plan.agent_spans_nodes or not plan.peer_records:
         return None
-    nproc = int(cfg.cluster.nproc_per_node)
+    nproc = cfg.cluster.nproc_per_node
     return {node * nproc + local for node in plan.node_ranks for local in range(nproc)}
 
 
@@ -104,7 +104,7 @@ class LiveProgress:
 
 
 def launch_with_retry(
-    cfg: DictConfig, job: JobInfo, plan: NodePlan, timeout_s: float, attempt_dir: Path
+    cfg: DdpbenchConfig, job: JobInfo, plan: NodePlan, timeout_s: float, attempt_dir: Path
 ) -> Tuple[WaitOutcome, Optional[commands.LaunchContext]]:
     """Launch in ``attempt_dir`` and wait; relaunch once with fresh ports when a port was taken under us (local only)."""
     outcome, context = launch(cfg, plan, run_name(cfg, job, plan), time.monotonic() + timeout_s, attempt_dir)
@@ -115,7 +115,7 @@ def launch_with_retry(
     return outcome, context
 
 
-def run_name(cfg: DictConfig, job: JobInfo, plan: NodePlan) -> str:
+def run_name(cfg: DdpbenchConfig, job: JobInfo, plan: NodePlan) -> str:
     """TraceML's --run-name: new for every launch, the same on every node of the trial."""
     return f"{cfg.sweep_name}-{job.job_num}-{plan.run_token}"
 

@@ -19,13 +19,13 @@ import os
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, Optional
 
-from omegaconf import DictConfig
 
+from ddpbench.config import DdpbenchConfig
 from ddpbench.errors import ConfigError
 from ddpbench.workload.affinity import AFFINITY_ENV, Plan, current_cpus, parse_setting, plan
 
 #: backends whose node agents run on the driver's host, and how many ranks of a trial they put here
-_HOST_RANKS = {"local": lambda c: int(c.nnodes) * int(c.nproc_per_node), "static": lambda c: int(c.nproc_per_node)}
+_HOST_RANKS = {"local": lambda c: c.nnodes * c.nproc_per_node, "static": lambda c: c.nproc_per_node}
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ class TrialPinning:
                 os.environ[AFFINITY_ENV] = saved_env
 
 
-def trial_pinning(cfg: DictConfig) -> TrialPinning:
+def trial_pinning(cfg: DdpbenchConfig) -> TrialPinning:
     """The affinity of a trial of ``cfg`` on this host. ConfigError (one line) when a listed CPU is not here."""
     cluster = cfg.cluster
     try:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
+from ddpbench.formats.trial_record import node_log_path
 from ddpbench.trial.guard import descendants
 
 POLL_S = 0.05
@@ -63,8 +64,7 @@ class WaitOutcome:
 def spawn_agent(node_rank: int, argv: Sequence[str], env: Dict[str, str], cwd: Path, log_dir: Path) -> AgentHandle:
     """Start ``argv`` under a guard; its stdout/stderr go to ``log_dir/node<r>.{stdout,stderr}.log``."""
     log_dir.mkdir(parents=True, exist_ok=True)
-    stdout_path = log_dir / f"node{node_rank}.stdout.log"
-    stderr_path = log_dir / f"node{node_rank}.stderr.log"
+    stdout_path, stderr_path = node_log_path(log_dir, node_rank, "stdout"), node_log_path(log_dir, node_rank, "stderr")
     record_path = log_dir / f".node{node_rank}.guard.json"
     record_path.unlink(missing_ok=True)
     guard = [sys.executable, "-m", "ddpbench.trial.guard", "--record", str(record_path),

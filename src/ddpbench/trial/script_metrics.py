@@ -14,8 +14,7 @@ import re
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from omegaconf import DictConfig
-
+from ddpbench.config import DdpbenchConfig
 
 def last_matches(lines: Any, patterns: Mapping[str, str]) -> Dict[str, Optional[str]]:
     """For each name, the capture group of the last line ``patterns[name]`` matches in ``lines`` (None: no match)."""
@@ -38,7 +37,7 @@ def _number(text: Optional[str]) -> Optional[float]:
         return None
 
 
-def read_metrics(cfg: DictConfig, stdout_path: Optional[str]) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+def read_metrics(cfg: DdpbenchConfig, stdout_path: Optional[str]) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
     """The trial record's ``metrics`` from rank 0's stdout log, and why it is unusable (None when every pattern matched a number).
 
     ``(None, None)`` when the config asks for no figure.
@@ -65,7 +64,7 @@ def read_metrics(cfg: DictConfig, stdout_path: Optional[str]) -> Tuple[Optional[
 
 
 def apply_metrics(
-    cfg: DictConfig, nodes: Mapping[int, Mapping[str, Any]], status: str, error: Optional[str]
+    cfg: DdpbenchConfig, nodes: Mapping[int, Mapping[str, Any]], status: str, error: Optional[str]
 ) -> Tuple[Optional[Dict[str, Any]], str, Optional[str]]:
     """Read the figures from node 0's stdout; an ok trial whose pattern found no number becomes failed.
 

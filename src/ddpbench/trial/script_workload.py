@@ -16,21 +16,21 @@ import shlex
 from pathlib import Path
 from typing import Any, List, Optional
 
-from omegaconf import DictConfig, OmegaConf
+from ddpbench.config import DdpbenchConfig, WorkloadConfig
 
 from ddpbench.errors import ConfigError
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
-def is_user_script(cfg: DictConfig) -> bool:
+def is_user_script(cfg: DdpbenchConfig) -> bool:
     """Whether the workload is a user's own script (``workload.path`` set) rather than a built-in one."""
-    return OmegaConf.select(cfg, "workload.path", default=None) is not None
+    return cfg.workload.path is not None
 
 
-def script_args(cfg: DictConfig) -> List[str]:
+def script_args(cfg: DdpbenchConfig) -> List[str]:
     """``workload.args`` as an argv list: a list as it is, one string split as a shell would (shlex)."""
-    args = cfg.workload.get("args")
+    args = cfg.workload.args
     if args is None:
         return []
     if isinstance(args, str):
@@ -50,9 +50,9 @@ def launch_dir() -> Path:
     return Path.cwd()
 
 
-def script_file(cfg: DictConfig) -> Path:
+def script_file(cfg: DdpbenchConfig) -> Path:
     """The absolute path of the user's script: ``workload.path`` resolved against :func:`launch_dir`."""
-    return (launch_dir() / os.path.expanduser(str(cfg.workload.path))).resolve()
+    return (launch_dir() / os.path.expanduser(cfg.workload.path or "")).resolve()
 
 
 def metric_group_count(pattern: str) -> Optional[int]:
@@ -68,7 +68,7 @@ def _require(condition: bool, key: str, rule: str, value: Any) -> None:
         raise ConfigError(f"{key}={value!r}: {rule}")
 
 
-def _check_metrics(w: DictConfig) -> None:
+def _check_metrics(w: WorkloadConfig) -> None:
     for name, pattern in w.metrics.items():
         _require(bool(_NAME_RE.match(str(name))), f"workload.metrics.{name}",
                  "name must use letters, digits, '.', '_', '-'", pattern)
@@ -80,17 +80,17 @@ def _check_metrics(w: DictConfig) -> None:
         _require(name in w.metrics, f"workload.units.{name}", "names no figure in workload.metrics", w.units[name])
 
 
-def _script_refusal(cfg: DictConfig) -> Optional[str]:
+def _script_refusal(cfg: DdpbenchConfig) -> Optional[str]:
     """What a built-in workload honours and a user's script cannot, when the config asks for it: ``key=value: why``."""
     from ddpbench.trial.frameworks import records_enabled
 
     f, s, records = cfg.fault, cfg.stop, records_enabled(cfg)
     for key in ("crash_at_step", "hang_at_step"):
-        if f[key] is not None:
-            return f"fault.{key}={f[key]!r}: fault injection needs a built-in workload"
+        if getattr(f, key) is not None:
+            return f"fault.{key}={getattr(f, key)!r}: fault injection needs a built-in workload"
     if (f.clock_skew_sec or f.rank is not None) and not records:  # the recorder's stop clock honours the skew
         key = "clock_skew_sec" if f.clock_skew_sec else "rank"
-        return f"fault.{key}={f[key]!r}: fault injection needs a built-in workload or ddpbench's recorder"
+        return f"fault.{key}={getattr(f, key)!r}: fault injection needs a built-in workload or ddpbench's recorder"
     if cfg.mode.workload_args:
         return f"mode={cfg.mode.name}: the mode adds ddpbench's own workload flags, which a user's script does not take"
     if cfg.timing != "step":
@@ -107,7 +107,7 @@ def _script_refusal(cfg: DictConfig) -> Optional[str]:
     return None
 
 
-def check_script_workload(cfg: DictConfig) -> None:
+def check_script_workload(cfg: DdpbenchConfig) -> None:
     """The rules of ``workload.path/args/metrics/units/records``: patterns, the script file, what a script cannot do."""
     from ddpbench.trial.frameworks import check_frameworks
 
@@ -115,7 +115,7 @@ def check_script_workload(cfg: DictConfig) -> None:
     _check_metrics(w)
     if not is_user_script(cfg):
         _require(bool(w.script), "workload.path", "workload=script needs workload.path=PATH (your training script)",
-                 w.get("path"))
+                 w.path)
         _require(not script_args(cfg), "workload.args", "only applies with workload=script", w.args)
         _require(not w.records, "workload.records", "only applies with workload=script", w.records)
         check_frameworks(cfg)

@@ -1,14 +1,70 @@
-"""What a finished trial tells its sweeper and its user: the summary dict and the headline line."""
+"""What a finished trial tells its sweeper and its user: the typed outcome, its summary dict, the headline line.
 
-from typing import Any, Dict, Mapping
+A trial's driver ends with a :data:`TrialOutcome`: node 0 (the owner) with the :class:`TrialRecord` it
+wrote or resumed, every other node with a :class:`NodeDone` (node 0's ``trial.json`` holds the trial).
+Each gives the small dict a Hydra job returns to its sweeper (:meth:`summary`).
+"""
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Union
 
 #: trial-record keys a job returns to the sweeper (progress lines, exit status)
 SUMMARY_KEYS = ("mode", "repeat", "status", "wall_s", "steps_per_s", "steps", "error", "job_dir", "resumed")
+#: the ``status`` of a peer node's summary
+NODE_DONE = "node_done"
 
 
 def summary_of(trial: Mapping[str, Any]) -> Dict[str, Any]:
     """The small dict a job returns to the sweeper."""
     return {key: trial.get(key) for key in SUMMARY_KEYS}
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    """Node 0's end of a trial: its trial record (``trial.json``), written by this run or resumed from an earlier one."""
+
+    record: Dict[str, Any]
+    # true when an earlier attempt's ok record was kept and nothing was launched
+    resumed: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """Whether the trial succeeded."""
+        return self.record.get("status") == "ok"
+
+    def summary(self) -> Dict[str, Any]:
+        """The dict the job returns to its sweeper."""
+        return summary_of({**self.record, "resumed": True if self.resumed else self.record.get("resumed")})
+
+
+@dataclass(frozen=True)
+class NodeDone:
+    """A peer node's end of a trial: whether its agents succeeded (node 0's trial.json holds the trial)."""
+
+    # the node ranks this driver ran
+    node_ranks: List[int]
+    mode: str
+    repeat: int
+    # whether every agent of this driver exited 0 (true also when node 0 resumed the trial)
+    node_ok: bool
+    # the slowest of this driver's agents, s (None when nothing was launched)
+    wall_s: Optional[float] = None
+    # why this node did not run the trial (None when it did)
+    error: Optional[str] = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether this node's part succeeded."""
+        return self.node_ok
+
+    def summary(self) -> Dict[str, Any]:
+        """The dict the job returns to its sweeper (``status`` :data:`NODE_DONE`)."""
+        return {"status": NODE_DONE, "node_rank": list(self.node_ranks), "mode": self.mode, "repeat": self.repeat,
+                "node_ok": self.node_ok, "wall_s": self.wall_s, "error": self.error}
+
+
+#: what a trial's driver ends with
+TrialOutcome = Union[TrialRecord, NodeDone]
 
 
 def _fmt(value: Any, spec: str) -> str:

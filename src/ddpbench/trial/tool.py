@@ -13,8 +13,8 @@ import sys
 import sysconfig
 from typing import List, Optional
 
-from omegaconf import DictConfig
 
+from ddpbench.config import DdpbenchConfig
 from ddpbench.errors import ToolMissingError
 
 
@@ -36,7 +36,7 @@ def find_executable(name: str) -> Optional[str]:
     return shutil.which(name, path=os.pathsep.join(executable_dirs()))
 
 
-def check_tool(cfg: DictConfig) -> None:
+def check_tool(cfg: DdpbenchConfig) -> None:
     """Raise ToolMissingError when the mode's Python module or executable is missing."""
     mode = cfg.mode
     package = mode.requires_package

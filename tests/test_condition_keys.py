@@ -1,0 +1,35 @@
+"""The keys that are not part of a condition are one list: the runner, the sweep and Hydra's job dir agree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ddpbench.formats.condition import SWEEPER_KEYS
+from ddpbench.formats.trial_record import config_hash
+from ddpbench.sweep.adaptive import condition_key
+from ddpbench.sweep.progress import HIDDEN
+from ddpbench.trial.job import JobInfo
+from ddpbench.trial.runner import condition_of
+
+SWEPT = ["model=tiny", "stop.steps=20", "mode=traceml", "repeat=3", "pair_position=1", "sweep_name=s"]
+
+
+def _job(overrides: list[str]) -> JobInfo:
+    return JobInfo(job_dir=Path("j"), sweep_dir=Path("s"), job_num=0, overrides=overrides,
+                   choices={"cluster": "static_2node", "model": "tiny", "stop": "steps"}, multirun=True)
+
+
+def test_every_node_driver_of_a_trial_sees_the_same_condition() -> None:
+    """Node 1's driver (``cluster.node_rank=1`` among its overrides) groups and records its jobs as node 0's does."""
+    node0, node1 = SWEPT + ["cluster.node_rank=0"], SWEPT + ["cluster.node_rank=1"]
+    assert condition_key(node0) == condition_key(node1) == ("model=tiny", "stop.steps=20")
+    assert condition_of(_job(node0)) == condition_of(_job(node1))
+    recorded = condition_of(_job(node1))
+    assert {f"{k}={v}" for k, v in recorded.items() if k not in ("cluster", "model", "stop")} == {"stop.steps=20"}
+
+
+def test_the_driver_keys_are_hidden_and_left_out_of_the_hash_and_the_job_dir() -> None:
+    assert HIDDEN == tuple(f"{key}=" for key in SWEEPER_KEYS)
+    config = {"model": {"batch_size": 8}, "pair_position": 0, "sweep_name": "a"}
+    assert config_hash(config) == config_hash({**config, "pair_position": 1, "sweep_name": "b"})
+    assert config_hash(config) != config_hash({**config, "model": {"batch_size": 9}})
