@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
+from typing import Iterator
 
 import pytest
+from hydra.core.singleton import Singleton
 
 REPO = Path(__file__).resolve().parent.parent
+
+#: Hydra's process-wide state before any test module ran: Hydra's own test suites expect a fresh process, and
+#: an app decorated or composed earlier in this one (``ddpbench.app``) changes it (version base, config store)
+FRESH_HYDRA_STATE = Singleton.get_state()
+
+
+@pytest.fixture()
+def fresh_hydra() -> Iterator[None]:
+    """Hydra's state as a fresh process has it, for the test; the state before it afterwards."""
+    before = Singleton.get_state()
+    Singleton.set_state(copy.deepcopy(FRESH_HYDRA_STATE))
+    yield
+    Singleton.set_state(before)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -12,7 +12,7 @@ import pytest
 from ddpbench.analysis.paired import analysis_to_dict, analyze, pair_table, verdict_for
 from ddpbench.analysis.stats import paired_summary
 from ddpbench.collect.collector import flatten_trial
-from ddpbench.formats.trial_record import upgrade
+from ddpbench.formats.trial_record import FORMAT
 from trial_factory import make_trial
 
 T4 = 2.7764451
@@ -20,7 +20,7 @@ D = [1.0, 2.0, 3.0, 4.0, 5.0]  # throughput overhead % per repeat
 
 
 def frame_of(trials: list[dict[str, Any]]) -> pd.DataFrame:
-    return pd.DataFrame([flatten_trial(upgrade(t), f"/x/{i}/trial.json") for i, t in enumerate(trials)])
+    return pd.DataFrame([flatten_trial(FORMAT.upgrade(t), f"/x/{i}/trial.json") for i, t in enumerate(trials)])
 
 
 def sweep(mode: str = "traceml", d: list[float] = D, sweep_dir: str = "/s", **mode_kw: Any) -> list[dict[str, Any]]:
@@ -206,10 +206,10 @@ def test_roles_come_from_the_records_not_from_the_names() -> None:
 def test_a_record_written_before_modes_declared_a_role_is_read_with_the_role_its_name_implied(mode: str, role: str) -> None:
     old = make_trial(mode=mode)
     assert "role" not in old["config"]["mode"]
-    assert upgrade(old)["config"]["mode"]["role"] == role
+    assert FORMAT.upgrade(old)["config"]["mode"]["role"] == role
     declared = make_trial(mode=mode)
     declared["config"]["mode"]["role"] = "tool"
-    assert upgrade(declared)["config"]["mode"]["role"] == "tool"
+    assert FORMAT.upgrade(declared)["config"]["mode"]["role"] == "tool"
 
 
 def test_json_export_is_strict_json() -> None:

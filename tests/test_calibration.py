@@ -12,7 +12,7 @@ import pytest
 
 from ddpbench.analysis.paired import analyze, applied_injection
 from ddpbench.collect.collector import flatten_trial
-from ddpbench.formats.trial_record import upgrade
+from ddpbench.formats.trial_record import FORMAT
 from ddpbench_cli import only_sweep_dir, run_ddpbench, trials_in
 from trial_factory import make_trial
 
@@ -34,7 +34,7 @@ def real_shaped(mode: str, repeat: int, workload_args: list[str], **kw: Any) -> 
 
 
 def frame_of(trials: list[dict[str, Any]]) -> pd.DataFrame:
-    return pd.DataFrame([flatten_trial(upgrade(t), f"/x/{i}/trial.json") for i, t in enumerate(trials)])
+    return pd.DataFrame([flatten_trial(FORMAT.upgrade(t), f"/x/{i}/trial.json") for i, t in enumerate(trials)])
 
 
 def calibration_items(trials: list[dict[str, Any]]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from typing import Any, Dict, Iterator, List
 import pytest
 from hydra import compose, initialize_config_module
 
+from ddpbench.config import typed
 from ddpbench.errors import ConfigError
 from ddpbench.trial.command import make_context, node_environment
 from ddpbench.trial.runner import check_trial_config
@@ -45,10 +46,12 @@ def sweep(cwd: Path, *overrides: str) -> CliRun:
 
 @pytest.fixture()
 def compose_cfg() -> Iterator[Any]:
-    import ddpbench.app  # noqa: F401  (registers the configs as the app does)
+    from ddpbench.config import register_configs
+
+    register_configs()
 
     with initialize_config_module(config_module="ddpbench.conf", version_base=None):
-        yield lambda overrides: compose(config_name="config", overrides=overrides)
+        yield lambda overrides: typed(compose(config_name="config", overrides=[*overrides, "sweep_name=t"]))
 
 
 def environment(cfg: Any, tmp_path: Path) -> Dict[str, str]:

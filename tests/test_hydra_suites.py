@@ -6,7 +6,7 @@ from hydra.core.plugins import Plugins
 from hydra.plugins.launcher import Launcher
 from hydra.plugins.sweeper import Sweeper
 from hydra.test_utils.launcher_common_tests import BatchedSweeperTestSuite, IntegrationTestSuite, LauncherTestSuite
-from pytest import mark
+from pytest import fixture, mark
 
 try:
     from tests.slurm_cluster import slurm_cluster  # noqa: F401  (fixture)
@@ -15,6 +15,11 @@ except ImportError:  # plain `pytest` without the repo root on sys.path
 
 # Hydra's own suite apps declare no version_base; their chdir warning is Hydra's, not the sweeper's.
 pytestmark = mark.filterwarnings("ignore:Future Hydra versions will no longer change working directory")
+
+
+@fixture(autouse=True)
+def _fresh_process(fresh_hydra: None) -> None:
+    """Hydra's suites expect a fresh process (tests/conftest.py: fresh_hydra)."""
 
 
 def test_hydra_scan_discovers_the_plugins() -> None:

@@ -16,7 +16,8 @@ from ddpbench_cli import run_ddpbench
 MODES = Path(__file__).resolve().parents[1] / "conf" / "mode"
 EXPECTED = {"native": "baseline", "native_aa": "aa", "inject": "calibration", "traceml": "tool",
             "traceml_manual": "tool", "traceml_disabled": "tool", "torch_profiler": "tool", "pyspy": "tool",
-            "wandb_offline": "tool"}
+            "wandb_offline": "tool", "traceml_callback": "tool", "wandb_framework": "tool",
+            "torch_profiler_framework": "tool"}
 
 
 def test_every_shipped_mode_declares_its_role() -> None:

@@ -15,7 +15,7 @@ from ddpbench.analysis.flops import achieved_tflops, fraction_of_peak, step_flop
 from ddpbench.analysis.paired import analysis_to_dict, analyze
 from ddpbench.analysis.robust import wilcoxon_interval
 from ddpbench.collect.collector import collect_trials, flatten_trial, write_results
-from ddpbench.formats.trial_record import upgrade
+from ddpbench.formats.trial_record import FORMAT
 from ddpbench.formats import analysis_record
 from ddpbench.formats.rank_record import PHASES
 from ddpbench.report import write_report
@@ -51,7 +51,7 @@ def paired(per_trial, modes=("native", "traceml"), repeats: int = 5, sweep: str 
 
 
 def frame_of(trials: list[dict[str, Any]]) -> pd.DataFrame:
-    return pd.DataFrame([flatten_trial(upgrade(t), f"/x/{i}/trial.json") for i, t in enumerate(trials)])
+    return pd.DataFrame([flatten_trial(FORMAT.upgrade(t), f"/x/{i}/trial.json") for i, t in enumerate(trials)])
 
 
 def only(analysis, mode: str = "traceml"):

@@ -208,7 +208,7 @@ def test_g4dn_2node_launcher_settings() -> None:
 
 
 def _slurm_cfg() -> DictConfig:
-    return OmegaConf.create({"cluster": {"nnodes": 2, "base_port": 0, "slurm": {"peer_record_wait_s": 5}},
+    return OmegaConf.create({"cluster": {"nnodes": 2, "base_port": 0, "slurm": {"peer_record_wait_s": 5, "one_allocation": False}},
                              "trial": {"resume": True}})
 
 

@@ -16,7 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Dict, Mapping, Optional, Tuple
 
-from omegaconf import DictConfig
+from ddpbench.config import DdpbenchConfig
 
 from ddpbench.errors import ConfigError
 from ddpbench.trial.script_workload import is_user_script, script_file
@@ -41,7 +41,7 @@ def _imported_frameworks(path: str, mtime_ns: int) -> Tuple[str, ...]:
     return tuple(sorted(name for name in names if name in FRAMEWORKS))
 
 
-def script_frameworks(cfg: DictConfig) -> Tuple[str, ...]:
+def script_frameworks(cfg: DdpbenchConfig) -> Tuple[str, ...]:
     """The frameworks a user's script imports (anywhere in its source); () for a built-in workload."""
     if not is_user_script(cfg):
         return ()
@@ -53,7 +53,7 @@ def script_frameworks(cfg: DictConfig) -> Tuple[str, ...]:
     return _imported_frameworks(str(path), mtime)
 
 
-def records_enabled(cfg: DictConfig) -> bool:
+def records_enabled(cfg: DdpbenchConfig) -> bool:
     """Whether a user's script gets ddpbench's recorder: ``workload.records``, or (null) a framework is imported."""
     if not is_user_script(cfg):
         return False
@@ -61,7 +61,7 @@ def records_enabled(cfg: DictConfig) -> bool:
     return bool(script_frameworks(cfg)) if records is None else bool(records)
 
 
-def records_required(cfg: DictConfig) -> bool:
+def records_required(cfg: DdpbenchConfig) -> bool:
     """Whether a trial without rank records has failed: records asked for explicitly (``workload.records=true``).
 
     With the default (null) a framework the recorder cannot attach to leaves the trial its wall-time figures.
@@ -69,24 +69,24 @@ def records_required(cfg: DictConfig) -> bool:
     return is_user_script(cfg) and cfg.workload.records is True
 
 
-def _builtin_refusal(cfg: DictConfig) -> Optional[str]:
+def _builtin_refusal(cfg: DdpbenchConfig) -> Optional[str]:
     """What a built-in framework workload (``workload.framework`` set) cannot do: ``key=value: why``, or None."""
     if cfg.timing != "step":
         return f"timing={cfg.timing!r}: the Trainer's step is the framework's own, not split into phases by ddpbench"
     if cfg.data.loader != "synthetic":
         return f"data.loader={cfg.data.loader!r}: the Trainer builds its own data loader from the synthetic samples"
     for key in ("crash_at_step", "hang_at_step"):
-        if cfg.fault[key] is not None:
-            return f"fault.{key}={cfg.fault[key]!r}: only the clock skew reaches a framework Trainer"
+        if getattr(cfg.fault, key) is not None:
+            return f"fault.{key}={getattr(cfg.fault, key)!r}: only the clock skew reaches a framework Trainer"
     if not cfg.stop.sync:
         return "stop.sync=false: the Trainer stops through ddpbench's lockstep check only"
     return None
 
 
-def check_frameworks(cfg: DictConfig) -> None:
+def check_frameworks(cfg: DdpbenchConfig) -> None:
     """A framework the script (or built-in workload) uses must be importable here, and what it cannot do is
     refused: one line each, before any launch."""
-    framework = cfg.workload.get("framework")
+    framework = cfg.workload.framework
     if framework:
         refusal = _builtin_refusal(cfg)
         if refusal is not None:
@@ -110,7 +110,7 @@ def check_frameworks(cfg: DictConfig) -> None:
                           "no framework (transformers, lightning)")
 
 
-def hook_environment(cfg: DictConfig, env: Mapping[str, str]) -> Dict[str, str]:
+def hook_environment(cfg: DdpbenchConfig, env: Mapping[str, str]) -> Dict[str, str]:
     """``PYTHONPATH`` (the hook first) and the hook's switch for a script with records on; else nothing."""
     if not records_enabled(cfg):
         return {}

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 
 from ddpbench import __version__
-from ddpbench.cluster import NodePlan, backend_for
+from ddpbench.cluster import NodePlan, backend_for, plan_nodes
 from ddpbench.cluster import validate as validate_cluster
 from ddpbench.config import DdpbenchConfig, parse_repeat, to_plain, validate
 from ddpbench.formats import trial_record as record
