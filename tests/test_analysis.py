@@ -13,7 +13,7 @@ from ddpbench.analysis.paired import analysis_to_dict, analyze, pair_table, verd
 from ddpbench.analysis.stats import paired_summary
 from ddpbench.collect.collector import flatten_trial
 from ddpbench.formats.trial_record import FORMAT
-from trial_factory import make_trial
+from helpers.trials import make_trial
 
 T4 = 2.7764451
 D = [1.0, 2.0, 3.0, 4.0, 5.0]  # throughput overhead % per repeat

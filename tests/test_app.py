@@ -11,7 +11,7 @@ import pytest
 
 from ddpbench import __version__
 
-from ddpbench_cli import assert_nothing_left, run_ddpbench
+from helpers.cli import assert_nothing_left, run_ddpbench
 
 FAST = ["model=tiny", "stop.steps=30", "stop.warmup_steps=3"]
 

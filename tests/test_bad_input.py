@@ -11,7 +11,7 @@ from typing import Dict, List, Tuple
 
 import pytest
 
-from ddpbench_cli import CliRun, run_ddpbench
+from helpers.cli import CliRun, run_ddpbench
 
 # (id, extra config-dir files {relative path: text}, arguments, text the error must contain)
 CASES: List[Tuple[str, Dict[str, str], List[str], str]] = [

@@ -13,8 +13,8 @@ import pytest
 from ddpbench.analysis.paired import analyze, applied_injection
 from ddpbench.collect.collector import flatten_trial
 from ddpbench.formats.trial_record import FORMAT
-from ddpbench_cli import only_sweep_dir, run_ddpbench, trials_in
-from trial_factory import make_trial
+from helpers.cli import only_sweep_dir, run_ddpbench, trials_in
+from helpers.trials import make_trial
 
 INJ = {"step_ms": 5.0, "startup_s": 3.0, "teardown_s": 2.0}
 

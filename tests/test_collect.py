@@ -11,7 +11,7 @@ import pytest
 
 from ddpbench.collect import collect_trials
 from ddpbench.collect.cli import main
-from trial_factory import make_rank_record, make_sweep, make_trial, write_trial
+from helpers.trials import make_rank_record, make_sweep, make_trial, write_trial
 
 
 def test_one_row_per_trial_with_documented_columns(tmp_path: Path) -> None:

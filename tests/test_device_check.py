@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers_proc import child_env, run_bounded
+from helpers.processes import child_env, run_bounded
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "device-check.sh"

@@ -12,7 +12,7 @@ from ddpbench.collect import collect_trials
 from ddpbench.config import ClusterConfig, DdpbenchConfig
 from ddpbench.formats import analysis_record, rank_record, trial_record
 from ddpbench.trial.runner import classify, read_rank_records
-from trial_factory import make_rank_record, make_sweep, make_trial
+from helpers.trials import make_rank_record, make_sweep, make_trial
 
 
 def test_trial_record_reader_accepts_every_known_version(tmp_path: Path) -> None:

@@ -8,10 +8,7 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.test_utils.launcher_common_tests import BatchedSweeperTestSuite, IntegrationTestSuite, LauncherTestSuite
 from pytest import fixture, mark
 
-try:
-    from tests.slurm_cluster import slurm_cluster  # noqa: F401  (fixture)
-except ImportError:  # plain `pytest` without the repo root on sys.path
-    from slurm_cluster import slurm_cluster  # type: ignore[no-redef]  # noqa: F401
+from helpers.slurm import slurm_cluster  # noqa: F401  (fixture)
 
 # Hydra's own suite apps declare no version_base; their chdir warning is Hydra's, not the sweeper's.
 pytestmark = mark.filterwarnings("ignore:Future Hydra versions will no longer change working directory")
@@ -39,7 +36,7 @@ class TestPairedSweeperWithBatching(BatchedSweeperTestSuite):
     """Hydra's batched-sweeper suite: batches of 2 in the basic sweeper's product order."""
 
 
-#: what submitit_slurm needs on the local 2-node cluster (tests/slurm_cluster.py: partition debug)
+#: what submitit_slurm needs on the local 2-node cluster (tests/helpers/slurm.py: partition debug)
 ON_LOCAL_SLURM = ["hydra.launcher.partition=debug", "hydra.launcher.timeout_min=2", "hydra.launcher.mem_gb=1",
                   "hydra.launcher.cpus_per_task=1", "hydra.launcher.poll_s=0.2"]
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from ddpbench_cli import only_sweep_dir, trials_in
-from helpers_proc import child_env, run_bounded
+from helpers.cli import only_sweep_dir, trials_in
+from helpers.processes import child_env, run_bounded
 
 REPO = Path(__file__).resolve().parent.parent
 #: what a build of ddpbench reads from the checkout

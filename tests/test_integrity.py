@@ -24,8 +24,8 @@ from ddpbench.formats.rank_record import read_rank_record
 from ddpbench.io import write_json_atomic
 from ddpbench.sweep_lock import TOKEN_ENV, SweepLock, SweepLockedError, hold_sweep_lock, lock_path
 from ddpbench.trial.attempts import CURRENT_FILE, attempt_of_launch, join_attempt, start_attempt
-from ddpbench_cli import assert_nothing_left, cli_env, run_ddpbench, wait_or_kill
-from helpers_proc import wait_for, wait_for_file, wait_for_text
+from helpers.cli import assert_nothing_left, cli_env, run_ddpbench, wait_or_kill
+from helpers.processes import wait_for, wait_for_file, wait_for_text
 from omegaconf import OmegaConf
 
 FAST = ["model=tiny", "stop.steps=20", "stop.warmup_steps=2", "trial.collective_timeout_s=10"]

@@ -22,7 +22,7 @@ from ddpbench.trial import load as trial_load
 from ddpbench.workload import affinity
 from ddpbench.workload.timing import InjectedWait, wait_until_known
 
-from ddpbench_cli import only_sweep_dir, run_ddpbench, trials_in
+from helpers.cli import only_sweep_dir, run_ddpbench, trials_in
 
 
 def _hog() -> subprocess.Popen:

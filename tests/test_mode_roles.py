@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 from ddpbench.cluster.static import validate_static
 from ddpbench.errors import ConfigError
 from ddpbench.formats.trial_record import MODE_ROLES
-from ddpbench_cli import run_ddpbench
+from helpers.cli import run_ddpbench
 
 MODES = Path(__file__).resolve().parents[1] / "conf" / "mode"
 EXPECTED = {"native": "baseline", "native_aa": "aa", "inject": "calibration", "traceml": "tool",

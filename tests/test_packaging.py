@@ -14,8 +14,8 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from ddpbench_cli import assert_nothing_left, only_sweep_dir
-from sweep_checks import check_paired_native_traceml_sweep
+from helpers.cli import assert_nothing_left, only_sweep_dir
+from helpers.sweeps import check_paired_native_traceml_sweep
 
 REPO = Path(__file__).resolve().parent.parent
 PLUGINS = REPO / "src" / "hydra_plugins" / "ddpbench_sweeper"

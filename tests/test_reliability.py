@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ddpbench_cli import assert_nothing_left, cli_env, only_sweep_dir, run_ddpbench, trials_in
-from helpers_proc import wait_for_file, wait_for_text
+from helpers.cli import assert_nothing_left, cli_env, only_sweep_dir, run_ddpbench, trials_in
+from helpers.processes import wait_for_file, wait_for_text
 
 pytestmark = pytest.mark.slow
 FAST = ["model=tiny", "stop.steps=30", "stop.warmup_steps=3", "trial.collective_timeout_s=10"]

@@ -22,8 +22,8 @@ from typing import Any, Iterator, List
 import pytest
 
 from ddpbench.analysis.sequential import boundaries, replay
-from ddpbench_cli import run_ddpbench, start_ddpbench, wait_or_kill
-from helpers_proc import first_file, wait_for
+from helpers.cli import run_ddpbench, start_ddpbench, wait_or_kill
+from helpers.processes import first_file, wait_for
 
 INJECTED_MS = 50.0
 BUDGET_MS = 2.0

@@ -11,7 +11,7 @@ import pytest
 
 from ddpbench.report import ReportInputError, write_report
 from ddpbench.report.cli import main
-from trial_factory import make_sweep, make_trial, write_trial
+from helpers.trials import make_sweep, make_trial, write_trial
 
 
 def tool_figures(overhead_pct: list[float]):

@@ -18,8 +18,8 @@ from ddpbench.analysis.projection import job_seconds, projected_pct, projected_v
 from ddpbench.analysis.stats import paired_summary
 from ddpbench.report.build import write_report
 from ddpbench.report.cli import main
-from ddpbench_cli import only_sweep_dir, run_ddpbench
-from trial_factory import make_sweep
+from helpers.cli import only_sweep_dir, run_ddpbench
+from helpers.trials import make_sweep
 
 #: native: 5 s start-up, 100 s training (1000 steps of 100 ms), 1 s teardown
 NATIVE = {"startup_s": 5.0, "train_s": 100.0, "teardown_s": 1.0}

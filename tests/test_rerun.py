@@ -23,7 +23,7 @@ from ddpbench.errors import ConfigError
 from ddpbench.formats.stopping_record import read_stopping_record
 from ddpbench.report import write_report
 from ddpbench.sweep.adaptive import AdaptiveStop, ConditionState, check_precision
-from trial_factory import make_trial, write_trial
+from helpers.trials import make_trial, write_trial
 
 QUIET = {"n_cpus": 2, "own_cpus": None, "load1_start": 2.0, "load1_end": 2.1, "foreign_cpu_s": 0.5,
          "steal_s": 0.0, "cpu_affinity": None}

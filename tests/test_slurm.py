@@ -14,14 +14,8 @@ from typing import List
 import pytest
 from omegaconf import DictConfig, OmegaConf
 
-try:
-    from tests.ddpbench_cli import (CliRun, assert_nothing_left, only_sweep_dir, processes_mentioning,
-                                    run_ddpbench, trials_in)
-    from tests.slurm_cluster import SlurmCluster, slurm_cluster  # noqa: F401  (fixture)
-except ImportError:  # plain `pytest` without the repo root on sys.path
-    from ddpbench_cli import (CliRun, assert_nothing_left, only_sweep_dir,  # type: ignore[no-redef]
-                              processes_mentioning, run_ddpbench, trials_in)
-    from slurm_cluster import SlurmCluster, slurm_cluster  # type: ignore[no-redef]  # noqa: F401
+from helpers.cli import CliRun, assert_nothing_left, only_sweep_dir, processes_mentioning, run_ddpbench, trials_in
+from helpers.slurm import SlurmCluster, slurm_cluster  # noqa: F401  (fixture)
 
 FAST = ["model=tiny", "stop.steps=30", "stop.warmup_steps=3"]
 

@@ -12,10 +12,7 @@ from pathlib import Path
 import pytest
 
 from ddpbench.slurm import wait as slurm_state
-try:
-    from tests.slurm_cluster import REPO, SlurmCluster, slurm_cluster  # noqa: F401  (fixture)
-except ImportError:  # plain `pytest` without the repo root on sys.path: tests/ itself is on it
-    from slurm_cluster import REPO, SlurmCluster, slurm_cluster  # type: ignore[no-redef]  # noqa: F401
+from helpers.slurm import REPO, SlurmCluster, slurm_cluster  # noqa: F401  (fixture)
 
 JOB_TIMEOUT_S = 60.0
 
@@ -144,7 +141,7 @@ def test_job_state_unknown_job(slurm_cluster: SlurmCluster) -> None:
 
 _FIXTURE_USER = textwrap.dedent(
     """
-    from tests.slurm_cluster import slurm_cluster  # noqa: F401
+    from helpers.slurm import slurm_cluster  # noqa: F401
 
     def test_needs_cluster(slurm_cluster):
         pass
@@ -157,7 +154,7 @@ def test_fixture_without_sbatch(tmp_path: Path, ci: str, outcome: str) -> None:
     """No sbatch on PATH: an error (not a skip) under CI=true, a one-line skip otherwise."""
     (tmp_path / "test_user.py").write_text(_FIXTURE_USER)
     env = {k: v for k, v in os.environ.items() if k not in {"CI", "SLURM_CONF", "PYTEST_ADDOPTS"}}
-    env.update(PATH=str(tmp_path / "empty-bin"), PYTHONPATH=str(REPO), CI=ci)
+    env.update(PATH=str(tmp_path / "empty-bin"), PYTHONPATH=str(REPO / "tests"), CI=ci)
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
          "test_user.py"],

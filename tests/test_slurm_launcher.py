@@ -10,10 +10,7 @@ from pathlib import Path
 
 import pytest
 
-try:
-    from tests.slurm_cluster import SlurmCluster, slurm_cluster  # noqa: F401  (fixture)
-except ImportError:  # plain `pytest` without the repo root on sys.path
-    from slurm_cluster import SlurmCluster, slurm_cluster  # type: ignore[no-redef]  # noqa: F401
+from helpers.slurm import SlurmCluster, slurm_cluster  # noqa: F401  (fixture)
 
 APP = '''
 import json, time

@@ -20,7 +20,7 @@ from typing import Iterator, List, Sequence
 
 import pytest
 
-from ddpbench_cli import assert_nothing_left, run_ddpbench, start_ddpbench, trials_in, wait_or_kill
+from helpers.cli import assert_nothing_left, run_ddpbench, start_ddpbench, trials_in, wait_or_kill
 
 FAST = ["model=tiny", "stop.steps=30", "stop.warmup_steps=3"]
 STATIC = ["cluster=static_2node", "cluster.rendezvous_timeout_s=10"]

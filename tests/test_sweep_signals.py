@@ -12,8 +12,8 @@ from typing import Tuple
 
 import pytest
 
-from ddpbench_cli import assert_nothing_left, start_ddpbench, wait_or_kill
-from helpers_proc import wait_for_file, wait_for_text
+from helpers.cli import assert_nothing_left, start_ddpbench, wait_or_kill
+from helpers.processes import wait_for_file, wait_for_text
 
 pytestmark = pytest.mark.slow
 # one mode that is not the default baseline (native): the report must use the sweep's own baseline and budget

@@ -25,7 +25,7 @@ from ddpbench.trial.artifacts import (
     ptrace_problem,
     verdict,
 )
-from ddpbench_cli import CliRun, only_sweep_dir, run_ddpbench, trials_in
+from helpers.cli import CliRun, only_sweep_dir, run_ddpbench, trials_in
 
 TOOL_MODES = ("torch_profiler", "pyspy", "wandb_offline")
 #: a torch_profiler whose schedule waits past the end of the run: nothing is ever recorded

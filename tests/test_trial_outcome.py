@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ddpbench.sweep.progress import succeeded
 from ddpbench.trial.summary import NODE_DONE, NodeDone, TrialRecord
-from trial_factory import make_trial
+from helpers.trials import make_trial
 
 
 def test_a_trial_record_summarises_its_record_and_says_when_it_was_resumed() -> None:

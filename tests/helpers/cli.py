@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence
 
-from helpers_proc import wait_for
+from helpers.processes import wait_for
 
 
 @dataclass

@@ -17,7 +17,7 @@ import pytest
 
 from ddpbench.workload import ddp_mlp, timing
 from ddpbench.formats.rank_record import SCHEMA, SCHEMA_VERSION, validate_rank_record
-from helpers_proc import CompletedRun, assert_no_leftover, child_env, free_port, free_ports, run_bounded
+from helpers.processes import CompletedRun, assert_no_leftover, child_env, free_port, free_ports, run_bounded
 
 SCRIPT = Path(ddp_mlp.__file__).resolve()
 TINY = [

@@ -3,7 +3,7 @@ both timing modes, memory in the rank record, natively and under ``traceml run``
 
 Real 2-rank gloo runs at model=tiny; the cases are combined so every workload runs natively with
 the realistic loader and phase timing, and under TraceML once with the other loader or timing (the
-MLP's synthetic/step TraceML runs are in test_workload.py). The stop rules, faults and injection are
+MLP's synthetic/step TraceML runs are in test_workload_mlp.py). The stop rules, faults and injection are
 the harness's, shared by every workload: the transformer and the convnet each run the lockstep
 duration stop with a clock skew and an injected step cost. About 80 s on 2 cores.
 """
@@ -23,8 +23,8 @@ from ddpbench.config import typed, validate
 from ddpbench.errors import ConfigError
 from ddpbench.formats.rank_record import PHASES, STEP_STAT_KEYS, upgrade_rank_record, validate_rank_record
 from ddpbench.trial.command import WORKLOAD_DIR, workload_args
-from ddpbench_cli import run_ddpbench
-from helpers_proc import CompletedRun, assert_no_leftover, child_env, free_port, free_ports, run_bounded
+from helpers.cli import run_ddpbench
+from helpers.processes import CompletedRun, assert_no_leftover, child_env, free_port, free_ports, run_bounded
 
 TINY_COMMON = ["--batch-size", "8", "--num-samples", "256", "--log-every", "0"]
 TINY_SIZES = {

@@ -25,8 +25,8 @@ from ddpbench.trial.command import node_environment, make_context, workload_args
 from ddpbench.trial.script_metrics import last_matches
 from ddpbench.workload.recorder import (ENV_METRICS_DIR, ENV_SAVE_STEP_TIMES, ENV_STOP_DURATION_S,
                                        ENV_STOP_STEPS, ENV_WARMUP_STEPS)
-from ddpbench_cli import CliRun, only_sweep_dir, run_ddpbench, trials_in
-from helpers_proc import child_env, free_port
+from helpers.cli import CliRun, only_sweep_dir, run_ddpbench, trials_in
+from helpers.processes import child_env, free_port
 
 SCRIPT = Path(__file__).parent / "scripts" / "ddp_user_script.py"
 STEPS_PATTERN = 'workload.metrics.steps_per_s="steps_per_s=([0-9.]+)"'

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ddpbench_cli import trials_in
+from helpers.cli import trials_in
 
 
 def check_paired_native_traceml_sweep(sweep: Path, stdout: str) -> None:

@@ -20,7 +20,7 @@ from ddpbench.formats import analysis_record
 from ddpbench.formats.rank_record import PHASES
 from ddpbench.report import write_report
 from ddpbench.report.markdown import render_report
-from trial_factory import make_trial, step_summary, write_trial
+from helpers.trials import make_trial, step_summary, write_trial
 
 COND = {"cluster": "local", "model": "tiny", "stop": "steps"}
 PHASE_MS = {"data_wait": 0.02, "h2d": 0.5, "forward": 30.0, "backward": 50.0, "optimizer": 15.0, "other": 4.48}

@@ -2,15 +2,13 @@
 
 Use it from a test module or a conftest::
 
-    from tests.slurm_cluster import slurm_cluster  # noqa: F401  (re-export the fixture)
+    from helpers.slurm import slurm_cluster  # noqa: F401  (re-export the fixture)
 
     @pytest.mark.slurm
     def test_x(slurm_cluster):
         subprocess.run(["sbatch", ...], env=slurm_cluster.env)
 
-(or ``pytest_plugins = ["tests.slurm_cluster"]`` in the top conftest). ``tests`` must be importable:
-``python -m pytest`` from the repo root puts it on ``sys.path``; plain ``pytest`` needs
-``pythonpath = ["."]`` in ``[tool.pytest.ini_options]``.
+(``tests/`` is on ``sys.path``: pytest puts the folder of the top conftest there).
 
 Behaviour:
 - ``sbatch`` missing, or not root: under ``CI=true`` the tests fail (error) with one line; otherwise they
@@ -40,7 +38,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "slurm-local.sh"
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 120.0

@@ -25,7 +25,7 @@ from ddpbench.trial.command import make_context, node_environment
 from ddpbench.trial.runner import check_trial_config
 from ddpbench.workload.frameworks import ENV_HOOK, SITE_HOOK_DIR
 from ddpbench.workload.recorder import ENV_METRICS_DIR, ENV_STOP_STEPS
-from ddpbench_cli import CliRun, only_sweep_dir, run_ddpbench, trials_in
+from helpers.cli import CliRun, only_sweep_dir, run_ddpbench, trials_in
 
 SCRIPTS = Path(__file__).parent / "scripts"
 HF_SCRIPT = SCRIPTS / "hf_trainer_script.py"
