@@ -10,7 +10,6 @@ dependencies into a bare venv.
 from __future__ import annotations
 
 import shutil
-import site
 import subprocess
 import sys
 import venv
@@ -27,14 +26,17 @@ SOURCES = ("src", "conf", "pyproject.toml", "setup.py", "README.md", "MANIFEST.i
 
 
 def _layered_venv(path: Path) -> Path:
-    """A venv that sees every site dir of the running interpreter (below its own) and has nothing of its own yet.
+    """A venv that sees every site-packages dir of the running interpreter (below its own) and has nothing of its
+    own yet.
 
-    The running environment's own ddpbench stays out: its editable install is a ``.pth`` file, and ``.pth``
-    files of a directory listed in another ``.pth`` file are not run.
+    The running environment's own ddpbench stays out: its editable install is a ``.pth`` file (and, in strict
+    mode, a link tree that ``.pth`` puts on ``sys.path``), and ``.pth`` files of a directory listed in another
+    ``.pth`` file are not run. So the venv does not get the system site dir itself, whose ``.pth`` files would run.
     """
-    venv.create(path, system_site_packages=True, with_pip=False, symlinks=True)
+    venv.create(path, system_site_packages=False, with_pip=False, symlinks=True)
     python = path / "bin" / "python"
-    (_purelib(python) / "environment_under_test.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    site_dirs = [entry for entry in sys.path if Path(entry).name in ("site-packages", "dist-packages")]
+    (_purelib(python) / "environment_under_test.pth").write_text("\n".join(site_dirs) + "\n")
     return python
 
 
