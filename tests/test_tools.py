@@ -11,7 +11,7 @@ import json
 import socket
 import threading
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, Tuple
 
 import pytest
 from omegaconf import OmegaConf

@@ -26,7 +26,7 @@ import re
 import subprocess
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, List, Mapping, Optional
 
 log = logging.getLogger(__name__)
 

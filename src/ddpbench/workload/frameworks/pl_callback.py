@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import Any, Dict
 
-from ddpbench.workload.frameworks.steps import UNBOUNDED, TrainerSteps, precision_name
+from ddpbench.workload.frameworks.steps import TrainerSteps, precision_name
 
 _CLASSES: Dict[str, type] = {}
 
