@@ -11,6 +11,7 @@ duration stop; without ddpbench's environment the recorder does nothing.
 """
 
 import argparse
+import gc
 import time
 
 import torch
@@ -58,7 +59,11 @@ def main() -> None:
     if rank == 0:
         print(f"done: steps={step} loss={loss.item():.4f}", flush=True)
         print(f"steps_per_s={step / elapsed:.3f}", flush=True)
-    dist.barrier()  # every rank done before the group goes: gloo can abort a rank that tears down early
+    # DDP's reducer holds the group: freed after destroy_process_group, its gloo threads can abort the
+    # rank ("terminate called without an active exception") when a peer closed first
+    del model, optimizer
+    gc.collect()
+    dist.barrier()
     dist.destroy_process_group()
 
 
