@@ -26,7 +26,6 @@ from ddpbench.sweep_lock import TOKEN_ENV, SweepLock, SweepLockedError, hold_swe
 from ddpbench.trial.attempts import CURRENT_FILE, attempt_of_launch, join_attempt, start_attempt
 from helpers.cli import assert_nothing_left, cli_env, run_ddpbench, wait_or_kill
 from helpers.processes import wait_for, wait_for_file, wait_for_text
-from omegaconf import OmegaConf
 
 FAST = ["model=tiny", "stop.steps=20", "stop.warmup_steps=2", "trial.collective_timeout_s=10"]
 #: a trial that trains 2 s and says when its timed loop runs: a kill after its first progress line lands mid-trial
@@ -162,28 +161,26 @@ def test_one_driver_per_sweep_dir_and_a_killed_drivers_lock_never_blocks_the_res
 
 def test_lock_names_a_live_holder_and_is_free_once_it_dies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(TOKEN_ENV, raising=False)  # restored after the test: taking a lock sets it
-    cfg = OmegaConf.create({"cluster": {"kind": "local", "node_rank": 0}})
-    holder_code = ("import sys, time; from pathlib import Path; from omegaconf import OmegaConf; "
+    holder_code = ("import sys, time; from pathlib import Path; "
                    "from ddpbench.sweep_lock import hold_sweep_lock; "
-                   "hold_sweep_lock(Path(sys.argv[1]), OmegaConf.create({'cluster': {'node_rank': 0}})); "
+                   "hold_sweep_lock(Path(sys.argv[1]), 0); "
                    "print('held', flush=True); time.sleep(60)")
     holder = subprocess.Popen([sys.executable, "-c", holder_code, str(tmp_path)], stdout=subprocess.PIPE, text=True,
                               env=cli_env())
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         with pytest.raises(SweepLockedError, match=f"pid {holder.pid},"):
-            SweepLock(lock_path(tmp_path, cfg)).acquire()
-        token = json.loads(lock_path(tmp_path, cfg).read_text())["token"]
+            SweepLock(lock_path(tmp_path, 0)).acquire()
+        token = json.loads(lock_path(tmp_path, 0).read_text())["token"]
         monkeypatch.setenv(TOKEN_ENV, token)  # a driver the holder started (SLURM one_allocation) runs for it
-        assert SweepLock(lock_path(tmp_path, cfg)).acquire().delegated
+        assert SweepLock(lock_path(tmp_path, 0)).acquire().delegated
         monkeypatch.delenv(TOKEN_ENV)
-        other_node = OmegaConf.create({"cluster": {"kind": "static", "node_rank": 1}})
-        with SweepLock(lock_path(tmp_path, other_node)) as lock:  # static: one lock per node rank
+        with SweepLock(lock_path(tmp_path, 1)) as lock:  # static: one lock per node rank
             assert not lock.delegated and lock.path.name == ".ddpbench-lock.node1"
     finally:
         holder.kill()
         holder.wait()
-    lock = hold_sweep_lock(tmp_path, cfg)
+    lock = hold_sweep_lock(tmp_path, 0)
     assert not lock.delegated and lock.holder is not None and lock.holder.pid == os.getpid()
     lock.release()
 

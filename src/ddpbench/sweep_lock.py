@@ -26,7 +26,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import List, Optional
 
-from omegaconf import DictConfig
 
 from ddpbench.errors import DdpbenchError
 from ddpbench.io import storage_error
@@ -64,10 +63,8 @@ class LockHolder:
         return f"host {self.host}, pid {self.pid}, since {self.started_at}"
 
 
-def lock_path(sweep_dir: Path, cfg: DictConfig) -> Path:
-    """The lock file of this driver's share of ``sweep_dir``: one per node rank (``cluster.node_rank``, else 0)."""
-    cluster = cfg.get("cluster")
-    node_rank = int(cluster.get("node_rank", 0) or 0) if cluster is not None else 0
+def lock_path(sweep_dir: Path, node_rank: int) -> Path:
+    """The lock file of this driver's share of ``sweep_dir``: one per node rank (``cluster.node_rank``)."""
     return Path(sweep_dir) / f"{LOCK_PREFIX}.node{node_rank}"
 
 
@@ -144,13 +141,13 @@ class SweepLock:
         self.release()
 
 
-def live_holder_refusal(sweep_dir: Path, cfg: DictConfig) -> Optional[SweepLockedError]:
+def live_holder_refusal(sweep_dir: Path, node_rank: int) -> Optional[SweepLockedError]:
     """The error :func:`hold_sweep_lock` would raise because a live driver holds the lock; None when none does.
 
     Looks without taking the lock or creating its file: for a driver that failed before taking it
     (static node 0's coordinator port is taken), to say whether another driver of this sweep holds it.
     """
-    path = lock_path(Path(sweep_dir), cfg)
+    path = lock_path(Path(sweep_dir), node_rank)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
@@ -175,13 +172,13 @@ def live_holder_refusal(sweep_dir: Path, cfg: DictConfig) -> Optional[SweepLocke
 _HELD: List[SweepLock] = []
 
 
-def hold_sweep_lock(sweep_dir: Path, cfg: DictConfig) -> SweepLock:
+def hold_sweep_lock(sweep_dir: Path, node_rank: int) -> SweepLock:
     """Take this driver's lock on ``sweep_dir`` (created if missing) for the rest of the process.
 
     Raises SweepLockedError (one line naming the holder; exit code 2) when another live driver runs
     the same sweep, StorageError when the lock file cannot be written.
     """
-    path = lock_path(Path(sweep_dir), cfg)
+    path = lock_path(Path(sweep_dir), node_rank)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as error:

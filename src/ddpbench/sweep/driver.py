@@ -87,9 +87,9 @@ class SweepDriver:
         try:
             prepare_jobs(cfgs)
         except DdpbenchError as error:  # static node 0's port is taken: by a live driver of this sweep, name it
-            fail(str(live_holder_refusal(sweep_dir, self.config) or error))
+            fail(str(live_holder_refusal(sweep_dir, settings.cluster.node_rank) or error))
         try:  # one driver per sweep dir (per node rank), held until this process ends
-            self.sweep_lock = hold_sweep_lock(sweep_dir, self.config)
+            self.sweep_lock = hold_sweep_lock(sweep_dir, settings.cluster.node_rank)
         except DdpbenchError as error:
             fail(str(error))
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
