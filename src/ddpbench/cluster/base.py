@@ -121,7 +121,7 @@ def register(backend: Backend) -> Backend:
 
 def backend_for(cfg: DdpbenchConfig) -> Backend:
     """The backend ``cfg.cluster.kind`` names, importing its module on first use; ConfigError when there is none."""
-    kind = str(cfg.cluster.kind)
+    kind = cfg.cluster.kind
     for module in (BUILTIN_KINDS.get(kind, ""), kind):
         if kind in _BACKENDS:
             break

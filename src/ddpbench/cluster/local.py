@@ -13,8 +13,8 @@ def plan_local(cfg: DdpbenchConfig) -> NodePlan:
     """All ``cluster.nnodes`` agents here, rendezvous on loopback."""
     master_port, aggregator_port = free_ports(2)
     return NodePlan(
-        node_ranks=list(range(int(cfg.cluster.nnodes))),
-        master_addr=str(cfg.cluster.master_addr),
+        node_ranks=list(range(cfg.cluster.nnodes)),
+        master_addr=cfg.cluster.master_addr,
         master_port=master_port,
         aggregator_port=aggregator_port,
         owner=True,

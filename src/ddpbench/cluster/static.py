@@ -56,11 +56,11 @@ _GENERATED_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2}_\d+$")
 def validate_static(cfg: DdpbenchConfig) -> None:
     """Rules of ``cluster.kind=static``; raise ConfigError with one line."""
     c = cfg.cluster
-    if not str(c.master_addr).strip():
+    if not c.master_addr.strip():
         raise ConfigError("cluster.master_addr: set it to node 0's address (the same on every node)")
     if c.rendezvous_timeout_s < 10:
         raise ConfigError(f"cluster.rendezvous_timeout_s={c.rendezvous_timeout_s!r}: must be >= 10 with cluster.kind=static")
-    if c.nnodes > 1 and _GENERATED_NAME.match(str(cfg.sweep_name)):
+    if c.nnodes > 1 and _GENERATED_NAME.match(cfg.sweep_name):
         raise ConfigError(
             "sweep_name: cluster.kind=static needs the same sweep_name=NAME on every node's command line "
             "(it names the sweep dir and derives the ports)"
@@ -78,7 +78,7 @@ def validate_static(cfg: DdpbenchConfig) -> None:
 
 def coordinator_port(cfg: DdpbenchConfig) -> int:
     """The port node 0's driver serves its trial position on, for the whole sweep."""
-    base = int(cfg.cluster.base_port)
+    base = cfg.cluster.base_port
     if base:
         return base
     return derived_ports(f"{cfg.sweep_name}/coordinator", 1)[0]
@@ -86,7 +86,7 @@ def coordinator_port(cfg: DdpbenchConfig) -> int:
 
 def trial_ports(cfg: DdpbenchConfig, job_num: int) -> Tuple[int, int]:
     """(rendezvous port, aggregator port) of trial ``job_num``, alike on every node."""
-    base = int(cfg.cluster.base_port)
+    base = cfg.cluster.base_port
     if base:
         start = base + 1 + 2 * job_num
         if start + 1 > 65535:
@@ -243,11 +243,11 @@ def wait_for_owner(
 def plan_static(cfg: DdpbenchConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
     """The plan of this node's driver for trial ``job.job_num``; ``timeout_s`` is node 0's watchdog limit."""
     c = cfg.cluster
-    node_rank = int(c.node_rank)
-    sweep_name = str(cfg.sweep_name)
-    trial = int(job.job_num)
-    join_s = float(c.rendezvous_timeout_s)
-    shared = bool(c.shared_dir)
+    node_rank = c.node_rank
+    sweep_name = cfg.sweep_name
+    trial = job.job_num
+    join_s = c.rendezvous_timeout_s
+    shared = c.shared_dir
     master_port, aggregator_port = trial_ports(cfg, trial)
     port = coordinator_port(cfg)
     owner = node_rank == 0
@@ -257,10 +257,10 @@ def plan_static(cfg: DdpbenchConfig, job: TrialSlot, timeout_s: float) -> NodePl
     else:
         peer_wait = join_s + PEER_RECORD_MARGIN_S if shared else 0.0
         behind_s = timeout_s + peer_wait + join_s + 30.0
-        skip_reason = wait_for_owner(str(c.master_addr), port, sweep_name, node_rank, trial, join_s, behind_s)
+        skip_reason = wait_for_owner(c.master_addr, port, sweep_name, node_rank, trial, join_s, behind_s)
     return NodePlan(
         node_ranks=[node_rank],
-        master_addr=str(c.master_addr),
+        master_addr=c.master_addr,
         master_port=master_port,
         aggregator_port=aggregator_port,
         owner=owner,
@@ -275,7 +275,7 @@ def plan_static(cfg: DdpbenchConfig, job: TrialSlot, timeout_s: float) -> NodePl
 
 def rendezvous_env(cfg: DdpbenchConfig, run_name: str) -> Dict[str, str]:
     """torchrun settings every node agent gets (also through ``traceml run``): bounded join, trial id."""
-    return {"PET_RDZV_CONF": f"timeout={int(round(float(cfg.cluster.rendezvous_timeout_s)))}", "PET_RDZV_ID": run_name}
+    return {"PET_RDZV_CONF": f"timeout={int(round(cfg.cluster.rendezvous_timeout_s))}", "PET_RDZV_ID": run_name}
 
 
 class StaticBackend(Backend):
@@ -287,25 +287,25 @@ class StaticBackend(Backend):
         validate_static(cfg)
 
     def prepare_sweep(self, cfg: DdpbenchConfig) -> None:
-        if int(cfg.cluster.node_rank) == 0:
-            coordinator_for(str(cfg.sweep_name), coordinator_port(cfg))
+        if cfg.cluster.node_rank == 0:
+            coordinator_for(cfg.sweep_name, coordinator_port(cfg))
 
     def plan(self, cfg: DdpbenchConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
         return plan_static(cfg, job, timeout_s)
 
     def tell_peers(self, cfg: DdpbenchConfig, plan: NodePlan, job: TrialSlot, resumed: bool) -> None:
         if plan.owner and not resumed:  # the other nodes may join this trial now
-            coordinator_for(str(cfg.sweep_name), coordinator_port(cfg)).open(int(job.job_num))
+            coordinator_for(cfg.sweep_name, coordinator_port(cfg)).open(job.job_num)
 
     def rendezvous_env(self, cfg: DdpbenchConfig, run_name: str) -> Dict[str, str]:
         return rendezvous_env(cfg, run_name)  # bounded torchrun join, rendezvous id = trial
 
     def workload_args(self, cfg: DdpbenchConfig) -> List[str]:
         # without a shared dir node 0 cannot read the other nodes' rank records: rank 0 writes every rank's
-        return [] if bool(cfg.cluster.shared_dir) else ["--gather-metrics"]
+        return [] if cfg.cluster.shared_dir else ["--gather-metrics"]
 
     def writes_report(self, cfg: DdpbenchConfig) -> bool:
-        return int(cfg.cluster.node_rank) == 0
+        return cfg.cluster.node_rank == 0
 
 
 register(StaticBackend())

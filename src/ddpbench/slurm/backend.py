@@ -112,15 +112,15 @@ class SlurmBackend(Backend):
     def plan(self, cfg: DdpbenchConfig, job: TrialSlot, timeout_s: float, env: Optional[Mapping[str, str]] = None
              ) -> NodePlan:
         task = SlurmTask.from_env(env)
-        nnodes = int(cfg.cluster.nnodes)
-        wait_s = float(cfg.cluster.slurm.peer_record_wait_s)
+        nnodes = cfg.cluster.nnodes
+        wait_s = cfg.cluster.slurm.peer_record_wait_s
         if cfg.cluster.slurm.one_allocation:
             if not task.job_id:
                 raise DdpbenchError(
                     "cluster.slurm.one_allocation=true runs the sweep inside its own SLURM job (SLURM_JOB_ID is "
                     "not set): run the sweep with -m and the ddpbench launcher, which submits that job")
             task.check_nodes(nnodes)
-            ports = derived_ports(f"{task.job_id}-{job.job_num}", 2, int(cfg.cluster.base_port))
+            ports = derived_ports(f"{task.job_id}-{job.job_num}", 2, cfg.cluster.base_port)
             return NodePlan(node_ranks=[0], master_addr=task.master_addr(), master_port=ports[0],
                             aggregator_port=ports[1], owner=True, retry_on_port_clash=False,
                             run_token=task.job_id, peer_record_wait_s=wait_s, agent_spans_nodes=True)
@@ -132,7 +132,7 @@ class SlurmBackend(Backend):
         if task.num_tasks and task.num_nodes and task.num_tasks != task.num_nodes:
             raise DdpbenchError(f"SLURM job {task.job_id} runs {task.num_tasks} tasks on {task.num_nodes} "
                                 "node(s); ddpbench needs exactly one task per node (hydra.launcher.tasks_per_node=1)")
-        ports = derived_ports(task.job_id, 2, int(cfg.cluster.base_port))
+        ports = derived_ports(task.job_id, 2, cfg.cluster.base_port)
         return NodePlan(node_ranks=[task.node_rank], master_addr=task.master_addr(), master_port=ports[0],
                         aggregator_port=ports[1], owner=task.node_rank == 0, retry_on_port_clash=False,
                         run_token=task.job_id, peer_record_wait_s=wait_s)
@@ -164,7 +164,7 @@ class SlurmBackend(Backend):
         if not plan.agent_spans_nodes:
             return argv
         slurm = cfg.cluster.slurm
-        step = ["srun", f"--nodes={int(cfg.cluster.nnodes)}", "--ntasks-per-node=1", "--kill-on-bad-exit=1"]
+        step = ["srun", f"--nodes={cfg.cluster.nnodes}", "--ntasks-per-node=1", "--kill-on-bad-exit=1"]
         if slurm.cpus_per_task:
             step.append(f"--cpus-per-task={slurm.cpus_per_task}")  # 22.05's srun does not inherit it from sbatch
         if slurm.gpus_per_node:
