@@ -15,6 +15,7 @@ from typing import Any, Dict, Iterator, List
 import pytest
 
 from helpers.cli import assert_nothing_left, run_ddpbench, start_ddpbench, trials_in, wait_or_kill
+from helpers.processes import wait_for
 from helpers.ray_cluster import RayCluster, ray_cluster  # noqa: F401  (the session fixture)
 
 FAST = ["model=tiny", "stop.steps=30", "stop.warmup_steps=3"]
@@ -53,15 +54,8 @@ def test_paired_sweep_spans_both_ray_nodes(paired_sweep: Dict[str, Any]) -> None
 def test_paired_sweep_leaves_no_process_or_placement_group(paired_sweep: Dict[str, Any], ray_cluster: RayCluster
                                                            ) -> None:
     assert_nothing_left(paired_sweep["name"])
-    import ray
-    from ray.util.placement_group import placement_group_table
-
-    ray.init(address=ray_cluster.address, logging_level="ERROR", log_to_driver=False)
-    try:
-        groups: List[Dict[str, Any]] = list(placement_group_table().values())
-    finally:
-        ray.shutdown()
-    assert all(g["state"] == "REMOVED" for g in groups if str(g.get("name", "")).startswith("ddpbench-")), groups
+    groups = _ddpbench_groups(ray_cluster.address)
+    assert groups and all(g["state"] == "REMOVED" for g in groups), groups
 
 
 @pytest.mark.slow
@@ -119,3 +113,39 @@ def test_ray_config_errors_are_one_line_exit_2(tmp_path: Path) -> None:
                            tmp_path, timeout=60)
         assert run.returncode == 2, (override, run.output)
         assert words in run.stderr and len(run.stderr.strip().splitlines()) == 1, (override, run.output)
+
+
+def _ddpbench_groups(address: str) -> List[Dict[str, Any]]:
+    import ray
+    from ray.util.placement_group import placement_group_table
+
+    ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+    try:
+        return [g for g in placement_group_table().values() if str(g.get("name", "")).startswith("ddpbench-")]
+    finally:
+        ray.shutdown()
+
+
+@pytest.mark.slow
+def test_sigterm_mid_trial_leaves_no_process_and_no_placement_group(ray_cluster: RayCluster, tmp_path: Path) -> None:
+    name = f"ray-{uuid.uuid4().hex[:8]}"
+    args = ["-m", "mode=native", "repeat=1", *FAST, *RAY_2NODE, "fault.hang_at_step=5", "fault.rank=2",
+            "trial.collective_timeout_s=60", "trial.timeout_s=120", f"sweep_name={name}"]
+    log = tmp_path / "driver.log"
+    driver = start_ddpbench(args, tmp_path, log=log)
+    sweep = tmp_path / "outputs" / "multirun" / name
+    try:
+        deadline = time.monotonic() + 90
+        while not any("fault: hang" in p.read_text(errors="replace")
+                      for p in sweep.glob("*/attempts/*/logs/node1.stderr.log")):
+            assert time.monotonic() < deadline and driver.poll() is None, log.read_text()
+            time.sleep(0.2)
+        driver.send_signal(signal.SIGTERM)
+        code = wait_or_kill(driver, 60)
+    finally:
+        if driver.poll() is None:
+            driver.send_signal(signal.SIGKILL)
+    assert code != 0, log.read_text()
+    assert_nothing_left(name, grace_s=15.0)  # the ranks on both Ray nodes too: they name the sweep dir
+    wait_for(lambda: all(g["state"] == "REMOVED" for g in _ddpbench_groups(ray_cluster.address)), 30,
+             "every ddpbench placement group removed")

@@ -8,12 +8,13 @@ The driver (this host) runs each trial as ONE agent, ``python -m ddpbench.cluste
 2. reserves one bundle per node in a placement group (``STRICT_SPREAD`` when ``cluster.nnodes`` > 1, so
    every node agent gets a Ray node of its own), waiting at most ``cluster.ray.placement_timeout_s``;
 3. starts one :class:`NodeAgent` actor in each bundle; each runs the mode's node command (torchrun,
-   ``traceml run``, a wrapper) under ddpbench's guard, with the node rank (``NODE_RANK_TOKEN``) and the
+   ``traceml run``, a wrapper) under a keeper and ddpbench's guard, with the node rank (``NODE_RANK_TOKEN``) and the
    rendezvous address (``MASTER_ADDR_TOKEN``: bundle 0's node) filled in;
 4. waits for them; a lost node or a killed actor ends the trial at once (the other actors are killed),
    with one line on stderr; it writes the other nodes' ``nodes/node<r>.json`` for node 0's trial record;
-5. removes the placement group on every exit, SIGTERM and Ctrl-C included. The guard under each actor dies
-   with its actor's worker (``PR_SET_PDEATHSIG``), so nothing outlives the trial on any node.
+5. removes the placement group on every exit, SIGTERM and Ctrl-C included. The guard under each actor ends
+   its command when the actor's worker dies (:func:`keep`), so nothing outlives the trial on any node; when
+   this process is killed outright, Ray kills its actors (they fate-share with their owner).
 
 Every node writes its logs and rank records into the sweep dir, so the nodes must share it
 (``cluster.shared_dir: true``: NFS, EFS, or one machine such as ``scripts/ray-local.sh``'s cluster).
@@ -23,6 +24,7 @@ Ray is imported only here and only when ``cluster.kind: ray`` is used (``pip ins
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import logging
 import os
@@ -46,6 +48,8 @@ MASTER_ADDR_TOKEN = "@DDPBENCH_RAY_MASTER_ADDR@"
 RAY_CURRENT_CLUSTER = Path("/tmp/ray/ray_current_cluster")
 #: seconds between the trial process's checks of its actors
 POLL_S = 0.5
+#: prctl option: the signal this process gets when its parent (thread) ends
+PR_SET_PDEATHSIG = 1
 #: seconds a node's guard gets to end its command before its actor is killed
 STOP_GRACE_S = 10.0
 
@@ -158,7 +162,8 @@ def run_node(argv: List[str], env: Dict[str, str], cwd: str, stdout: str, stderr
              started: Optional[List[subprocess.Popen]] = None) -> Dict[str, Any]:
     """Inside a node's actor: run ``argv`` under the guard; host, wall and exit code.
 
-    The guard is appended to ``started`` as soon as it runs, so that :meth:`NodeAgent.stop` can end it.
+    The command runs under :func:`keep` and the guard; the keeper is appended to ``started`` as soon as it
+    runs, so that :meth:`NodeAgent.stop` can end it.
     """
     own = dict(os.environ)
     child_env = dict(env)
@@ -168,15 +173,13 @@ def run_node(argv: List[str], env: Dict[str, str], cwd: str, stdout: str, stderr
         else:
             child_env.pop(key, None)
     Path(stdout).parent.mkdir(parents=True, exist_ok=True)
-    guard = [sys.executable, "-m", "ddpbench.trial.guard", "--record", str(Path(stdout).parent / f".{Path(stdout).name}.guard.json"),
-             "--parent", str(os.getpid()), "--", *argv]
+    record = Path(stdout).parent / f".{Path(stdout).name}.guard.json"
+    keeper = [sys.executable, "-m", "ddpbench.cluster.ray_backend", "keep", str(record), "--", *argv]
     spawn_epoch = time.time()
     start = time.monotonic()
     with open(stdout, "wb") as out, open(stderr, "wb") as err:
-        # a session of its own: Ray SIGKILLs a dead worker's process group, which would take the guard before it
-        # could end the ranks (torchrun starts them in sessions of their own); the guard gets SIGTERM instead
-        # (PR_SET_PDEATHSIG) when this worker dies, and kills everything under it
-        child = subprocess.Popen(guard, env=child_env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+        # a session of its own, so that Ray's kill of a dead worker's process group misses the guard under it
+        child = subprocess.Popen(keeper, env=child_env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                  start_new_session=True)
         if started is not None:
             started.append(child)
@@ -300,7 +303,7 @@ class NodeAgent:
         return run_node(argv, env, cwd, stdout, stderr, self.started)
 
     def stop(self, grace_s: float) -> bool:
-        """SIGTERM the guard and wait at most ``grace_s`` seconds for it; whether it ended."""
+        """SIGTERM the keeper (and so the guard) and wait at most ``grace_s`` seconds for it; whether it ended."""
         ended = True
         for child in self.started:
             if child.poll() is None:
@@ -346,13 +349,48 @@ def _copy_node0_output(trial: TrialProcess) -> None:
             sink.flush()
 
 
+def keep(record: str, command: List[str]) -> int:
+    """A node's keeper, the actor's child: runs ``command`` under the guard, forwards SIGTERM/SIGINT to it.
+
+    Ray SIGKILLs the direct children of a worker that dies (a killed actor, its node lost), which would give
+    a guard no chance to end the ranks under it (torchrun starts them in sessions of their own). The keeper
+    takes that SIGKILL instead: the guard below it then gets SIGTERM (``PR_SET_PDEATHSIG``) and kills
+    everything its command started. A worker that dies without that (its raylet gone) sends the keeper
+    SIGTERM (``PR_SET_PDEATHSIG``), which it forwards to the guard; so does a keeper orphaned before it ran.
+    """
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the guard's own parent check still holds
+        pass
+    if os.getppid() == 1:
+        return 143
+    guard = subprocess.Popen([sys.executable, "-m", "ddpbench.trial.guard", "--record", record,
+                              "--parent", str(os.getpid()), "--", *command], stdin=subprocess.DEVNULL)
+
+    def forward(signum: int, _frame: object) -> None:
+        if guard.poll() is None:
+            guard.send_signal(signum)
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, forward)
+    code = guard.wait()
+    return code if code >= 0 else 128 - code
+
+
 def main(argv: Optional[List[str]] = None) -> int:
-    """The trial process: place, run and wait for every node agent of one trial; its exit code is node 0's."""
+    """The trial process: place, run and wait for every node agent of one trial; its exit code is node 0's.
+
+    ``keep RECORD -- CMD...`` runs a node's keeper instead (:func:`keep`).
+    """
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    if args_in[:1] == ["keep"] and "--" in args_in:
+        split = args_in.index("--")
+        return keep(args_in[1], args_in[split + 1:])
     parser = argparse.ArgumentParser(prog="python -m ddpbench.cluster.ray_backend")
     parser.add_argument("--job-dir", required=True)
     parser.add_argument("--spec", required=True)
     parser.add_argument("command", nargs=argparse.REMAINDER)
-    args = parser.parse_args(argv)
+    args = parser.parse_args(args_in)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     spec = json.loads(args.spec)
     trial = TrialProcess(Path(args.job_dir), spec, command)
