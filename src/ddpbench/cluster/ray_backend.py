@@ -8,12 +8,12 @@ The driver (this host) runs each trial as ONE agent, ``python -m ddpbench.cluste
 2. reserves one bundle per node in a placement group (``STRICT_SPREAD`` when ``cluster.nnodes`` > 1, so
    every node agent gets a Ray node of its own), waiting at most ``cluster.ray.placement_timeout_s``;
 3. starts one :class:`NodeAgent` actor in each bundle; each runs the mode's node command (torchrun,
-   ``traceml run``, a wrapper) under a keeper and ddpbench's guard, with the node rank (``NODE_RANK_TOKEN``) and the
+   ``traceml run``, a wrapper) under a keeper and ddpbench's guard (:mod:`ddpbench.cluster.ray_node`), with the node rank (``NODE_RANK_TOKEN``) and the
    rendezvous address (``MASTER_ADDR_TOKEN``: bundle 0's node) filled in;
 4. waits for them; a lost node or a killed actor ends the trial at once (the other actors are killed),
    with one line on stderr; it writes the other nodes' ``nodes/node<r>.json`` for node 0's trial record;
 5. removes the placement group on every exit, SIGTERM and Ctrl-C included. The guard under each actor ends
-   its command when the actor's worker dies (:func:`keep`), so nothing outlives the trial on any node; when
+   its command when the actor's worker dies, so nothing outlives the trial on any node; when
    this process is killed outright, Ray kills its actors (they fate-share with their owner).
 
 Every node writes its logs and rank records into the sweep dir, so the nodes must share it
@@ -24,13 +24,11 @@ Ray is imported only here and only when ``cluster.kind: ray`` is used (``pip ins
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import logging
 import os
 import signal
 import socket
-import subprocess
 import sys
 import time
 import uuid
@@ -48,10 +46,6 @@ MASTER_ADDR_TOKEN = "@DDPBENCH_RAY_MASTER_ADDR@"
 RAY_CURRENT_CLUSTER = Path("/tmp/ray/ray_current_cluster")
 #: seconds between the trial process's checks of its actors
 POLL_S = 0.5
-#: prctl option: the signal this process gets when its parent (thread) ends
-PR_SET_PDEATHSIG = 1
-#: seconds a node's guard gets to end its command before its actor is killed
-STOP_GRACE_S = 10.0
 
 
 # --------------------------------------------------------------------------- the driver side (registry)
@@ -127,11 +121,11 @@ class RayBackend(Backend):
         resolve_address(str(c.ray.address))
 
     def prepare_sweep(self, cfg: DdpbenchConfig) -> None:
+        check_answers(resolve_address(str(cfg.cluster.ray.address)), float(cfg.cluster.ray.connect_timeout_s))
         try:
             import ray  # noqa: F401
         except ImportError:
             raise ToolMissingError("cluster.kind=ray needs Ray: pip install 'ddpbench[ray]'") from None
-        check_answers(resolve_address(str(cfg.cluster.ray.address)), float(cfg.cluster.ray.connect_timeout_s))
 
     def plan(self, cfg: DdpbenchConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
         token = uuid.uuid4().hex[:8]
@@ -156,37 +150,6 @@ register(RayBackend())
 
 def _fill(text: str, node_rank: int, master_addr: str) -> str:
     return text.replace(NODE_RANK_TOKEN, str(node_rank)).replace(MASTER_ADDR_TOKEN, master_addr)
-
-
-def run_node(argv: List[str], env: Dict[str, str], cwd: str, stdout: str, stderr: str,
-             started: Optional[List[subprocess.Popen]] = None) -> Dict[str, Any]:
-    """Inside a node's actor: run ``argv`` under the guard; host, wall and exit code.
-
-    The command runs under :func:`keep` and the guard; the keeper is appended to ``started`` as soon as it
-    runs, so that :meth:`NodeAgent.stop` can end it.
-    """
-    own = dict(os.environ)
-    child_env = dict(env)
-    for key in ("CUDA_VISIBLE_DEVICES",):  # what Ray gave this actor, not what the driver host had
-        if key in own:
-            child_env[key] = own[key]
-        else:
-            child_env.pop(key, None)
-    Path(stdout).parent.mkdir(parents=True, exist_ok=True)
-    record = Path(stdout).parent / f".{Path(stdout).name}.guard.json"
-    keeper = [sys.executable, "-m", "ddpbench.cluster.ray_backend", "keep", str(record), "--", *argv]
-    spawn_epoch = time.time()
-    start = time.monotonic()
-    with open(stdout, "wb") as out, open(stderr, "wb") as err:
-        # a session of its own, so that Ray's kill of a dead worker's process group misses the guard under it
-        child = subprocess.Popen(keeper, env=child_env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                 start_new_session=True)
-        if started is not None:
-            started.append(child)
-        code = child.wait()
-    wall_s = time.monotonic() - start
-    return {"hostname": socket.gethostname(), "wall_s": wall_s, "exit_code": code, "spawn_epoch": spawn_epoch,
-            "exit_epoch": spawn_epoch + wall_s, "pid": os.getpid()}
 
 
 class TrialProcess:
@@ -232,10 +195,10 @@ class TrialProcess:
         import ray
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-        from ddpbench.cluster import ray_backend  # by reference: the nodes import it, never this __main__
+        from ddpbench.cluster.ray_node import NodeAgent  # by reference: each node imports it
 
         # max_concurrency=2: stop() runs while run() waits; Ray's stubs type remote() for functions only
-        agent: Any = ray.remote(max_restarts=0, max_concurrency=2)(ray_backend.NodeAgent)  # type: ignore[call-overload]
+        agent: Any = ray.remote(max_restarts=0, max_concurrency=2)(NodeAgent)  # type: ignore[call-overload]
         refs = []
         for node_rank, bundle in enumerate(self.spec["bundles"]):
             resources = {k: v for k, v in bundle.items() if k not in ("CPU", "GPU")}
@@ -274,6 +237,8 @@ class TrialProcess:
             import ray
             from ray.util.placement_group import remove_placement_group
 
+            from ddpbench.cluster.ray_node import STOP_GRACE_S
+
             stops = [actor.stop.remote(STOP_GRACE_S) for actor in self.actors]
             if stops:  # a lost node's actor never answers: bounded
                 ray.wait(stops, num_returns=len(stops), timeout=STOP_GRACE_S + 2.0)
@@ -287,32 +252,6 @@ class TrialProcess:
                 self.pg = None
         except Exception as error:  # the cluster went away: Ray frees a dead driver's group itself
             print(f"ddpbench: ray: cleanup: {_first_line(error)}", file=sys.stderr, flush=True)
-
-
-class NodeAgent:
-    """The actor of one node: runs its node command (:func:`run_node`); :meth:`stop` ends it from another thread.
-
-    The trial process asks :meth:`stop` first (SIGTERM to the guard, which kills everything its command
-    started, and records it) and kills the actor only after that.
-    """
-
-    def __init__(self) -> None:
-        self.started: List[subprocess.Popen] = []
-
-    def run(self, argv: List[str], env: Dict[str, str], cwd: str, stdout: str, stderr: str) -> Dict[str, Any]:
-        return run_node(argv, env, cwd, stdout, stderr, self.started)
-
-    def stop(self, grace_s: float) -> bool:
-        """SIGTERM the keeper (and so the guard) and wait at most ``grace_s`` seconds for it; whether it ended."""
-        ended = True
-        for child in self.started:
-            if child.poll() is None:
-                child.send_signal(signal.SIGTERM)
-                try:
-                    child.wait(timeout=grace_s)
-                except subprocess.TimeoutExpired:
-                    ended = False
-        return ended
 
 
 def _first_line(error: BaseException) -> str:
@@ -349,43 +288,11 @@ def _copy_node0_output(trial: TrialProcess) -> None:
             sink.flush()
 
 
-def keep(record: str, command: List[str]) -> int:
-    """A node's keeper, the actor's child: runs ``command`` under the guard, forwards SIGTERM/SIGINT to it.
-
-    Ray SIGKILLs the direct children of a worker that dies (a killed actor, its node lost), which would give
-    a guard no chance to end the ranks under it (torchrun starts them in sessions of their own). The keeper
-    takes that SIGKILL instead: the guard below it then gets SIGTERM (``PR_SET_PDEATHSIG``) and kills
-    everything its command started. A worker that dies without that (its raylet gone) sends the keeper
-    SIGTERM (``PR_SET_PDEATHSIG``), which it forwards to the guard; so does a keeper orphaned before it ran.
-    """
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux: the guard's own parent check still holds
-        pass
-    if os.getppid() == 1:
-        return 143
-    guard = subprocess.Popen([sys.executable, "-m", "ddpbench.trial.guard", "--record", record,
-                              "--parent", str(os.getpid()), "--", *command], stdin=subprocess.DEVNULL)
-
-    def forward(signum: int, _frame: object) -> None:
-        if guard.poll() is None:
-            guard.send_signal(signum)
-
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, forward)
-    code = guard.wait()
-    return code if code >= 0 else 128 - code
-
-
 def main(argv: Optional[List[str]] = None) -> int:
     """The trial process: place, run and wait for every node agent of one trial; its exit code is node 0's.
 
-    ``keep RECORD -- CMD...`` runs a node's keeper instead (:func:`keep`).
     """
     args_in = list(sys.argv[1:] if argv is None else argv)
-    if args_in[:1] == ["keep"] and "--" in args_in:
-        split = args_in.index("--")
-        return keep(args_in[1], args_in[split + 1:])
     parser = argparse.ArgumentParser(prog="python -m ddpbench.cluster.ray_backend")
     parser.add_argument("--job-dir", required=True)
     parser.add_argument("--spec", required=True)
