@@ -96,7 +96,7 @@ stop_node() {  # SIGTERM node $1's process group, then SIGKILL what is left of i
     [ -f "$pidfile" ] || return 0
     pid=$(cat "$pidfile")
     kill -TERM -- "-$pid" 2>/dev/null
-    deadline=$((SECONDS + 10))
+    deadline=$((SECONDS + 3))
     while kill -0 -- "-$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.5; done
     kill -KILL -- "-$pid" 2>/dev/null
     rm -f "$pidfile"
