@@ -15,6 +15,7 @@ Ray installed the tests skip, except in CI (``CI`` set), where Ray is part of ``
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -86,4 +87,6 @@ def ray_cluster() -> Iterator[RayCluster]:
             os.environ.pop("RAY_ADDRESS", None)
         else:
             os.environ["RAY_ADDRESS"] = old
-        cluster.script("stop")
+        stopped = cluster.script("stop")
+        if stopped.returncode == 0:  # its logs stay for a look when the cluster would not stop
+            shutil.rmtree(cluster_dir, ignore_errors=True)
