@@ -58,7 +58,7 @@ def test_every_builtin_kind_is_registered() -> None:
 
 
 def test_unknown_kind_is_a_one_line_config_error() -> None:
-    with pytest.raises(ConfigError, match=r"cluster.kind='pbs': must be local, slurm, static") as error:
+    with pytest.raises(ConfigError, match=r"cluster.kind='pbs': must be local, ray, slurm, static") as error:
         cluster.validate(_cfg(kind="pbs"))
     assert "\n" not in str(error.value)
 

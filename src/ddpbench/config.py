@@ -294,6 +294,22 @@ class SlurmConfig:
 
 
 @dataclass
+class RayConfig:
+    """Ray settings of a ``kind: ray`` cluster (ddpbench.cluster.ray_backend, docs/ray.md)."""
+
+    # the running cluster's GCS address HOST:PORT; auto = $RAY_ADDRESS, else the cluster `ray start` left here
+    address: str = "auto"
+    # logical CPUs each node's placement-group bundle asks for (null = cluster.nproc_per_node)
+    cpus_per_node: Optional[float] = None
+    # extra resources per node rank, e.g. [{node0: 1}, {node1: 1}] for scripts/ray-local.sh's cluster
+    node_resources: List[Dict[str, Any]] = field(default_factory=list)
+    # seconds a trial waits for its placement group (nodes with the resources) before it fails
+    placement_timeout_s: float = 60.0
+    # seconds the driver waits for the cluster's address to answer before the sweep stops (exit 2)
+    connect_timeout_s: float = 10.0
+
+
+@dataclass
 class ClusterConfig:
     """Where and how a trial's node agents run."""
 
@@ -331,6 +347,8 @@ class ClusterConfig:
     shared_dir: bool = True
     # slurm backend settings (ignored elsewhere)
     slurm: SlurmConfig = field(default_factory=SlurmConfig)
+    # ray backend settings (ignored elsewhere)
+    ray: RayConfig = field(default_factory=RayConfig)
     # --- cpu affinity ---
     # pin each rank to CPUs: auto (spread the ranks, keep the driver and agents off their CPUs where
     # CPUs allow) | none | a CPU list for the ranks in order: "0-3", [0,1] (ddpbench.workload.affinity)

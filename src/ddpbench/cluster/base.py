@@ -139,5 +139,6 @@ def backend_for(cfg: DdpbenchConfig) -> Backend:
 
 
 #: the backends that ship with ddpbench: kind -> its module, imported on first use
-BUILTIN_KINDS = {"local": "ddpbench.cluster.local", "slurm": "ddpbench.slurm.backend",
+BUILTIN_KINDS = {"local": "ddpbench.cluster.local", "ray": "ddpbench.cluster.ray_backend",
+                 "slurm": "ddpbench.slurm.backend",
                  "static": "ddpbench.cluster.static"}

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# ray-local.sh: a real 2-node Ray cluster on this one machine, for ddpbench's tests and for people.
+#
+#   scripts/ray-local.sh start  [DIR]     # start a head (node0) and a second node (node1)
+#   scripts/ray-local.sh status [DIR]     # exit 0 running, 3 stopped, 1 partly running
+#   scripts/ray-local.sh stop   [DIR]     # stop what DIR's pid files name (never other Ray clusters)
+#   scripts/ray-local.sh stop-node N [DIR]  # stop node N only (1 = the second node): a lost node
+#   scripts/ray-local.sh start-node 1 [DIR] # start the second node again (the head must be running)
+#
+# DIR defaults to /tmp/ddpbench-ray. Each node is one `ray start --block` in a process group of its own,
+# with its own temp dir (DIR/node<N>), ports, CPUs and a custom resource `node<N>` = 1, so a placement group
+# that asks for node1 really lands on the second raylet. `start` prints `export RAY_ADDRESS=HOST:PORT` on
+# stdout (all other messages go to stderr), so `eval "$(scripts/ray-local.sh start)"` works; DIR/env.sh
+# holds the same line. Needs `ray` on PATH or RAY_LOCAL_RAY. See docs/ray.md.
+#
+# Environment knobs:
+#   RAY_LOCAL_PORT     the head's GCS port; node N's own ports start at PORT + 10 + 20*N (default 6390)
+#   RAY_LOCAL_CPUS     logical CPUs each node offers (default 2)
+#   RAY_LOCAL_GPUS     GPUs the head offers (default 0; the second node offers none)
+#   RAY_LOCAL_TIMEOUT  seconds to wait for each start/stop phase (default 60)
+#   RAY_LOCAL_RAY      the ray executable (default: the one next to python3, else `ray` on PATH)
+set -u -o pipefail
+
+PROG=ray-local
+DEFAULT_DIR=/tmp/ddpbench-ray
+PORT=${RAY_LOCAL_PORT:-6390}
+CPUS=${RAY_LOCAL_CPUS:-2}
+GPUS=${RAY_LOCAL_GPUS:-0}
+TIMEOUT=${RAY_LOCAL_TIMEOUT:-60}
+HOST=127.0.0.1
+# the object store is the smallest Ray allows: ddpbench moves no data through it
+OBJECT_STORE_BYTES=80000000
+
+say() { echo "$PROG: $*" >&2; }
+die() { echo "$PROG: error: $*" >&2; exit 1; }
+
+usage() {
+    sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+}
+
+ray_bin() {
+    if [ -n "${RAY_LOCAL_RAY:-}" ]; then echo "$RAY_LOCAL_RAY"; return; fi
+    local py
+    py=$(command -v python3 || true)
+    if [ -n "$py" ] && [ -x "$(dirname "$py")/ray" ]; then echo "$(dirname "$py")/ray"; return; fi
+    command -v ray || die "no ray executable (pip install 'ddpbench[ray]', or set RAY_LOCAL_RAY)"
+}
+
+alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+node_ports() {  # the ports of node $1, as ray start options
+    local base=$((PORT + 10 + 20 * $1))
+    echo "--node-manager-port=$base --object-manager-port=$((base + 1)) --metrics-export-port=$((base + 2))" \
+         "--dashboard-agent-listen-port=$((base + 3)) --dashboard-agent-grpc-port=$((base + 4))" \
+         "--runtime-env-agent-port=$((base + 5)) --min-worker-port=$((base + 6)) --max-worker-port=$((base + 19))"
+}
+
+start_node() {  # start node $1 in DIR; returns at once (the node registers in the background)
+    local n=$1 ray=$2 role
+    local tmp="$DIR/node$n"
+    mkdir -p "$tmp"
+    if [ "$n" -eq 0 ]; then
+        role="--head --port=$PORT --include-dashboard=false --num-gpus=$GPUS"
+    else
+        role="--address=$HOST:$PORT --num-gpus=0"
+    fi
+    # shellcheck disable=SC2046,SC2086
+    setsid "$ray" start --block $role --node-ip-address=$HOST --num-cpus="$CPUS" \
+        --resources="{\"node$n\": 1}" --temp-dir="$tmp" --object-store-memory=$OBJECT_STORE_BYTES \
+        --disable-usage-stats $(node_ports "$n") >"$DIR/node$n.log" 2>&1 </dev/null &
+    echo $! >"$DIR/node$n.pid"
+}
+
+nodes_alive() {  # how many nodes the cluster itself reports alive (0 when it does not answer)
+    RAY_ADDRESS="$HOST:$PORT" timeout 30 "$(dirname "$(ray_bin)")/python" - <<'EOF' 2>/dev/null || echo 0
+import ray
+ray.init(address="auto", logging_level="ERROR", log_to_driver=False)
+print(sum(1 for node in ray.nodes() if node["Alive"]))
+EOF
+}
+
+wait_nodes() {  # wait until the cluster reports $1 nodes alive
+    local want=$1 deadline=$((SECONDS + TIMEOUT)) have=0
+    while [ $SECONDS -lt $deadline ]; do
+        alive "$DIR/node$((want - 1)).pid" || die "node$((want - 1)) exited while starting: $(tail -n1 "$DIR/node$((want - 1)).log")"
+        have=$(nodes_alive | tail -n1)
+        [ "$have" = "$want" ] && return 0
+        sleep 1
+    done
+    die "the cluster reports $have of $want node(s) alive after ${TIMEOUT} s (see $DIR/node*.log)"
+}
+
+stop_node() {  # SIGTERM node $1's process group, then SIGKILL what is left of it
+    local n=$1 pidfile="$DIR/node$1.pid" pid deadline
+    [ -f "$pidfile" ] || return 0
+    pid=$(cat "$pidfile")
+    kill -TERM -- "-$pid" 2>/dev/null
+    deadline=$((SECONDS + 3))
+    while kill -0 -- "-$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.5; done
+    kill -KILL -- "-$pid" 2>/dev/null
+    rm -f "$pidfile"
+    say "node$n stopped"
+}
+
+cmd_start() {
+    local ray
+    ray=$(ray_bin)
+    mkdir -p "$DIR"
+    if alive "$DIR/node0.pid" || alive "$DIR/node1.pid"; then
+        die "a cluster from $DIR is already running (scripts/ray-local.sh stop $DIR first)"
+    fi
+    start_node 0 "$ray"
+    wait_nodes 1
+    start_node 1 "$ray"
+    wait_nodes 2
+    echo "export RAY_ADDRESS=$HOST:$PORT" >"$DIR/env.sh"
+    say "2 nodes up at $HOST:$PORT (resources node0, node1; $CPUS CPU(s) each), logs in $DIR"
+    cat "$DIR/env.sh"
+}
+
+cmd_status() {
+    local up=0 n
+    for n in 0 1; do alive "$DIR/node$n.pid" && up=$((up + 1)); done
+    case $up in
+        2) say "running: $(nodes_alive | tail -n1) node(s) alive at $HOST:$PORT"; exit 0 ;;
+        0) say "stopped"; exit 3 ;;
+        *) say "partly running ($up of 2 node processes)"; exit 1 ;;
+    esac
+}
+
+cmd_stop() {
+    stop_node 1
+    stop_node 0
+}
+
+[ $# -ge 1 ] || usage
+action=$1
+shift
+case $action in
+    start) DIR=${1:-$DEFAULT_DIR}; cmd_start ;;
+    status) DIR=${1:-$DEFAULT_DIR}; cmd_status ;;
+    stop) DIR=${1:-$DEFAULT_DIR}; cmd_stop ;;
+    stop-node) [ $# -ge 1 ] || usage; N=$1; DIR=${2:-$DEFAULT_DIR}; stop_node "$N" ;;
+    start-node) [ "${1:-}" = 1 ] || usage; DIR=${2:-$DEFAULT_DIR}
+        alive "$DIR/node0.pid" || die "the head of $DIR is not running (scripts/ray-local.sh start $DIR)"
+        alive "$DIR/node1.pid" && die "node1 of $DIR is already running"
+        start_node 1 "$(ray_bin)"; wait_nodes 2; say "node1 up" ;;
+    *) usage ;;
+esac
