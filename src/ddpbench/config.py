@@ -17,7 +17,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ddpbench.errors import ConfigError
-from ddpbench.formats.condition import NOT_IN_JOB_DIR
+from ddpbench.formats.condition import NOT_IN_JOB_DIR, arm_name
 from ddpbench.formats.rank_record import LOADERS, TIMINGS
 from ddpbench.formats.trial_record import MODE_ROLES
 from ddpbench.workload.affinity import parse_setting as parse_cpu_affinity
@@ -259,6 +259,12 @@ class ModeConfig:
     # how the tool attaches to the job, as its users attach it (shown in the report's setup among the
     # config differences between modes); "" = no tool
     attach: str = ""
+    # --- tool versions (versions=, docs/versions.md) ---
+    # argv printing the tool launcher's help ({python} = the version's environment); every --flag of
+    # `command` must appear in it, checked once per version ([] = no check)
+    help_command: List[str] = field(default_factory=list)
+    # version specifier (e.g. "<0.5") -> the command used instead of `command` by versions it matches
+    command_by_version: Dict[str, List[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -481,6 +487,13 @@ class DdpbenchConfig:
     precision: PrecisionConfig = field(default_factory=PrecisionConfig)
     # the report's verdict
     report: ReportConfig = field(default_factory=ReportConfig)
+    # tool versions compared in one sweep: mode -> version specs (a PyPI version or requirement, a wheel file,
+    # a source tree, path@ref of a git repository); each spec is an arm of its own (docs/versions.md)
+    versions: Dict[str, List[str]] = field(default_factory=dict)
+    # the version spec this trial's arm runs (the sweeper sets it from `versions`; null = the installed tool)
+    version: Optional[str] = None
+    # a version is a regression when its per-step cost exceeds the previous version's by more than this, %
+    regression_pct: float = 1.0
 
 
 def register_configs() -> None:
@@ -488,7 +501,7 @@ def register_configs() -> None:
     if not OmegaConf.has_resolver("ddpbench_not_in_job_dir"):
         OmegaConf.register_new_resolver("ddpbench_not_in_job_dir", lambda: list(NOT_IN_JOB_DIR))
     schema = OmegaConf.structured(DdpbenchConfig)
-    for key in ("workload.metrics", "workload.units"):  # user-named keys: `workload.metrics.NAME=...`, no `+`
+    for key in ("workload.metrics", "workload.units", "versions"):  # user-named keys: `workload.metrics.NAME=...`, no `+`
         OmegaConf.set_struct(OmegaConf.select(schema, key), False)
     ConfigStore.instance().store(name="ddpbench_schema", node=schema)
 
@@ -575,6 +588,9 @@ def validate(cfg: DdpbenchConfig) -> None:
     _require(bool(_NAME_RE.match(cfg.sweep_name)), "sweep_name", "must use letters, digits, '.', '_', '-'", cfg.sweep_name)
     _require(cfg.budget_pct > 0, "budget_pct", "must be > 0", cfg.budget_pct)
     _require(cfg.report.job_hours > 0, "report.job_hours", "must be > 0", cfg.report.job_hours)
+    _require(cfg.regression_pct > 0, "regression_pct", "must be > 0", cfg.regression_pct)
+    _require(cfg.version is None or bool(cfg.mode.requires_package), "version",
+             f"mode={cfg.mode.name} names no requires_package: its tool has no version to choose", cfg.version)
     _require(cfg.mode.role in MODE_ROLES, "mode.role", f"must be one of {', '.join(MODE_ROLES)}", cfg.mode.role)
     validate_tool(cfg.tool, cfg.mode)
     parse_repeat(cfg.repeat)
@@ -594,6 +610,8 @@ def typed(cfg: DictConfig) -> DdpbenchConfig:
         message = str(getattr(error, "msg", None) or error).splitlines()[0]
         raise ConfigError(f"{key}: {message}" if key else message) from None
     assert isinstance(converted, DdpbenchConfig)
+    if converted.version is not None:  # the arm is named by its tool version: traceml==0.4.2
+        converted.mode.name = arm_name(converted.mode.name, converted.version)
     return converted
 
 

@@ -7,16 +7,23 @@ leaves out only :data:`SWEEPER_KEYS` (the hash of a trial written before must no
 
 from __future__ import annotations
 
-from typing import Tuple
+import re
+from typing import Optional, Tuple
 
 #: keys the sweep driver sets on every job itself: where the job sits in its sweep, not what it measures
 SWEEPER_KEYS: Tuple[str, ...] = ("pair_position", "sweep_name")
 #: keys that differ between the drivers of one multi-node trial (each node runs its own driver)
 NODE_KEYS: Tuple[str, ...] = ("cluster.node_rank",)
-#: keys that vary inside a condition: the arm compared and the pair's repeat
-ARM_KEYS: Tuple[str, ...] = ("mode", "repeat")
-#: keys that never name a trial's job folder (Hydra's ``override_dirname`` leaves them out)
-NOT_IN_JOB_DIR: Tuple[str, ...] = SWEEPER_KEYS + NODE_KEYS
+#: the sweep's tool versions (mode -> specs; the sweeper makes one arm per spec) and the one spec a trial's arm runs
+VERSIONS_KEY, VERSION_KEY = "versions", "version"
+#: keys that vary inside a condition: the arm compared (mode, and its tool version) and the pair's repeat
+ARM_KEYS: Tuple[str, ...] = ("mode", "repeat", VERSION_KEY)
+#: keys that never name a trial's job folder (Hydra's ``override_dirname`` leaves them out; the job dir
+#: names an arm's version through its mode, ``mode=traceml==0.4.2``)
+NOT_IN_JOB_DIR: Tuple[str, ...] = SWEEPER_KEYS + NODE_KEYS + (VERSIONS_KEY, VERSION_KEY)
+#: keys a trial's ``config_hash`` leaves out: where it sits in its sweep, the sweep's list of versions (adding a
+#: version to a sweep must not re-run the trials it already has) and the report's regression threshold
+NOT_IN_HASH: Tuple[str, ...] = SWEEPER_KEYS + (VERSIONS_KEY, "regression_pct")
 #: keys that are not part of a condition
 NON_CONDITION_KEYS: Tuple[str, ...] = ARM_KEYS + NOT_IN_JOB_DIR
 
@@ -29,3 +36,32 @@ def override_key(override: str) -> str:
 def is_condition_override(override: str) -> bool:
     """Whether the override ``key=value`` is part of the job's condition."""
     return override_key(override) not in NON_CONDITION_KEYS
+
+
+_PLAIN_VERSION = re.compile(r"^v?\d+(\.\d+)*([._-]?[A-Za-z0-9+!]+)*$")
+
+
+def is_plain_version(spec: str) -> bool:
+    """Whether a version spec is a bare release number (``0.4.2``, ``1.0rc1``) rather than a requirement or path."""
+    return bool(_PLAIN_VERSION.match(spec.strip())) and "/" not in spec
+
+
+def arm_name(mode: str, spec: Optional[str]) -> str:
+    """The name of the arm that runs mode ``mode``'s tool at version ``spec``: ``traceml==0.4.2``.
+
+    None (the sweep's own install) is the mode itself. A requirement keeps its text (``traceml[traceml-ai<0.5]``);
+    a wheel file, a source tree or ``path@ref`` is named by its last path component (``traceml@checkout@v2``).
+    """
+    if spec is None or str(spec).strip() == "":
+        return mode
+    text = str(spec).strip()
+    if is_plain_version(text):
+        return f"{mode}=={text.lstrip('v')}"
+    if any(op in text for op in "<>=!~") and "/" not in text:
+        return f"{mode}[{text.replace(' ', '')}]"
+    return f"{mode}@{text.rstrip('/').rsplit('/', 1)[-1]}"
+
+
+def base_mode(arm: str) -> str:
+    """The mode an arm name (:func:`arm_name`) runs: ``traceml==0.4.2`` -> ``traceml``."""
+    return re.split(r"==|\[|@", arm, maxsplit=1)[0]

@@ -147,9 +147,11 @@ must hold :data:`FIELDS` and the fields every version <= v added."""
 OPTIONAL_FIELDS: Final[dict[str, tuple[tuple[type, ...], bool]]] = {
     "step_times_ms": ((list,), False),
     "cpu_affinity": ((list,), False),
+    "tool": ((dict,), False),
 }
 """Fields that may be absent: ``step_times_ms`` (every timed step in ms, ``--save-step-times``) and
-``cpu_affinity`` (the CPU numbers the rank could run on after pinning itself, where the OS tells)."""
+``cpu_affinity`` (the CPU numbers the rank could run on after pinning itself, where the OS tells) and ``tool``
+(``{package, module, version, imported, file}``: the mode's tool as this rank's interpreter has it)."""
 
 
 def _type_problem(name: str, value: Any, types: tuple[type, ...], nullable: bool) -> str | None:

@@ -22,6 +22,9 @@ Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice
 - 3: ``config.mode`` declares the mode's ``role`` (:data:`MODE_ROLES`) and its needs
   (``needs_shared_dir``, ``attach``); a version 2 or earlier record is read with the role its mode's
   name implied then (the only place a mode's name is interpreted).
+- 4: ``arm``: the tool version an arm of a version comparison ran (``versions=``; docs/versions.md):
+  ``{mode, spec, kind, package, version (as imported in the ranks), env, python, same_packages,
+  package_diff, unmet_requirements}``; null in a trial without ``versions=`` (a version 3 record is read with null).
 
 Combining ranks: ``steps_per_s`` is the slowest rank's; ``step_time_ms`` holds the mean over ranks
 of each rank's statistic, except ``min`` and ``max``, which are the min and max over ranks. In DDP
@@ -36,12 +39,12 @@ import os
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ddpbench.formats.condition import SWEEPER_KEYS
+from ddpbench.formats.condition import NOT_IN_HASH
 from ddpbench.formats.rank_record import STEP_STAT_KEYS
 from ddpbench.formats.reader import Format
 
 SCHEMA = "ddpbench.trial"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: the record's file name inside a job dir
 TRIAL_FILE = "trial.json"
 STATUSES = ("ok", "failed", "timeout")
@@ -76,7 +79,7 @@ OK_NUMERIC_FIELDS_WITHOUT_RANKS = ("wall_s",)
 
 def config_hash(config: Mapping[str, Any]) -> str:
     """sha256 of a resolved config, ignoring the keys that do not change what a trial measures."""
-    trimmed = {k: v for k, v in config.items() if k not in SWEEPER_KEYS}
+    trimmed = {k: v for k, v in config.items() if k not in NOT_IN_HASH}
     return hashlib.sha256(json.dumps(trimmed, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -364,8 +367,12 @@ def _v2_to_v3(record: Dict[str, Any]) -> Dict[str, Any]:
     return record
 
 
+def _v3_to_v4(record: Dict[str, Any]) -> Dict[str, Any]:
+    return {"arm": None, **record}
+
+
 #: the format as the reader contract (:mod:`ddpbench.formats.reader`) reads it
-FORMAT = Format(SCHEMA, SCHEMA_VERSION, oldest=1, upgrades={1: _v1_to_v2, 2: _v2_to_v3}, check=_check)
+FORMAT = Format(SCHEMA, SCHEMA_VERSION, oldest=1, upgrades={1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}, check=_check)
 
 
 def validate_trial_record(record: Any) -> Optional[str]:

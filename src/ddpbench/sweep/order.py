@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 _RANGE = re.compile(r"^\s*(-?\d+)\s*-\s*(-?\d+)\s*$")
 _INT = re.compile(r"^\s*-?\d+\s*$")
@@ -67,7 +67,10 @@ def williams_rows(n: int) -> List[List[int]]:
     return rows
 
 
-def mode_order(modes: Sequence[str], repeat: int) -> List[str]:
+T = TypeVar("T")
+
+
+def mode_order(modes: Sequence[T], repeat: int) -> List[T]:
     """The order in which repeat ``repeat`` runs ``modes``."""
     rows = williams_rows(len(modes))
     row = rows[(repeat - 1) % len(rows)]
@@ -82,13 +85,40 @@ class OrderedJob:
     pair_position: int
 
 
+def quote_value(value: str) -> str:
+    """An override value Hydra reads back as the same string (quoted, its quotes escaped)."""
+    return "'" + str(value).replace("'", "\\'") + "'"
+
+
+def expand_arms(modes: Sequence[str], versions: Mapping[str, Sequence[str]],
+                mode_key: str = "mode") -> List[Tuple[str, Optional[str]]]:
+    """The arms of a sweep: each mode once, a mode named in ``versions`` once per version spec, in order.
+
+    Raises SweepOrderError for a ``versions`` mode the sweep does not run, an empty list or a repeated spec.
+    """
+    for mode, specs in versions.items():
+        if mode not in modes:
+            raise SweepOrderError(f"versions: mode {mode} is not one of {mode_key}={','.join(modes)}")
+        texts = [str(spec).strip() for spec in specs]
+        if not texts:
+            raise SweepOrderError(f"versions: mode {mode} lists no version")
+        if len(set(texts)) != len(texts):
+            raise SweepOrderError(f"versions: mode {mode} lists a version twice ({', '.join(texts)})")
+    arms: List[Tuple[str, Optional[str]]] = []
+    for mode in modes:
+        arms += [(mode, str(spec).strip()) for spec in versions[mode]] if mode in versions else [(mode, None)]
+    return arms
+
+
 def order_jobs(
-    swept: Dict[str, List[str]], mode_key: str = "mode", repeat_key: str = "repeat"
+    swept: Dict[str, List[str]], mode_key: str = "mode", repeat_key: str = "repeat",
+    versions: Optional[Mapping[str, Sequence[str]]] = None, version_key: str = "version",
 ) -> List[OrderedJob]:
-    """Order jobs: other keys vary slowest (in the order given), then repeats, then modes in pairs.
+    """Order jobs: other keys vary slowest (in the order given), then repeats, then arms in pairs.
 
     ``swept`` maps each override key to its list of ``key=value`` strings (single values too),
-    in command-line order.
+    in command-line order. ``versions`` (mode -> version specs) makes each spec of a mode an arm of its
+    own in the same Williams-ordered block; its jobs get ``version_key='<spec>'``.
     """
     modes: Optional[List[str]] = None
     repeats: Optional[List[int]] = None
@@ -103,14 +133,19 @@ def order_jobs(
             others.append(list(items))
     if modes is not None and len(set(modes)) != len(modes):
         raise SweepOrderError(f"{mode_key}={','.join(modes)}: a mode appears twice")
+    if versions and modes is None:
+        raise SweepOrderError(f"versions: needs the modes it versions in the sweep ({mode_key}=...)")
+    arms = expand_arms(modes, versions or {}, mode_key) if modes is not None else None
     jobs: List[OrderedJob] = []
     for combo in itertools.product(*others):
         for repeat in repeats if repeats is not None else [None]:
-            ordered = mode_order(modes, repeat if repeat is not None else 1) if modes else [None]
-            for position, mode in enumerate(ordered):
+            ordered = mode_order(arms, repeat if repeat is not None else 1) if arms else [None]
+            for position, arm in enumerate(ordered):
                 overrides = list(combo)
-                if mode is not None:
-                    overrides.append(f"{mode_key}={mode}")
+                if arm is not None:
+                    overrides.append(f"{mode_key}={arm[0]}")
+                    if arm[1] is not None:
+                        overrides.append(f"{version_key}={quote_value(arm[1])}")
                 if repeat is not None:
                     overrides.append(f"{repeat_key}={repeat}")
                 jobs.append(OrderedJob(tuple(overrides), position))

@@ -17,15 +17,20 @@ def task_config(cfg: DictConfig) -> DictConfig:
 def check_jobs(hydra_context: Any, config: DictConfig, jobs: Sequence[Sequence[str]]) -> List[DdpbenchConfig]:
     """Compose each job's config and check it (tool installed, command, cluster); the trial configs.
 
-    Raises DdpbenchError (one line) at the first job that cannot run, before any job dir exists.
+    Raises DdpbenchError (one line) at the first job that cannot run, before any job dir exists. The arms of a
+    version comparison get their environments here (ddpbench.versions.arm.prepare).
     """
+    from ddpbench.config import validate
     from ddpbench.trial.runner import check_trial_config
+    from ddpbench.versions.arm import prepare
 
-    cfgs = []
-    for overrides in jobs:
-        cfg = typed(task_config(hydra_context.config_loader.load_sweep_config(config, list(overrides))))
+    cfgs = [typed(task_config(hydra_context.config_loader.load_sweep_config(config, list(overrides))))
+            for overrides in jobs]
+    for cfg in cfgs:
+        validate(cfg)
+    prepare(cfgs)  # every tool version's environment, built once, before anything runs
+    for cfg in cfgs:
         check_trial_config(cfg)
-        cfgs.append(cfg)
     return cfgs
 
 

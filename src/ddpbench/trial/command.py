@@ -22,11 +22,14 @@ from ddpbench.trial.script_workload import is_user_script, script_args, script_f
 from ddpbench.errors import ConfigError
 from ddpbench.workload import recorder
 from ddpbench.trial.tool import find_executable
+from ddpbench.versions import arm
 
 #: the folder of the built-in workload scripts, run by path (``traceml run`` needs a path)
 WORKLOAD_DIR = Path(__file__).resolve().parent.parent / "workload"
 
 LIST_TOKENS = ("{workload_args}", "{tool_args}")
+#: the tool's distribution and module, for the rank record's ``tool`` (ddpbench.workload.record)
+TOOL_PACKAGE_ENV, TOOL_MODULE_ENV = "DDPBENCH_TOOL_PACKAGE", "DDPBENCH_TOOL_MODULE"
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,7 @@ def make_context(
 ) -> LaunchContext:
     """Fill a :class:`LaunchContext` from the config and the values chosen at launch."""
     return LaunchContext(
-        python=sys.executable,
+        python=arm.python_for(cfg) if cfg.version is not None else sys.executable,
         script=str(script_file(cfg) if is_user_script(cfg) else WORKLOAD_DIR / cfg.workload.script),
         nnodes=cfg.cluster.nnodes,
         nproc_per_node=cfg.cluster.nproc_per_node,
@@ -168,7 +171,7 @@ def node_command(cfg: DdpbenchConfig, context: LaunchContext) -> List[str]:
     argv = render_command(cfg.mode.wrapper, context, lists)
     if argv:  # the wrapper's own exit status need not be its command's (py-spy): record the command's
         argv += wrapped.recording_prefix(Path(context.job_dir) / "logs", context.node_rank)
-    argv += render_command(cfg.mode.command, context, lists)
+    argv += render_command(arm.command_for(cfg), context, lists)
     if argv and cfg.mode.requires_executable and argv[0] == cfg.mode.requires_executable:
         argv[0] = find_executable(argv[0]) or argv[0]
     return argv
@@ -186,6 +189,9 @@ def node_environment(cfg: DdpbenchConfig, context: LaunchContext, base: Mapping[
     values = context.placeholders()
     for key, value in cfg.mode.env.items():
         env[str(key)] = _fill(str(value), values)
+    if cfg.mode.requires_package:  # the ranks record the tool's version as they import it
+        env[TOOL_PACKAGE_ENV] = str(cfg.mode.requires_package)
+        env[TOOL_MODULE_ENV] = str(cfg.mode.requires or "")
     for key in recorder.RECORDER_ENV:  # never an outer run's: only this trial's recorder settings
         env.pop(key, None)
     env.update(recorder_environment(cfg, context.metrics_dir))

@@ -52,6 +52,12 @@ def cpu_model() -> Optional[str]:
     return platform.processor() or None
 
 
+def _tool_version(rank: Mapping[str, Any], package: str) -> Optional[str]:
+    """The version of ``package`` the rank imported (its record's ``tool``), or None."""
+    tool = rank.get("tool")
+    return str(tool["version"]) if isinstance(tool, dict) and tool.get("package") == package and tool.get("version") else None
+
+
 def describe(ranks: Sequence[Mapping[str, Any]], node_hostnames: Sequence[str]) -> Dict[str, Any]:
     """The environment section of a trial record."""
     first = ranks[0] if ranks else {}
@@ -64,7 +70,8 @@ def describe(ranks: Sequence[Mapping[str, Any]], node_hostnames: Sequence[str]) 
         "cuda": first.get("cuda_version"),
         "nccl": first.get("nccl_version"),
         "gpu_names": sorted({str(r["gpu_name"]) for r in ranks if r.get("gpu_name")}),
-        "traceml_ai": _version("traceml-ai"),
+        "traceml_ai": _tool_version(first, "traceml-ai") or _version("traceml-ai"),
+        "tool": first.get("tool"),
         "ddpbench": ddpbench.__version__,
         "git_commit": git_commit(),
         "cpu_model": cpu_model(),

@@ -37,6 +37,7 @@ from ddpbench.trial.script_metrics import apply_metrics
 from ddpbench.trial.script_workload import check_script_workload, is_user_script
 from ddpbench.trial.summary import NodeDone, TrialOutcome, TrialRecord
 from ddpbench.trial.tool import check_tool
+from ddpbench.versions.arm import arm_section
 
 
 def trial_timeout_s(cfg: DdpbenchConfig) -> float:
@@ -215,8 +216,9 @@ def owner_record(
     status, error = artifacts.verdict(status, error, tool)
     wall_s, spawn_epoch = slowest_node_wall(nodes)
     summary_file = commands.summary_path(cfg, context) if context is not None else None
+    meta = trial_meta(cfg, job, started_at=launched.started_at, ended_at=_now(), timeout_s=timeout_s)
     return record.build_trial_record(
-        meta=trial_meta(cfg, job, started_at=launched.started_at, ended_at=_now(), timeout_s=timeout_s),
+        meta={**meta, "arm": arm_section(cfg, ranks)},
         config=plain,
         status=status,
         exit_code=None if status == "timeout" else first_failing_exit_code(nodes),

@@ -19,6 +19,7 @@ from typing import Any, List, Optional
 from ddpbench.config import DdpbenchConfig, WorkloadConfig
 
 from ddpbench.errors import ConfigError
+from ddpbench.formats.condition import arm_name
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -135,12 +136,17 @@ JOB_DIRNAME_MAX = 200
 """Longest job folder name (bytes) :func:`job_dirname` keeps; longer ones end in a hash (NAME_MAX is 255)."""
 
 
-def job_dirname(override_dirname: str) -> str:
+def job_dirname(override_dirname: str, version: Optional[str] = None) -> str:
     """A job folder name from Hydra's ``override_dirname``: one path component, whatever the values hold.
+
+    An arm at a tool ``version`` (``versions=``) is named by its mode: ``mode=traceml==0.4.2``.
 
     A script path or a pattern may contain ``/`` (``%2F`` here, ``%`` itself as ``%25``), and a long list of
     arguments may pass the file-name limit (then the name is cut and ends in a hash of the whole).
     """
+    if version is not None:
+        override_dirname = re.sub(r"(^|,)mode=([^,]+)(?=,|$)",
+                                  lambda m: f"{m.group(1)}mode={arm_name(m.group(2), str(version))}", override_dirname)
     name = override_dirname.replace("%", "%25").replace("/", "%2F")
     encoded = name.encode("utf-8")
     if len(encoded) <= JOB_DIRNAME_MAX:

@@ -37,8 +37,19 @@ def find_executable(name: str) -> Optional[str]:
 
 
 def check_tool(cfg: DdpbenchConfig) -> None:
-    """Raise ToolMissingError when the mode's Python module or executable is missing."""
+    """Raise ToolMissingError when the mode's Python module or executable is missing.
+
+    An arm of a version comparison (``version`` set) checks its own environment instead: built, and its
+    launcher has every flag the command passes (ConfigError naming the flag and the version).
+    """
     mode = cfg.mode
+    if cfg.version is not None:  # an arm at its own version: its environment holds the tool (built now if needed)
+        from ddpbench.versions import arm
+
+        env = arm.env_for(cfg)
+        assert env is not None
+        arm.check_flags(cfg, env)
+        return
     package = mode.requires_package
     module = mode.requires
     if module and importlib.util.find_spec(str(module)) is None:

@@ -50,6 +50,24 @@ def _versions(rt: Runtime) -> dict[str, str | None]:
     return {"torch_version": torch.__version__, "cuda_version": cuda, "nccl_version": nccl, "gpu_name": gpu}
 
 
+def tool_record() -> dict[str, Any] | None:
+    """The mode's tool as this rank has it (``DDPBENCH_TOOL_PACKAGE``/``_MODULE`` from the trial): its version
+    from the distribution first on sys.path (the one an import finds), whether the module is imported, its file."""
+    from importlib import metadata
+
+    package = os.environ.get("DDPBENCH_TOOL_PACKAGE")
+    if not package:
+        return None
+    module_name = os.environ.get("DDPBENCH_TOOL_MODULE") or None
+    module = sys.modules.get(module_name) if module_name else None
+    try:
+        version: str | None = metadata.version(package)
+    except metadata.PackageNotFoundError:
+        version = None
+    return {"package": package, "module": module_name, "version": version, "imported": module is not None,
+            "file": getattr(module, "__file__", None)}
+
+
 def build_record(
     args: argparse.Namespace,
     rt: Runtime,
@@ -114,6 +132,9 @@ def build_record(
             "teardown_s": args.inject_teardown_sec,
         },
     }
+    tool = tool_record()
+    if tool is not None:
+        record["tool"] = tool
     if args.save_step_times:
         record["step_times_ms"] = [d * 1000.0 for d in res.durations_s]
     return record

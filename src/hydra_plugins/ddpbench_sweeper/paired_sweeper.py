@@ -40,6 +40,10 @@ class PairedSweeperConf:
     repeat_key: str = "repeat"
     # dotted path of a class adding validation, progress, signal handling and reports (null: none)
     driver: Optional[str] = None
+    # the key mapping a mode to versions of its tool ({mode: [spec, ...]}): each spec is an arm of its own
+    versions_key: str = "versions"
+    # the key each such arm's jobs get, set to its spec
+    version_key: str = "version"
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="paired", node=PairedSweeperConf, provider="ddpbench")
@@ -49,12 +53,15 @@ class PairedSweeper(Sweeper):
     """Launches the paired, alternating order in batches of ``max_batch_size`` jobs."""
 
     def __init__(self, max_batch_size: Optional[int] = 1, params: Optional[Dict[str, str]] = None,
-                 mode_key: str = "mode", repeat_key: str = "repeat", driver: Optional[str] = None) -> None:
+                 mode_key: str = "mode", repeat_key: str = "repeat", driver: Optional[str] = None,
+                 versions_key: str = "versions", version_key: str = "version") -> None:
         self.max_batch_size = max_batch_size
         self.params = dict(params or {})
         self.mode_key = mode_key
         self.repeat_key = repeat_key
         self.driver_path = driver
+        self.versions_key = versions_key
+        self.version_key = version_key
         self.hydra_context: Optional[HydraContext] = None
         self.config: Optional[DictConfig] = None
         self.launcher: Optional[Launcher] = None
@@ -77,17 +84,32 @@ class PairedSweeper(Sweeper):
         loader = self.hydra_context.config_loader if self.hydra_context is not None else None
         parser = OverridesParser.create(config_loader=loader)
         swept: Dict[str, List[str]] = {}
+        versions: Dict[str, List[str]] = {}
         for override in parser.parse_overrides([f"{k}={v}" for k, v in self.params.items()] + list(arguments)):
             key = override.get_key_element()
             if key in skip:
                 continue
+            if key == self.versions_key and not override.is_sweep_override():
+                versions = self.versions_of(override.value())
             if not override.is_sweep_override():
                 swept[key] = [f"{key}={override.get_value_element_as_str()}"]
             elif override.is_discrete_sweep():
                 swept[key] = [f"{key}={value}" for value in override.sweep_string_iterator()]
             else:
                 raise HydraException(f"PairedSweeper does not support sweep type: {override.value_type}")
-        return order_jobs(swept, mode_key=self.mode_key, repeat_key=self.repeat_key)
+        return order_jobs(swept, mode_key=self.mode_key, repeat_key=self.repeat_key, versions=versions,
+                          version_key=self.version_key)
+
+    def versions_of(self, value: Any) -> Dict[str, List[str]]:
+        """``versions={mode: [spec, ...]}`` as a dict of string lists; SweepOrderError when it is not one."""
+        from ddpbench.sweep.order import SweepOrderError
+
+        if value is None:
+            return {}
+        if not isinstance(value, dict) or not all(isinstance(v, (list, tuple)) for v in value.values()):
+            raise SweepOrderError(f"{self.versions_key}: expected {{mode: [version, ...]}}, e.g. "
+                                  f"'{self.versions_key}={{traceml:[0.4.2,0.5.0]}}'")
+        return {str(mode): [str(spec) for spec in specs] for mode, specs in value.items()}
 
     def batches(self, jobs: List[List[str]]) -> List[List[List[str]]]:
         """``jobs`` in launch batches of ``max_batch_size``."""
