@@ -34,7 +34,8 @@ Columns (see also ``docs/results-columns.md``):
 - Version 2 sections, absent when null: ``phase_time_ms_<phase>_<stat>`` (ms),
   ``memory_host_peak_rss_bytes``, ``memory_cuda_peak_allocated_bytes`` (bytes),
   ``attempt_number, attempt_dir``, ``load_<key>`` (every key of ``load``; ``own_cpus`` as written,
-  a list joined with ``,``), ``tool_name, tool_artifacts, tool_bytes, tool_usable, tool_problem``,
+  a list joined with ``,``), ``tool_name, tool_artifacts, tool_bytes, tool_usable, tool_problem, tool_format``,
+  ``arm_<key>`` (version 4's ``arm``: ``arm_mode, arm_spec, arm_version``...; absent without ``versions=``),
   ``metric_<name>`` (each figure's value) and ``metrics_json`` (the whole ``metrics`` section, with
   units and sources).
 - ``overrides_json``, ``config_json``: the ``overrides`` list and the resolved ``config`` as
@@ -154,7 +155,7 @@ def _stop_kind(condition: dict[str, Any], config: Any) -> Any:
 
 def _put_v2_sections(row: dict[str, Any], trial: dict[str, Any]) -> None:
     """The trial record version 2 sections as flat columns (absent when the section is null)."""
-    for section in ("phase_time_ms", "memory", "attempt", "tool"):
+    for section in ("phase_time_ms", "memory", "attempt", "tool", "arm"):
         value = trial.get(section)
         if isinstance(value, dict):
             _put_flat(row, section, value)

@@ -28,6 +28,8 @@ from ddpbench.report.markdown import render_report
 from ddpbench.analysis.tools import compares_several_tools
 from ddpbench.report.plots import plot_condition, save_figure
 from ddpbench.report.plots_compare import tool_plot
+from ddpbench.analysis.versions import VersionStep, compare_versions, regression_exit_code, version_lists
+from ddpbench.report.versions import version_plot, versions_section
 
 __all__ = ["ReportInputError", "ReportOutcome", "write_report"]
 
@@ -57,6 +59,12 @@ class ReportOutcome:
     n_pairs: int
     n_excluded: int
     analysis: Analysis
+    # each version against the previous one in the sweep's versions= list (empty without versions=)
+    version_steps: tuple[VersionStep, ...] = ()
+
+    def regression_exit_code(self) -> int:
+        """``--fail-on-regression``: 1 when a version regressed, 3 when one is inconclusive, else 0."""
+        return regression_exit_code(self.version_steps)
 
     @property
     def any_over(self) -> bool:
@@ -114,11 +122,12 @@ def write_report(
     baseline: str = "native",
     budget_pct: float = 2.0,
     job_hours: float = JOB_HOURS,
+    regression_pct: float = 1.0,
 ) -> ReportOutcome:
     """Collect every trial.json under ``sweep_dirs``, analyse the pairs and write the report.
 
     ``out_dir`` defaults to the first sweep dir; ``job_hours`` is the job length the verdict projects
-    onto (hours of training). Raises :class:`ReportInputError` for a nonexistent or empty sweep dir,
+    onto (hours of training); ``regression_pct`` the per-step threshold between consecutive versions. Raises :class:`ReportInputError` for a nonexistent or empty sweep dir,
     no usable trial.json, an unwritable ``out_dir``, or ``job_hours`` not > 0.
     """
     try:
@@ -174,6 +183,13 @@ def write_report(
         analysis, frame, plot_refs, [str(d) for d in dirs], collected.skipped, generated, __version__, tool_plot_ref,
         list(stopping.values()),
     )
+    arms = version_lists(frame)
+    steps = compare_versions(frame, regression_pct) if arms else []
+    if arms:
+        listed = [c for c in analysis.comparisons if any(c.mode in group for group in arms.values())]
+        plot = save_figure(version_plot(listed, arms), plots_dir / "versions-step-overhead.png") if listed else None
+        plot_paths += [plot] if plot is not None else []
+        text += versions_section(steps, listed, arms, regression_pct, os.path.relpath(plot, out) if plot else None)
     report_path = write_text_atomic(out / "report.md", text)
     return ReportOutcome(
         report_path=report_path,
@@ -187,4 +203,5 @@ def write_report(
         n_pairs=sum(c.n_pairs for c in analysis.comparisons),
         n_excluded=sum(c.n_excluded for c in analysis.comparisons),
         analysis=analysis,
+        version_steps=tuple(steps),
     )

@@ -1,9 +1,12 @@
-"""``ddpbench-report SWEEP_DIR... [--out DIR] [--baseline native] [--budget 2] [--job-hours 1] [--fail-over-budget]``.
+"""``ddpbench-report SWEEP_DIR... [--out DIR] [--baseline native] [--budget 2] [--job-hours 1] [--fail-over-budget]
+[--regression-pct 1] [--fail-on-regression] [--history]``.
 
 The verdict is on the per-step cost and on the cost projected onto a job of ``--job-hours`` hours of
 training (fixed start-up and teardown paid once). Exit codes: 0 report written; 1 a comparison is
 over budget (only with ``--fail-over-budget``);
-3 none over but one inconclusive (only with ``--fail-over-budget``); 2 bad input — nonexistent
+3 none over but one inconclusive (only with ``--fail-over-budget``); with ``--fail-on-regression``: 1 a version
+regressed against the previous one in its sweep's ``versions=`` list, 3 none did but one is inconclusive;
+``--history``: the SWEEP_DIRs lined up by tool version and date into ``history.md`` instead; 2 bad input — nonexistent
 or empty sweep dir, no usable trial.json, unwritable output dir — with a one-line
 ``ddpbench-report: error: ...`` on stderr.
 """
@@ -33,15 +36,49 @@ def _parser() -> argparse.ArgumentParser:
         "--fail-over-budget", action="store_true",
         help="exit 1 when a comparison is over budget, 3 when one is inconclusive",
     )
+    parser.add_argument("--regression-pct", type=float, default=1.0, metavar="PCT",
+                        help="per-step increase over the previous version that is a regression, %% (default: 1)")
+    parser.add_argument("--fail-on-regression", action="store_true",
+                        help="exit 1 when a version regressed against the previous one, 3 when one is inconclusive")
+    parser.add_argument("--history", action="store_true",
+                        help="line the sweeps up by hardware, condition, tool version and date: history.md")
     return parser
+
+
+def _history(args: argparse.Namespace) -> int:
+    from ddpbench.analysis.versions import history
+    from ddpbench.collect.collector import collect_trials
+    from ddpbench.report.versions import write_history
+
+    missing = [d for d in args.sweep_dirs if not d.exists()]
+    if missing:
+        print(f"{PROG}: error: no such sweep dir: {missing[0]}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    frame = collect_trials(list(args.sweep_dirs)).frame
+    if frame.empty:
+        print(f"{PROG}: error: no usable trial.json under {', '.join(map(str, args.sweep_dirs))}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    points = history(frame, baseline=args.baseline)
+    out = args.out if args.out is not None else args.sweep_dirs[0]
+    path = write_history(points, Path(out))
+    changes = [p for p in points if p.step_change]
+    print(f"{PROG}: wrote {path} ({len(points)} points, {len(changes)} step change(s))")
+    for p in changes:
+        print(f"  step change: {p.series[3]} {p.version} ({p.date}) [{p.series[2]}]")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
     args = _parser().parse_args(argv)
+    if args.regression_pct <= 0:
+        print(f"{PROG}: error: --regression-pct {args.regression_pct}: must be > 0", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.history:
+        return _history(args)
     try:
         outcome = write_report(args.sweep_dirs, args.out, baseline=args.baseline, budget_pct=args.budget,
-                               job_hours=args.job_hours)
+                               job_hours=args.job_hours, regression_pct=args.regression_pct)
     except ReportInputError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -52,7 +89,11 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{outcome.n_excluded} excluded, {outcome.n_skipped} skipped)")
     for label, status in outcome.verdicts.items():
         print(f"  {label}: {status}")
-    return outcome.exit_code(args.fail_over_budget)
+    for step in outcome.version_steps:
+        print(f"  {step.current} vs {step.previous} [{step.condition_id}]: {step.verdict}")
+    code = outcome.exit_code(args.fail_over_budget)
+    regression = outcome.regression_exit_code() if args.fail_on_regression else 0
+    return max(code, regression, key=lambda c: {0: 0, 3: 1, 1: 2}.get(c, 3))
 
 
 if __name__ == "__main__":

@@ -31,7 +31,8 @@ def write_sweep_report(config: DictConfig) -> None:
         from ddpbench.report.build import write_report
 
         write_report([sweep_dir], sweep_dir, baseline=str(config.baseline), budget_pct=float(config.budget_pct),
-                     job_hours=float(config.report.job_hours))
+                     job_hours=float(config.report.job_hours),
+                     regression_pct=float(config.get("regression_pct", 1.0)))
     except Exception as error:
         print(f"ddpbench: could not write the report: {type(error).__name__}: {error}", file=sys.stderr,
               flush=True)

@@ -10,7 +10,10 @@ paths. Kinds:
 - ``speedscope``: py-spy's speedscope file with at least one sample (a kernel refusing ptrace is named);
 - ``wandb_offline``: ``<path>/wandb/offline-run-*/run-*.wandb`` holding logged steps, and no online run.
 
-Modes without ``artifacts`` (native, A/A, inject) are never failed here.
+Modes without ``artifacts`` (native, A/A, inject) are never failed here. A tool's own output may change
+between its releases: a summary that exists but whose format this reader does not know never fails a trial
+whose ranks finished; its ``tool.format`` is ``unknown`` and ``tool.problem`` says ``tool summary: unknown
+format`` with the tool's version, and ddpbench's own figures stand.
 """
 
 from __future__ import annotations
@@ -46,6 +49,9 @@ PTRACE_REFUSED = re.compile(
 PTRACE_HINT = ("allow it with `sysctl kernel.yama.ptrace_scope=0`, or run with CAP_SYS_PTRACE "
                "(docker run --cap-add SYS_PTRACE)")
 
+#: the TraceML summary schemas this reader knows (major version 1: 1.x as written by traceml-ai 0.3 to 0.5)
+KNOWN_TRACEML_SCHEMAS = ("1",)
+
 Check = Callable[[Path, DdpbenchConfig], Tuple[List[Path], Optional[str]]]
 
 
@@ -65,11 +71,27 @@ class ToolOutput:
     problem: Optional[str]
     # the problem is also why the trial failed (e.g. ptrace refused): it becomes the trial's error
     explains_failure: bool = field(default=False, repr=False)
+    # known | unknown: whether this reader knows the format of the tool's summary
+    format: str = "known"
 
     def to_record(self) -> Dict[str, Any]:
         """The record's ``tool`` section."""
         return {"name": self.name, "artifacts": self.artifacts, "bytes": self.bytes, "usable": self.usable,
-                "problem": self.problem}
+                "problem": self.problem, "format": self.format}
+
+
+#: how a check says the output exists but its format is not one this reader knows (never a failure)
+UNKNOWN_FORMAT = "tool summary: unknown format"
+
+
+def summary_section(summary: Optional[Dict[str, Any]], path: Optional[str]) -> Optional[Dict[str, Any]]:
+    """trial.json's ``traceml`` figures from the tool's summary; all null when its format is not known."""
+    from ddpbench.formats.trial_record import traceml_section
+
+    try:
+        return traceml_section(summary, path)
+    except (AttributeError, TypeError, ValueError):
+        return traceml_section(None, path)
 
 
 def artifact_path(cfg: DdpbenchConfig, context: LaunchContext) -> Optional[Path]:
@@ -87,10 +109,12 @@ def prepare(cfg: DdpbenchConfig, context: LaunchContext) -> None:
         (path if declared.kind in FOLDER_KINDS else path.parent).mkdir(parents=True, exist_ok=True)
 
 
-def inspect(cfg: DdpbenchConfig, context: Optional[LaunchContext], stderr_paths: Sequence[Optional[str]]) -> Optional[ToolOutput]:
+def inspect(cfg: DdpbenchConfig, context: Optional[LaunchContext], stderr_paths: Sequence[Optional[str]],
+            version: Optional[str] = None) -> Optional[ToolOutput]:
     """Check the mode's declared artifact after the trial; None when the mode declares none.
 
     ``stderr_paths``: the node agents' stderr logs, searched for a ptrace refusal when py-spy left nothing.
+    ``version``: the tool's version as the ranks imported it, named when its summary's format is unknown.
     """
     if context is None or cfg.mode.artifacts is None:
         return None
@@ -100,8 +124,11 @@ def inspect(cfg: DdpbenchConfig, context: Optional[LaunchContext], stderr_paths:
     found, problem = CHECKS[kind](path, cfg)
     if problem is not None:  # name paths inside the job dir relative to it: the error stays one short line
         problem = problem.replace(str(Path(context.job_dir)) + os.sep, "")
+    unknown = problem is not None and problem.startswith(UNKNOWN_FORMAT)
+    if unknown:
+        problem = f"{problem} ({cfg.mode.requires_package or TOOL_OF_KIND[kind]} {version or 'version unknown'})"
     output = ToolOutput(name=TOOL_OF_KIND[kind], artifacts=[str(p) for p in found], bytes=sum(_size(p) for p in found),
-                        usable=problem is None, problem=problem)
+                        usable=problem is None or unknown, problem=problem, format="unknown" if unknown else "known")
     if problem is not None and kind == "speedscope":
         refusal = next((line for p in stderr_paths if p for line in tail(p, 200).splitlines()
                         if PTRACE_REFUSED.search(line)), None)
@@ -149,9 +176,15 @@ def check_traceml_summary(path: Path, cfg: DdpbenchConfig) -> Tuple[List[Path], 
         return [], f"no TraceML summary at {path}"
     try:
         summary = _load_json(path)
-        steps = summary["step_time"]["global"]["window"]["steps_analyzed"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError) as exc:
         return [path], f"TraceML summary {path} is unreadable ({type(exc).__name__}: {exc})"
+    schema = summary.get("schema_version") if isinstance(summary, dict) else None
+    try:
+        if schema is not None and str(schema).split(".")[0] not in KNOWN_TRACEML_SCHEMAS:
+            raise KeyError("schema_version")
+        steps = summary["step_time"]["global"]["window"]["steps_analyzed"]
+    except (KeyError, TypeError, AttributeError):
+        return [path], f"{UNKNOWN_FORMAT} (schema_version {schema})"
     if not isinstance(steps, (int, float)) or (steps <= 0 and not is_user_script(cfg)):
         return [path], f"TraceML analysed {steps} steps ({path})"
     return [path], None

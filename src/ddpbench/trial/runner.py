@@ -212,7 +212,8 @@ def owner_record(
     status, error = classify(launched.outcome.reason, timeout_s, nodes, ranks, cfg, rank_problems)
     metrics, status, error = apply_metrics(cfg, nodes, status, error)
     context = launched.context
-    tool = artifacts.inspect(cfg, context, [n.get("stderr") for n in nodes.values()])
+    imported = next((r["tool"].get("version") for r in ranks if isinstance(r.get("tool"), dict)), None)
+    tool = artifacts.inspect(cfg, context, [n.get("stderr") for n in nodes.values()], version=imported)
     status, error = artifacts.verdict(status, error, tool)
     wall_s, spawn_epoch = slowest_node_wall(nodes)
     summary_file = commands.summary_path(cfg, context) if context is not None else None
@@ -227,7 +228,7 @@ def owner_record(
         spawn_epoch=spawn_epoch,
         ranks=ranks,
         nodes=[nodes[k] for k in sorted(nodes)],
-        traceml=record.traceml_section(_read_optional_json(summary_file), str(summary_file) if summary_file else None),
+        traceml=artifacts.summary_section(_read_optional_json(summary_file), str(summary_file) if summary_file else None),
         environment=environment.describe(ranks, [str(n.get("hostname")) for n in nodes.values()]),
         logs=_logs_section(nodes, status),
         metrics=metrics,
