@@ -140,7 +140,7 @@ def prepare(cfgs: Sequence[DdpbenchConfig], say: Callable[[str], None] = print) 
 
     Raises ConfigError (one line naming the spec, or the flag and the version) before anything runs.
     """
-    done: Dict[str, envs.ToolEnv] = {}
+    done: Dict[Any, envs.ToolEnv] = {}
     for cfg in cfgs:
         spec = spec_of(cfg)
         if spec is None or (spec.key, cfg.mode.name) in done:
@@ -154,7 +154,7 @@ def prepare(cfgs: Sequence[DdpbenchConfig], say: Callable[[str], None] = print) 
         if diff:
             say(f"ddpbench: versions: {cfg.mode.name}: {len(diff)} package(s) besides {spec.package} differ from "
                 f"the sweep's: {diff[0]}")
-        done[(spec.key, cfg.mode.name)] = env  # type: ignore[index]
+        done[(spec.key, cfg.mode.name)] = env
 
 
 def arm_section(cfg: DdpbenchConfig, ranks: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, Any]]:
@@ -163,7 +163,7 @@ def arm_section(cfg: DdpbenchConfig, ranks: Sequence[Mapping[str, Any]]) -> Opti
     if spec is None:
         return None
     env = envs.ready(spec)
-    imported = [r.get("tool") for r in ranks if isinstance(r.get("tool"), dict)]
+    imported: List[Dict[str, Any]] = [r["tool"] for r in ranks if isinstance(r.get("tool"), dict)]
     versions = sorted({str(t.get("version")) for t in imported if t.get("version")})
     diff = diff_of(env) if env is not None else None
     return {

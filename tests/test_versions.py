@@ -1,0 +1,138 @@
+"""Tool versions side by side (versions=): real releases of traceml-ai from PyPI, a wheel, a source tree, a bad spec.
+
+The environments are real (uv, or venv + pip) and cached in one folder per test session, so the sweep test
+and the spec tests share what they built.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+from typing import Iterator, List
+
+import pytest
+
+from helpers.cli import only_sweep_dir, run_ddpbench, trials_in
+from ddpbench.errors import ConfigError
+from ddpbench.versions import envs
+from ddpbench.versions.spec import parse_spec
+
+PACKAGE = "traceml-ai"
+
+
+@pytest.fixture(scope="session")
+def env_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One environment cache for the whole session (DDPBENCH_ENV_CACHE), in this process and its children."""
+    root = tmp_path_factory.mktemp("env-cache")
+    before = os.environ.get(envs.CACHE_ENV)
+    os.environ[envs.CACHE_ENV] = str(root)
+    yield root
+    if before is None:
+        os.environ.pop(envs.CACHE_ENV, None)
+    else:
+        os.environ[envs.CACHE_ENV] = before
+
+
+@pytest.fixture(scope="session")
+def downloads(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """traceml-ai 0.4.2's wheel and sdist, downloaded from PyPI once."""
+    where = tmp_path_factory.mktemp("downloads")
+    for kind in ("--only-binary=:all:", "--no-binary=:all:"):
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", kind, "-d", str(where),
+                        f"{PACKAGE}==0.4.2"], check=True, capture_output=True, timeout=300)
+    return where
+
+
+def imported_version(python: str) -> str:
+    """The traceml-ai version an interpreter imports, with the file it imports it from."""
+    out = subprocess.run([python, "-c", "import importlib.metadata as m, traceml_ai; "
+                          "print(m.version('traceml-ai'), traceml_ai.__file__)"],
+                         capture_output=True, text=True, timeout=120, check=True)
+    return out.stdout.strip()
+
+
+def test_spec_kinds_and_bad_specs(tmp_path: Path) -> None:
+    assert parse_spec("0.4.2", PACKAGE, tmp_path).target == "traceml-ai==0.4.2"
+    assert parse_spec("traceml-ai<0.5", PACKAGE, tmp_path).target == "traceml-ai<0.5"
+    assert parse_spec("0.4.2", PACKAGE, tmp_path).key != parse_spec("0.5.0", PACKAGE, tmp_path).key
+    with pytest.raises(ConfigError, match="no such wheel file"):
+        parse_spec("missing.whl", PACKAGE, tmp_path)
+    with pytest.raises(ConfigError, match="not a git repository"):
+        parse_spec("nowhere@v1", PACKAGE, tmp_path)
+    with pytest.raises(ConfigError, match="is not a version"):
+        parse_spec("not a version", PACKAGE, tmp_path)
+
+
+def test_wheel_file_as_version(env_cache: Path, downloads: Path) -> None:
+    wheel = next(downloads.glob("*.whl"))
+    env = envs.build(parse_spec(str(wheel), PACKAGE, Path.cwd()), "traceml@wheel", say=lambda line: None)
+    assert env.meta["kind"] == "wheel" and env.version == "0.4.2"
+    version, where = imported_version(env.python).split()
+    assert version == "0.4.2" and where.startswith(str(env.dir))
+
+
+def test_source_tree_as_version(env_cache: Path, downloads: Path, tmp_path: Path) -> None:
+    sdist = next(downloads.glob("*.tar.gz"))
+    with tarfile.open(sdist) as archive:
+        archive.extractall(tmp_path, filter="data")
+    tree = next(p for p in tmp_path.iterdir() if p.is_dir())
+    env = envs.build(parse_spec(str(tree), PACKAGE, Path.cwd()), "traceml@tree", say=lambda line: None)
+    assert env.meta["kind"] == "tree" and imported_version(env.python).split()[0] == "0.4.2"
+
+
+def test_cached_environment_is_reused(env_cache: Path) -> None:
+    spec = parse_spec("0.4.2", PACKAGE, Path.cwd())
+    envs.build(spec, "traceml==0.4.2", say=lambda line: None)
+    said: List[str] = []
+    start = time.monotonic()
+    again = envs.build(spec, "traceml==0.4.2", say=said.append)
+    assert said == [] and time.monotonic() - start < 1.0 and again.version == "0.4.2"
+
+
+def test_spec_that_does_not_exist_is_one_line_and_runs_nothing(env_cache: Path, tmp_path: Path) -> None:
+    run = run_ddpbench(["-m", "mode=native,traceml", "versions={traceml:[0.4.2,99.0.1]}", "repeat=1", "model=tiny",
+                       "stop.steps=3"], tmp_path, timeout=300, env={envs.CACHE_ENV: str(env_cache)})
+    errors = [line for line in run.stderr.splitlines() if line.startswith("ddpbench: error:")]
+    assert run.returncode == 2 and len(errors) == 1 and "99.0.1" in errors[0], run.stderr
+    assert not (tmp_path / "outputs" / "multirun").exists() or not list((tmp_path / "outputs").rglob("trial.json"))
+
+
+def test_versions_naming_an_unswept_mode_is_refused(env_cache: Path, tmp_path: Path) -> None:
+    run = run_ddpbench(["-m", "mode=native", "versions={traceml:[0.4.2]}", "repeat=1"], tmp_path, timeout=120,
+                       env={envs.CACHE_ENV: str(env_cache)})
+    assert run.returncode == 2 and "versions: mode traceml is not one of mode=native" in run.stderr, run.stderr
+
+
+@pytest.mark.slow
+def test_two_releases_side_by_side(env_cache: Path, tmp_path: Path) -> None:
+    env = {envs.CACHE_ENV: str(env_cache)}
+    args = ["-m", "mode=native,traceml", "versions={traceml:[0.4.2,0.5.0]}", "repeat=1", "model=tiny",
+            "stop.steps=3", "stop.warmup_steps=1", "trial.log_every=0"]
+    run = run_ddpbench(args, tmp_path, timeout=600, env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    sweep = only_sweep_dir(tmp_path)
+    trials = trials_in(sweep)
+    assert [t["status"] for t in trials] == ["ok"] * 3
+    by_mode = {t["mode"]: t for t in trials}
+    assert set(by_mode) == {"native", "traceml==0.4.2", "traceml==0.5.0"}
+    for version in ("0.4.2", "0.5.0"):
+        arm = by_mode[f"traceml=={version}"]["arm"]
+        assert arm["version"] == version and arm["same_packages"] is True and arm["package_diff"] == []
+        assert Path(sweep / f"mode=traceml=={version},model=tiny,repeat=1,stop.steps=3,stop.warmup_steps=1,"
+                    "trial.log_every=0").is_dir()
+    assert by_mode["native"]["arm"] is None
+    report = (sweep / "report.md").read_text()
+    assert "## Versions compared" in report and "traceml==0.4.2 (0.4.2) → traceml==0.5.0 (0.5.0)" in report
+    # a second sweep finds both environments cached: it builds nothing
+    again = run_ddpbench([*args, f"sweep_name={sweep.name}"], tmp_path, timeout=300, env=env)  # resumes: runs nothing
+    assert again.returncode == 0 and "building" not in again.stdout and again.stdout.count("ready (cached") == 2, \
+        again.stdout + again.stderr
+    code = subprocess.run([sys.executable, "-m", "ddpbench.report", str(sweep), "--fail-on-regression"],
+                          capture_output=True, text=True, timeout=120)
+    assert code.returncode == 3, code.stdout + code.stderr  # one pair: no interval, inconclusive
+    assert json.loads((sweep / "analysis.json").read_text())["schema"] == "ddpbench.analysis"

@@ -1,0 +1,108 @@
+"""Versions compared and the history across sweeps: pure statistics on synthetic trial records; the arm order."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+
+from helpers.trials import make_trial, write_trial
+from ddpbench.analysis.versions import (INCONCLUSIVE, NO_REGRESSION, REGRESSION, compare_versions, history,
+                                        regression_exit_code)
+from ddpbench.collect.collector import collect_trials
+from ddpbench.formats.condition import arm_name, base_mode
+from ddpbench.report.cli import main as report_main
+from ddpbench.sweep.order import SweepOrderError, order_jobs
+
+VERSIONS = {"traceml": ["0.4.2", "0.5.0"]}
+
+
+def write_sweep(root: Path, name: str, step_ms: Dict[str, List[float]], versions: Dict[str, List[str]] = VERSIONS,
+                date: str = "2026-12-01", cpu: str = "cpu-x") -> Path:
+    """A sweep whose arms ran the given per-step times (ms), one value per repeat, in one block per repeat."""
+    sweep = root / name
+    job = 0
+    for repeat in range(1, len(step_ms["native"]) + 1):
+        for position, (mode, times) in enumerate(step_ms.items()):
+            trial = make_trial(sweep_dir=str(sweep), mode=mode, repeat=repeat, pair_position=position, job_num=job,
+                               step_ms=times[repeat - 1], started_at=f"{date}T10:00:00+00:00")
+            trial["config"]["versions"] = versions
+            trial["environment"]["cpu_model"] = cpu
+            trial["arm"] = {"version": mode.split("==")[1]} if "==" in mode else None
+            write_trial(sweep, trial, subdir=f"job{job}")
+            job += 1
+    return sweep
+
+
+def test_arm_names() -> None:
+    assert arm_name("traceml", "0.4.2") == "traceml==0.4.2"
+    assert arm_name("traceml", None) == "traceml"
+    assert arm_name("traceml", "dist/traceml_ai-0.4.2-py3-none-any.whl") == "traceml@traceml_ai-0.4.2-py3-none-any.whl"
+    assert arm_name("traceml", "traceml-ai<0.5") == "traceml[traceml-ai<0.5]"
+    assert base_mode("traceml==0.4.2") == base_mode("traceml@checkout@v2") == "traceml"
+
+
+def test_versions_are_arms_of_one_williams_block() -> None:
+    swept = {"mode": ["mode=native", "mode=traceml"], "repeat": ["repeat=1-6"]}
+    jobs = order_jobs(swept, versions=VERSIONS)
+    assert len(jobs) == 18
+    blocks = [jobs[i:i + 3] for i in range(0, 18, 3)]
+    firsts = set()
+    for block in blocks:
+        arms = [(o for o in job.overrides) for job in block]
+        names = [" ".join(sorted(a for a in job.overrides if a.startswith(("mode=", "version=")))) for job in block]
+        assert sorted(names) == ["mode=native", "mode=traceml version='0.4.2'", "mode=traceml version='0.5.0'"]
+        assert [job.pair_position for job in block] == [0, 1, 2] and arms
+        firsts.add(names[0])
+    assert len(firsts) == 3  # every arm leads some repeat (Williams rows)
+    assert order_jobs(swept) == order_jobs(swept, versions={})  # without versions: as before
+    with pytest.raises(SweepOrderError, match="not one of"):
+        order_jobs(swept, versions={"pyspy": ["0.4"]})
+    with pytest.raises(SweepOrderError, match="twice"):
+        order_jobs(swept, versions={"traceml": ["0.4.2", "0.4.2"]})
+
+
+def test_regression_between_versions(tmp_path: Path) -> None:
+    sweep = write_sweep(tmp_path, "s", {"native": [10.0, 10.1, 9.9, 10.0], "traceml==0.4.2": [10.5, 10.6, 10.4, 10.5],
+                                        "traceml==0.5.0": [11.5, 11.7, 11.4, 11.5]})
+    steps = compare_versions(collect_trials([sweep]).frame, regression_pct=1.0)
+    assert len(steps) == 1
+    step = steps[0]
+    assert (step.previous, step.current, step.previous_version, step.current_version) == (
+        "traceml==0.4.2", "traceml==0.5.0", "0.4.2", "0.5.0")
+    assert step.n_pairs == 4 and step.metrics["step_ms"].mean == pytest.approx(1.025)
+    assert step.verdict == REGRESSION and regression_exit_code(steps) == 1
+    assert compare_versions(collect_trials([sweep]).frame, regression_pct=20.0)[0].verdict == NO_REGRESSION
+    assert report_main([str(sweep), "--out", str(tmp_path / "r"), "--fail-on-regression"]) == 1
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert "## Versions compared" in report and "**regression**" in report
+    assert (tmp_path / "r" / "plots" / "versions-step-overhead.png").stat().st_size > 0
+
+
+def test_one_pair_is_inconclusive_and_no_versions_compares_nothing(tmp_path: Path) -> None:
+    sweep = write_sweep(tmp_path, "one", {"native": [10.0], "traceml==0.4.2": [10.5], "traceml==0.5.0": [12.0]})
+    steps = compare_versions(collect_trials([sweep]).frame)
+    assert [s.verdict for s in steps] == [INCONCLUSIVE] and regression_exit_code(steps) == 3
+    plain = write_sweep(tmp_path, "plain", {"native": [10.0, 10.0], "traceml": [10.5, 10.6]}, versions={})
+    assert compare_versions(collect_trials([plain]).frame) == [] and regression_exit_code([]) == 0
+    assert report_main([str(plain), "--out", str(tmp_path / "p"), "--fail-on-regression"]) == 0
+
+
+def test_history_flags_a_step_change(tmp_path: Path) -> None:
+    a = write_sweep(tmp_path, "a", {"native": [10.0, 10.1, 9.9], "traceml==0.4.2": [10.5, 10.6, 10.4]},
+                    versions={"traceml": ["0.4.2"]}, date="2026-11-01")
+    b = write_sweep(tmp_path, "b", {"native": [10.0, 10.1, 9.9], "traceml==0.5.0": [10.6, 10.6, 10.5]},
+                    versions={"traceml": ["0.5.0"]}, date="2026-11-15")
+    c = write_sweep(tmp_path, "c", {"native": [10.0, 10.1, 9.9], "traceml==0.6.0": [12.0, 12.1, 11.9]},
+                    versions={"traceml": ["0.6.0"]}, date="2026-12-01")
+    other = write_sweep(tmp_path, "d", {"native": [10.0, 10.1, 9.9], "traceml==0.6.0": [10.5, 10.6, 10.4]},
+                        versions={"traceml": ["0.6.0"]}, cpu="cpu-y")
+    points = history(collect_trials([c, a, b, other]).frame)
+    x = [p for p in points if p.series[0] == "cpu-x"]
+    assert [p.version for p in x] == ["0.4.2", "0.5.0", "0.6.0"]
+    assert [p.step_change for p in x] == [False, False, True]
+    assert [p.step_change for p in points if p.series[0] == "cpu-y"] == [False]
+    assert report_main(["--history", str(a), str(b), str(c), str(other), "--out", str(tmp_path / "h")]) == 0
+    text = (tmp_path / "h" / "history.md").read_text()
+    assert text.count("**yes**") == 1 and (tmp_path / "h" / "plots" / "history.png").exists()
