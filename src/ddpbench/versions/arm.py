@@ -10,6 +10,8 @@ launcher flags. The trial then asks :func:`python_for` (``{python}`` in the mode
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import re
 import subprocess
 import sys
@@ -18,6 +20,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from ddpbench.config import DdpbenchConfig, ModeConfig
 from ddpbench.errors import ConfigError
+from ddpbench.io import write_json_atomic
 from ddpbench.versions import envs
 from ddpbench.versions.spec import ToolSpec, parse_spec
 
@@ -127,12 +130,34 @@ def sweep_packages(package: str) -> Dict[str, str]:
     return _SWEEP_PACKAGES[sys.executable]
 
 
+def _site_fingerprint(env: envs.ToolEnv) -> List[Any]:
+    """The modification times of every site-packages folder either side sees: a package installed or removed
+    there changes its folder's, so an unchanged fingerprint means unchanged package lists."""
+    folders = [*envs.shared_site_dirs(), *map(str, env.dir.glob("lib/python*/site-packages"))]
+    return [[folder, os.stat(folder).st_mtime_ns if os.path.isdir(folder) else None] for folder in folders]
+
+
 def diff_of(env: envs.ToolEnv) -> List[str]:
-    """How the environment's packages, the tool left out, differ from the sweep's ([] = identical)."""
-    if env.spec.key not in _DIFFS:
-        mine = dict(envs.probe(env.python, env.spec.package)["packages"])
-        _DIFFS[env.spec.key] = envs.package_diff(mine, sweep_packages(env.spec.package), env.spec.package)
-    return _DIFFS[env.spec.key]
+    """How the environment's packages, the tool left out, differ from the sweep's ([] = identical).
+
+    Listed once and kept in the environment's folder (``packages-check.json``) with the fingerprint of the
+    site-packages folders; listed again only when that changed.
+    """
+    if env.spec.key in _DIFFS:
+        return _DIFFS[env.spec.key]
+    stored, fingerprint = env.dir / "packages-check.json", _site_fingerprint(env)
+    try:
+        kept = json.loads(stored.read_text())
+    except (OSError, ValueError):
+        kept = {}
+    if kept.get("fingerprint") == fingerprint and kept.get("sweep_python") == sys.executable:
+        _DIFFS[env.spec.key] = list(kept["diff"])
+        return _DIFFS[env.spec.key]
+    mine = dict(envs.probe(env.python, env.spec.package)["packages"])
+    diff = envs.package_diff(mine, sweep_packages(env.spec.package), env.spec.package)
+    write_json_atomic(stored, {"fingerprint": fingerprint, "sweep_python": sys.executable, "diff": diff})
+    _DIFFS[env.spec.key] = diff
+    return diff
 
 
 def prepare(cfgs: Sequence[DdpbenchConfig], say: Callable[[str], None] = print) -> None:
