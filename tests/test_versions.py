@@ -136,3 +136,35 @@ def test_two_releases_side_by_side(env_cache: Path, tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=120)
     assert code.returncode == 3, code.stdout + code.stderr  # one pair: no interval, inconclusive
     assert json.loads((sweep / "analysis.json").read_text())["schema"] == "ddpbench.analysis"
+
+
+def test_release_without_the_modes_module_is_refused(env_cache: Path) -> None:
+    # traceml-ai 0.2.0 ships its code as `traceml`: `import traceml_ai` would find the sweep's own 0.5.0
+    with pytest.raises(ConfigError, match=r"traceml-ai 0\.2\.0 has no module traceml_ai of its own"):
+        envs.build(parse_spec("0.2.0", PACKAGE, Path.cwd()), "traceml==0.2.0", say=lambda line: None,
+                   module="traceml_ai")
+
+
+def test_flag_the_version_lacks_is_one_line_and_runs_nothing(env_cache: Path, tmp_path: Path) -> None:
+    (tmp_path / "userconf" / "mode").mkdir(parents=True)
+    (tmp_path / "userconf" / "mode" / "traceml_flag.yaml").write_text(
+        "defaults:\n  - traceml\n  - _self_\nname: traceml_flag\ntool_args: ['--no-such-flag=1']\n")
+    run = run_ddpbench(["--config-dir", str(tmp_path / "userconf"), "-m", "mode=native,traceml_flag",
+                        "versions={traceml_flag:[0.4.2]}", "repeat=1", "model=tiny", "stop.steps=3"], tmp_path,
+                       timeout=300, env={envs.CACHE_ENV: str(env_cache)})
+    errors = [line for line in run.stderr.splitlines() if line.startswith("ddpbench: error:")]
+    assert run.returncode == 2 and len(errors) == 1, run.stderr
+    assert "traceml-ai 0.4.2 has no flag --no-such-flag" in errors[0]
+    assert not list(tmp_path.rglob("trial.json"))
+
+
+def test_unknown_summary_format_is_not_a_failure(tmp_path: Path) -> None:
+    from ddpbench.trial import artifacts
+
+    path = tmp_path / "final_summary.json"
+    path.write_text(json.dumps({"schema_version": "2.0", "step_time": {"p50_ns": 1}}))
+    found, problem = artifacts.check_traceml_summary(path, None)  # type: ignore[arg-type]
+    assert found == [path] and problem is not None and problem.startswith(artifacts.UNKNOWN_FORMAT)
+    assert artifacts.summary_section({"step_time": ["not", "an", "object"]}, str(path))["steps_analyzed"] is None
+    assert artifacts.verdict("ok", None, artifacts.ToolOutput("traceml", [str(path)], 1, True, problem,
+                                                              format="unknown")) == ("ok", None)

@@ -46,7 +46,7 @@ def spec_of(cfg: DdpbenchConfig) -> Optional[ToolSpec]:
 def env_for(cfg: DdpbenchConfig, say: Callable[[str], None] = print) -> Optional[envs.ToolEnv]:
     """The trial's environment (built now when not cached yet), or None for the sweep's own install."""
     spec = spec_of(cfg)
-    return None if spec is None else envs.build(spec, cfg.mode.name, say)
+    return None if spec is None else envs.build(spec, cfg.mode.name, say, module=str(cfg.mode.requires or ""))
 
 
 def python_for(cfg: DdpbenchConfig) -> str:
@@ -116,8 +116,8 @@ def check_flags(cfg: DdpbenchConfig, env: envs.ToolEnv) -> None:
     if not cfg.mode.help_command:
         return
     text = help_text(env, cfg.mode)
-    template = template_for(cfg.mode, env.version) + [str(a) for a in cfg.mode.tool_args]
-    for flag in template_flags(template):
+    flags = template_flags(template_for(cfg.mode, env.version)) + template_flags([str(a) for a in cfg.mode.tool_args])
+    for flag in flags:
         if not re.search(rf"(^|[\s,\[(]){re.escape(flag)}(?![\w-])", text):
             raise ConfigError(f"mode={cfg.mode.name}: {env.spec.package} {env.version} has no flag {flag} (its "
                               f"command template passes it; adapt it with mode.command_by_version)")
@@ -171,7 +171,7 @@ def prepare(cfgs: Sequence[DdpbenchConfig], say: Callable[[str], None] = print) 
         if spec is None or (spec.key, cfg.mode.name) in done:
             continue
         cached = envs.ready(spec)
-        env = cached or envs.build(spec, cfg.mode.name, say)
+        env = envs.build(spec, cfg.mode.name, say, module=str(cfg.mode.requires or ""))
         if cached is not None:
             say(f"ddpbench: versions: {cfg.mode.name} ready (cached: {spec.package} {env.version}, {env.dir})")
         check_flags(cfg, env)

@@ -39,8 +39,13 @@ INSTALL_TIMEOUT_S = 600.0
 #: run inside an environment: its packages (first found on sys.path wins, as imports do), the tool's
 #: version, where it is installed, and the tool's requirements its environment does not satisfy
 _PROBE = r"""
-import json, sys, importlib.metadata as md
-package = sys.argv[1]
+import json, sys, importlib.metadata as md, importlib.util
+package, module = sys.argv[1], (sys.argv[2] if len(sys.argv) > 2 else "")
+try:
+    found = importlib.util.find_spec(module) if module else None
+except (ImportError, ValueError):
+    found = None
+origin = (found.origin or (list(found.submodule_search_locations or []) or [None])[0]) if found else None
 seen = {}
 for dist in md.distributions():
     name = (dist.metadata["Name"] or "").lower().replace("_", "-")
@@ -64,7 +69,7 @@ try:
 except md.PackageNotFoundError:
     version, where = None, None
 print(json.dumps({"packages": seen, "version": version, "location": where, "unmet": unmet,
-                  "python": sys.executable}))
+                  "python": sys.executable, "module_origin": origin}))
 """
 
 
@@ -120,9 +125,9 @@ def find_uv() -> Optional[str]:
     return shutil.which("uv", path=path)
 
 
-def probe(python: str, package: str) -> Dict[str, Any]:
-    """What :data:`_PROBE` finds in the interpreter ``python`` for the distribution ``package``."""
-    out = subprocess.run([python, "-c", _PROBE, package], capture_output=True, text=True, timeout=120)
+def probe(python: str, package: str, module: str = "") -> Dict[str, Any]:
+    """What :data:`_PROBE` finds in the interpreter ``python`` for the distribution ``package`` (and ``module``)."""
+    out = subprocess.run([python, "-c", _PROBE, package, module], capture_output=True, text=True, timeout=120)
     if out.returncode != 0:
         raise ConfigError(f"versions: {python} cannot list its packages: {_last_line(out.stderr)}")
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
@@ -185,12 +190,37 @@ def _locked(spec: ToolSpec) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def build(spec: ToolSpec, label: str, say: Callable[[str], None] = print) -> ToolEnv:
+def check_module(env: ToolEnv, module: str) -> None:
+    """Raise ConfigError when ``module`` (the mode's ``requires``) is not the environment's own copy: an import
+    would find the sweep's (a release whose module has another name), and the arm would not run its version."""
+    if not module or module in env.meta.get("modules", []):
+        return
+    origin = str(probe(env.python, env.spec.package, module).get("module_origin") or "")
+    if not origin.startswith(str(env.dir)):
+        raise ConfigError(f"versions: {env.spec.raw}: {env.spec.package} {env.version} has no module {module} of its "
+                          f"own (the mode's requires); an import would find {origin or 'none'}")
+    meta = {**env.meta, "modules": [*env.meta.get("modules", []), module]}
+    write_json_atomic(env.dir / MARKER, meta)
+    env.meta.update(meta)
+
+
+def build(spec: ToolSpec, label: str, say: Callable[[str], None] = print, module: str = "") -> ToolEnv:
     """``spec``'s environment: the cached one, else built now (progress lines through ``say``).
 
-    Raises ConfigError (one line naming the spec) when it cannot be created or installed, or when the
-    installed package is not the environment's own; a failed build leaves nothing in the cache.
+    Raises ConfigError (one line naming the spec) when it cannot be created or installed, when the
+    installed package is not the environment's own, or when ``module`` (the mode's ``requires``) is not;
+    a failed build leaves nothing in the cache.
     """
+    found = ready(spec)
+    if found is not None:
+        check_module(found, module)
+        return found
+    built = _build(spec, label, say)
+    check_module(built, module)
+    return built
+
+
+def _build(spec: ToolSpec, label: str, say: Callable[[str], None]) -> ToolEnv:
     found = ready(spec)
     if found is not None:
         return found

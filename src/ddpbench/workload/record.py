@@ -51,8 +51,9 @@ def _versions(rt: Runtime) -> dict[str, str | None]:
 
 
 def tool_record() -> dict[str, Any] | None:
-    """The mode's tool as this rank has it (``DDPBENCH_TOOL_PACKAGE``/``_MODULE`` from the trial): its version
-    from the distribution first on sys.path (the one an import finds), whether the module is imported, its file."""
+    """The mode's tool as this rank has it (``DDPBENCH_TOOL_PACKAGE``/``_MODULE`` from the trial): the version of
+    the installed distribution the imported module's file belongs to (else the first on sys.path), whether the
+    module is imported, its file."""
     from importlib import metadata
 
     package = os.environ.get("DDPBENCH_TOOL_PACKAGE")
@@ -64,6 +65,14 @@ def tool_record() -> dict[str, Any] | None:
         version: str | None = metadata.version(package)
     except metadata.PackageNotFoundError:
         version = None
+    where = os.path.realpath(str(getattr(module, "__file__", "") or ""))
+    wanted = package.lower().replace("_", "-")
+    for dist in metadata.distributions() if where else ():
+        home = os.path.realpath(str(dist.locate_file("")))
+        if (dist.metadata["Name"] or "").lower().replace("_", "-") == wanted and where.startswith(home + os.sep) \
+                and any(os.path.realpath(str(dist.locate_file(f))) == where for f in dist.files or []):
+            version = dist.version
+            break
     return {"package": package, "module": module_name, "version": version, "imported": module is not None,
             "file": getattr(module, "__file__", None)}
 
