@@ -15,7 +15,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from ddpbench.formats.condition import SWEEPER_KEYS
+from ddpbench.formats.condition import SWEEPER_KEYS, VERSION_KEY, VERSIONS_KEY
 
 __all__ = ["Provenance", "SWEEPER_KEYS", "command_line", "config_differences", "provenance"]
 
@@ -70,9 +70,9 @@ def command_line(frame: pd.DataFrame) -> str:
             continue
         for item in overrides or []:
             key, sep, value = str(item).partition("=")
-            if sep and key not in SWEEPER_KEYS:
+            if sep and key not in SWEEPER_KEYS and key != VERSION_KEY:  # the sweeper makes version= from versions=
                 keys.setdefault(key, {}).setdefault(value, None)
-    parts = [f"{k}={','.join(v)}" for k, v in keys.items()]
+    parts = [f"'{k}={','.join(v)}'" if k == VERSIONS_KEY else f"{k}={','.join(v)}" for k, v in keys.items()]
     return "python3 -m ddpbench -m " + " ".join(parts) if parts else "(no overrides recorded)"
 
 
