@@ -106,3 +106,15 @@ def test_history_flags_a_step_change(tmp_path: Path) -> None:
     assert report_main(["--history", str(a), str(b), str(c), str(other), "--out", str(tmp_path / "h")]) == 0
     text = (tmp_path / "h" / "history.md").read_text()
     assert text.count("**yes**") == 1 and (tmp_path / "h" / "plots" / "history.png").exists()
+
+
+def test_command_by_version_adapts_the_template() -> None:
+    from ddpbench.config import ModeConfig
+    from ddpbench.versions.arm import template_flags, template_for
+
+    mode = ModeConfig(name="traceml", command=["{python}", "-m", "new", "--mode=summary", "--args", "{workload_args}"],
+                      command_by_version={"<0.4": ["{python}", "-m", "old", "--summary-window-rows=5"]})
+    assert template_for(mode, "0.3.6")[2] == "old" and template_for(mode, "0.5.0")[2] == "new"
+    assert template_for(mode, None)[2] == "new"
+    assert template_flags(template_for(mode, "0.5.0")) == ["--mode"]
+    assert template_flags(template_for(mode, "0.3.6")) == ["--summary-window-rows"]
