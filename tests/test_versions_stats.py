@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Dict, List
 
@@ -118,3 +119,16 @@ def test_command_by_version_adapts_the_template() -> None:
     assert template_for(mode, None)[2] == "new"
     assert template_flags(template_for(mode, "0.5.0")) == ["--mode"]
     assert template_flags(template_for(mode, "0.3.6")) == ["--summary-window-rows"]
+
+
+def test_unknown_tool_summary_format_is_said_in_the_report(tmp_path: Path) -> None:
+    sweep = write_sweep(tmp_path, "u", {"native": [10.0, 10.1], "traceml": [10.5, 10.6]}, versions={})
+    for path in sweep.glob("*/trial.json"):
+        trial = json.loads(path.read_text())
+        if trial["mode"] == "traceml":
+            trial["tool"] = {"name": "traceml", "artifacts": [], "bytes": 1, "usable": True, "format": "unknown",
+                             "problem": "tool summary: unknown format (schema_version 2.0) (traceml-ai 0.6.0)"}
+            path.write_text(json.dumps(trial))
+    assert report_main([str(sweep), "--out", str(tmp_path / "r")]) == 0
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert "traceml: tool summary: unknown format (schema_version 2.0) (traceml-ai 0.6.0) in 2 trial(s)" in report

@@ -95,6 +95,18 @@ def _unknown(rows: pd.DataFrame, arms: Sequence[str]) -> Tuple[str, ...]:
     return tuple(sorted({_text(p) for p in hit.get("tool_problem", pd.Series(dtype=str))} - {""}))
 
 
+def unknown_formats(frame: pd.DataFrame) -> List[str]:
+    """One line per arm whose tool summary had a format this ddpbench does not read (its trials stay ok)."""
+    if "tool_format" not in frame:
+        return []
+    hit = frame[frame["tool_format"] == "unknown"]
+    lines = []
+    for (mode, problem), rows in hit.groupby(["mode", "tool_problem"], sort=True):
+        lines.append(f"{mode}: {problem} in {len(rows)} trial(s); ddpbench's own figures are kept, the tool's "
+                     "summary figures are not read")
+    return lines
+
+
 def compare_versions(frame: pd.DataFrame, regression_pct: float = 1.0) -> List[VersionStep]:
     """Every version against the previous one in its list, per condition (empty without ``versions=``)."""
     steps: List[VersionStep] = []

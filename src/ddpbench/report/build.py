@@ -28,7 +28,8 @@ from ddpbench.report.markdown import render_report
 from ddpbench.analysis.tools import compares_several_tools
 from ddpbench.report.plots import plot_condition, save_figure
 from ddpbench.report.plots_compare import tool_plot
-from ddpbench.analysis.versions import VersionStep, compare_versions, regression_exit_code, version_lists
+from ddpbench.analysis.versions import (VersionStep, compare_versions, regression_exit_code, unknown_formats,
+                                        version_lists)
 from ddpbench.report.versions import version_plot, versions_section
 
 __all__ = ["ReportInputError", "ReportOutcome", "write_report"]
@@ -190,6 +191,8 @@ def write_report(
         plot = save_figure(version_plot(listed, arms), plots_dir / "versions-step-overhead.png") if listed else None
         plot_paths += [plot] if plot is not None else []
         text += versions_section(steps, listed, arms, regression_pct, os.path.relpath(plot, out) if plot else None)
+    elif unknown_formats(frame):
+        text += "\n## Tool output\n\n" + "".join(f"- {line}\n" for line in unknown_formats(frame))
     report_path = write_text_atomic(out / "report.md", text)
     return ReportOutcome(
         report_path=report_path,

@@ -55,8 +55,9 @@ def versions_section(steps: Sequence[VersionStep], comparisons: Sequence[Compari
         names = f"{s.previous} ({s.previous_version or '?'}) → {s.current} ({s.current_version or '?'})"
         cells = " | ".join(interval(s.metrics[k], 2 if k != "step_ms" else 3) for k in METRICS)
         lines.append(f"| {s.condition_id} | {names} | {s.n_pairs} | {cells} | **{s.verdict}** |")
-    unknown = sorted({p for s in steps for p in s.unknown_formats})
-    lines += [""] + [f"- {p}: ddpbench's own figures are kept, the tool's summary figures are not read." for p in unknown]
+    unknown = sorted({f"{p}: ddpbench's own figures are kept, the tool's summary figures are not read"
+                      for s in steps for p in s.unknown_formats})
+    lines += [""] + [f"- {line}" for line in unknown]
     if plot_ref:
         lines += ["", f"![per-step overhead by version]({plot_ref})"]
     return "\n".join(lines) + "\n"
