@@ -168,3 +168,14 @@ def test_unknown_summary_format_is_not_a_failure(tmp_path: Path) -> None:
     assert artifacts.summary_section({"step_time": ["not", "an", "object"]}, str(path))["steps_analyzed"] is None
     assert artifacts.verdict("ok", None, artifacts.ToolOutput("traceml", [str(path)], 1, True, problem,
                                                               format="unknown")) == ("ok", None)
+
+
+def test_venv_and_pip_where_uv_is_missing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, downloads: Path) -> None:
+    monkeypatch.setenv(envs.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setattr(envs, "find_uv", lambda: None)  # the fallback path, built for real
+    said: List[str] = []
+    env = envs.build(parse_spec(str(next(downloads.glob("*.whl"))), PACKAGE, Path.cwd()), "traceml@wheel",
+                     say=said.append, module="traceml_ai")
+    assert "with venv + pip" in said[0] and env.meta["installer"] == "pip"
+    version, where = imported_version(env.python).split()
+    assert version == "0.4.2" and where.startswith(str(env.dir))
