@@ -179,3 +179,18 @@ def test_venv_and_pip_where_uv_is_missing(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert "with venv + pip" in said[0] and env.meta["installer"] == "pip"
     version, where = imported_version(env.python).split()
     assert version == "0.4.2" and where.startswith(str(env.dir))
+
+
+def test_git_ref_of_a_local_repository_as_version(env_cache: Path, downloads: Path, tmp_path: Path) -> None:
+    with tarfile.open(next(downloads.glob("*.tar.gz"))) as archive:
+        archive.extractall(tmp_path, filter="data")
+    repo = next(p for p in tmp_path.iterdir() if p.is_dir())
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for step in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "release"], ["tag", "v0.4.2"]):
+        subprocess.run([*git, *step], check=True, capture_output=True, timeout=60)
+    spec = parse_spec(f"{repo}@v0.4.2", PACKAGE, Path.cwd())
+    assert spec.kind == "git" and len(spec.fingerprint) == 40
+    env = envs.build(spec, "traceml@git", say=lambda line: None, module="traceml_ai")
+    assert imported_version(env.python).split()[0] == "0.4.2"
+    with pytest.raises(ConfigError, match="no commit 'v9'"):
+        parse_spec(f"{repo}@v9", PACKAGE, Path.cwd())
