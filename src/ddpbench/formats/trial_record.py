@@ -22,6 +22,9 @@ Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice
 - 3: ``config.mode`` declares the mode's ``role`` (:data:`MODE_ROLES`) and its needs
   (``needs_shared_dir``, ``attach``); a version 2 or earlier record is read with the role its mode's
   name implied then (the only place a mode's name is interpreted).
+- 4: ``ray_startup_s``: Ray's own start-up inside ``startup_s`` (``workload=ray_train``: seconds from the
+  Ray Train driver's start to the last worker's training loop: connecting to the cluster, starting the
+  worker group, Ray's process group); null for every other workload, and in an upgraded version 3 record.
 
 Combining ranks: ``steps_per_s`` is the slowest rank's; ``step_time_ms`` holds the mean over ranks
 of each rank's statistic, except ``min`` and ``max``, which are the min and max over ranks. In DDP
@@ -41,7 +44,7 @@ from ddpbench.formats.rank_record import STEP_STAT_KEYS
 from ddpbench.formats.reader import Format
 
 SCHEMA = "ddpbench.trial"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: the record's file name inside a job dir
 TRIAL_FILE = "trial.json"
 STATUSES = ("ok", "failed", "timeout")
@@ -330,8 +333,15 @@ def build_trial_record(
         "load": dict(load) if load is not None else None,
         "metrics": dict(metrics) if metrics is not None else None,
         "tool": dict(tool) if tool is not None else None,
+        "ray_startup_s": ray_startup(ranks) if measured else None,
     }
     return record
+
+
+def ray_startup(ranks: Sequence[Mapping[str, Any]]) -> Optional[float]:
+    """Ray's start-up of a Ray Train trial: the largest of its ranks' ``ray_startup_s`` (s), None without one."""
+    values = [float(r["ray_startup_s"]) for r in ranks if isinstance(r.get("ray_startup_s"), (int, float))]
+    return max(values) if values else None
 
 
 def _check(record: Dict[str, Any]) -> List[str]:
@@ -364,8 +374,12 @@ def _v2_to_v3(record: Dict[str, Any]) -> Dict[str, Any]:
     return record
 
 
+def _v3_to_v4(record: Dict[str, Any]) -> Dict[str, Any]:
+    return {"ray_startup_s": None, **record}
+
+
 #: the format as the reader contract (:mod:`ddpbench.formats.reader`) reads it
-FORMAT = Format(SCHEMA, SCHEMA_VERSION, oldest=1, upgrades={1: _v1_to_v2, 2: _v2_to_v3}, check=_check)
+FORMAT = Format(SCHEMA, SCHEMA_VERSION, oldest=1, upgrades={1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}, check=_check)
 
 
 def validate_trial_record(record: Any) -> Optional[str]:

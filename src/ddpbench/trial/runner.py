@@ -25,7 +25,7 @@ from ddpbench.formats.condition import is_condition_override
 from ddpbench.formats.rank_record import RANK_RECORD_GLOB, read_rank_record
 from ddpbench.io import read_json, write_json_atomic
 from ddpbench.trial import command as commands
-from ddpbench.trial import artifacts, environment, wrapped
+from ddpbench.trial import artifacts, environment, ray_train, wrapped
 from ddpbench.trial import load as trial_load
 from ddpbench.trial.attempts import Attempt, attempt_for, previous_ok
 from ddpbench.trial.frameworks import records_enabled, records_required
@@ -67,6 +67,7 @@ def check_trial_config(cfg: DdpbenchConfig) -> None:
     """Every check that can fail before a trial launches: values, the cluster backend, the tool, the command templates."""
     validate(cfg)
     check_script_workload(cfg)
+    ray_train.check(cfg)
     validate_cluster(cfg)
     check_tool(cfg)
     check_command(cfg)
