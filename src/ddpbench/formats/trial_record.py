@@ -22,9 +22,7 @@ Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice
 - 3: ``config.mode`` declares the mode's ``role`` (:data:`MODE_ROLES`) and its needs
   (``needs_shared_dir``, ``attach``); a version 2 or earlier record is read with the role its mode's
   name implied then (the only place a mode's name is interpreted).
-- 4: ``ray_startup_s``: Ray's own start-up inside ``startup_s`` (``workload=ray_train``: seconds from the
-  Ray Train driver's start to the last worker's training loop: connecting to the cluster, starting the
-  worker group, Ray's process group); null for every other workload, and in an upgraded version 3 record.
+- 4: ``ray_startup_s``, Ray's start-up inside ``startup_s`` (``workload=ray_train``; else and when upgraded null).
 
 Combining ranks: ``steps_per_s`` is the slowest rank's; ``step_time_ms`` holds the mean over ranks
 of each rank's statistic, except ``min`` and ``max``, which are the min and max over ranks. In DDP
@@ -333,15 +331,11 @@ def build_trial_record(
         "load": dict(load) if load is not None else None,
         "metrics": dict(metrics) if metrics is not None else None,
         "tool": dict(tool) if tool is not None else None,
-        "ray_startup_s": ray_startup(ranks) if measured else None,
+        "ray_startup_s": max(  # Ray's start-up of a Ray Train trial: the largest of its ranks' (s)
+            (float(r["ray_startup_s"]) for r in ranks if r.get("ray_startup_s") is not None), default=None
+        ) if measured else None,
     }
     return record
-
-
-def ray_startup(ranks: Sequence[Mapping[str, Any]]) -> Optional[float]:
-    """Ray's start-up of a Ray Train trial: the largest of its ranks' ``ray_startup_s`` (s), None without one."""
-    values = [float(r["ray_startup_s"]) for r in ranks if isinstance(r.get("ray_startup_s"), (int, float))]
-    return max(values) if values else None
 
 
 def _check(record: Dict[str, Any]) -> List[str]:
