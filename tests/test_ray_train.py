@@ -88,3 +88,32 @@ def test_missing_ray_is_one_line_before_any_trial(tmp_path: Path) -> None:
     lines = [line for line in run.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "workload=ray_train needs Ray Train" in lines[0], run.output
     assert not list(tmp_path.glob("outputs/multirun/*/*/trial.json"))
+
+
+def test_config_differences_show_the_trainer_only_for_ray_train() -> None:
+    import json
+
+    import pandas as pd
+
+    from ddpbench.analysis.provenance import config_differences
+
+    def frame(trains: Any) -> "pd.DataFrame":
+        return pd.DataFrame([{"mode": mode, "status": "ok", "config_json": json.dumps(
+            {"workload": {"trains": trains}, "mode": {"name": mode, "ray_trainer": {"_target_": target}}})}
+            for mode, target in (("native", "ray.train.torch.TorchTrainer"), ("traceml", "t.TraceMLTorchTrainer"))])
+
+    assert [key for key, _ in config_differences(frame(None), "native")[1]] == ["mode.name"]
+    assert [key for key, _ in config_differences(frame("mlp"), "native")[1]] == ["mode.name", "mode.ray_trainer._target_"]
+
+
+def test_a_trial_record_before_ray_train_reads_with_ray_startup_null(tmp_path: Path) -> None:
+    import json
+
+    from ddpbench.formats.trial_record import read_trial_record
+
+    path = tmp_path / "trial.json"
+    path.write_text(json.dumps({"schema": "ddpbench.trial", "schema_version": 3, "sweep_dir": "s", "mode": "native",
+                                "repeat": 1, "pair_position": 0, "condition": {}, "condition_id": "",
+                                "status": "failed"}))
+    record, problem = read_trial_record(path)
+    assert problem is None and record is not None and record["ray_startup_s"] is None

@@ -105,6 +105,8 @@ def config_differences(frame: pd.DataFrame, baseline: str) -> tuple[list[str], l
             continue
         flat: dict[str, str] = {}
         _flatten("", cfg, flat)
+        if flat.get("workload.trains", "null") == "null":  # not Ray Train: the modes' trainers were not used
+            flat = {k: v for k, v in flat.items() if not k.startswith("mode.ray_trainer")}
         per_mode[str(mode)] = flat
     modes = sorted(per_mode, key=lambda m: (m != baseline, m))
     keys = sorted({k for flat in per_mode.values() for k in flat})
