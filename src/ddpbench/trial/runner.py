@@ -316,9 +316,9 @@ def classify(
     if wait_reason == "timeout":
         return "timeout", f"trial ran past its timeout of {timeout_s:.0f} s and was killed"
     missing = [r for r in range(cfg.cluster.nnodes) if r not in nodes]
-    if missing:
-        return "failed", f"node(s) {missing} left no node record"
     bad = next((n for n in nodes.values() if n.get("exit_code") != 0), None)
+    if missing and (bad is None or bad.get("exit_code") is None):  # a node that failed outright says more
+        return "failed", f"node(s) {missing} left no node record"
     if bad is not None:
         detail = bad.get("error") or _first_error_line(tail(bad.get("stderr") or "", 60))
         return "failed", f"node {bad['node_rank']} exited with {bad.get('exit_code')}" + (f": {detail}" if detail else "")
