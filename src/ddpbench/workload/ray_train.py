@@ -4,7 +4,8 @@
 
 1. checks the harness's arguments (one line and exit 2 when they are bad, before Ray is touched);
 2. connects to Ray: ``--address=HOST:PORT`` (a running cluster, ``cluster.kind: ray``) or ``local`` (a Ray
-   instance of its own on this host, loopback only, no usage reporting: ``cluster.kind: local``);
+   instance of its own on this host, loopback only, no usage reporting and, unless the user has a Ray token,
+   no token authentication, so nothing is written into ``~/.ray``: ``cluster.kind: local``);
 3. builds the trainer ``--trainer`` describes (``{"_target_": "module.Class", ...its own keyword arguments}``,
    nested ``_target_`` dicts built too: the mode's ``ray_trainer``) with
    :func:`ddpbench.workload.ray_worker.train_loop_per_worker`, ``ScalingConfig(num_workers=W, use_gpu=...)``,
@@ -29,12 +30,15 @@ import logging  # noqa: E402
 import os  # noqa: E402
 import signal  # noqa: E402
 import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
 from typing import Any, Dict, List, Optional, Sequence  # noqa: E402
 
 #: the driver's environment variables every worker gets (the mode's settings for the harness)
 FORWARDED_PREFIX = "DDPBENCH_"
 #: the value of ``--address`` that starts a Ray instance of the driver's own
 LOCAL = "local"
+#: the token a new local Ray instance writes when none exists (Ray >= 2.60 enables token auth by default)
+RAY_TOKEN_FILE = Path.home() / ".ray" / "auth_token"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -96,6 +100,8 @@ def connect(address: str, num_cpus: float) -> None:
     common: Dict[str, Any] = {"log_to_driver": True, "logging_level": logging.ERROR, "include_dashboard": False}
     if address == LOCAL:
         os.environ.pop("RAY_ADDRESS", None)  # a local instance, never a cluster named elsewhere
+        if not RAY_TOKEN_FILE.exists():  # a new local Ray (2.60) would write a token there, and every later
+            os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # `ray start` on this host would then demand it
         ray.init(num_cpus=max(1, int(num_cpus + 0.999)), _node_ip_address="127.0.0.1", **common)
     else:
         ray.init(address=address, **common)
