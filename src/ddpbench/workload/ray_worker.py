@@ -36,13 +36,29 @@ def builtin_workload(name: str) -> Workload:
 
 
 def _rank_environment() -> Dict[str, str]:
-    """This worker's placement from Ray Train's context, as torchrun would have set it."""
+    """This worker's placement from Ray Train's context, as torchrun would have set it; the node rank by Ray node."""
     from ray import train
 
     ctx = train.get_context()
     return {"RANK": str(ctx.get_world_rank()), "LOCAL_RANK": str(ctx.get_local_rank()),
             "WORLD_SIZE": str(ctx.get_world_size()), "LOCAL_WORLD_SIZE": str(ctx.get_local_world_size()),
-            "GROUP_RANK": str(ctx.get_node_rank())}
+            "GROUP_RANK": str(_ray_node_rank())}
+
+
+def _ray_node_rank() -> int:
+    """The index of this worker's Ray node among the trial's nodes, in world-rank order.
+
+    Ray Train numbers nodes by IP address, so two Ray nodes on one host (``scripts/ray-local.sh``) would both
+    be node 0; the Ray node id tells them apart. One all-gather over the group Ray Train made (gloo: CPU).
+    """
+    import ray
+    import torch.distributed as dist
+
+    mine = ray.get_runtime_context().get_node_id()
+    everyone: list[Any] = [None] * dist.get_world_size()
+    group = dist.new_group(backend="gloo") if dist.get_backend() != "gloo" else None
+    dist.all_gather_object(everyone, mine, group=group)
+    return list(dict.fromkeys(everyone)).index(mine)
 
 
 def _step_marker() -> Any:
