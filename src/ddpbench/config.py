@@ -80,6 +80,12 @@ class WorkloadConfig:
     # --- framework jobs ---
     # a built-in workload trained by a framework Trainer (transformers, lightning); null = the harness's own loop
     framework: Optional[str] = None
+    # --- Ray Train ---
+    # workload=ray_train: the built-in model (mlp, transformer, convnet) each Ray Train worker trains; the trial
+    # runs one driver that hands the harness's loop to the mode's `ray_trainer` (docs/ray.md); null = not Ray Train
+    trains: Optional[str] = None
+    # workload=ray_train: each built-in model's size arguments; size_args picks the one `trains` names
+    model_sizes: Dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -265,6 +271,11 @@ class ModeConfig:
     help_command: List[str] = field(default_factory=list)
     # version specifier (e.g. "<0.5") -> the command used instead of `command` by versions it matches
     command_by_version: Dict[str, List[str]] = field(default_factory=dict)
+    # --- Ray Train ---
+    # workload=ray_train: the Ray Train trainer this mode runs, as `_target_: module.Class` plus its own keyword
+    # arguments (nested `_target_` dicts are built too; strings may use the command placeholders, e.g.
+    # {job_dir}); ddpbench adds the loop, scaling, torch and run configs. null = the mode cannot run ray_train
+    ray_trainer: Optional[Dict[str, Any]] = None
 
 
 @dataclass

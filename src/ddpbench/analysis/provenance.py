@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import pandas as pd
@@ -43,6 +43,9 @@ class Provenance:
     command: str
     # condition_id -> (modes, [(dotted key, [value per mode])]) of its config differences between modes
     config_differences: dict[str, tuple[list[str], list[tuple[str, list[str]]]]]
+    # workload=ray_train: (mode, mean ray_startup_s of its ok trials in s, trials) — Ray's own start-up, a part of
+    # start-up; empty when no trial has one
+    ray_startup: list[tuple[str, float, int]] = field(default_factory=list)
 
 
 def _unique(values: Iterable[Any]) -> list[str]:
@@ -102,6 +105,8 @@ def config_differences(frame: pd.DataFrame, baseline: str) -> tuple[list[str], l
             continue
         flat: dict[str, str] = {}
         _flatten("", cfg, flat)
+        if flat.get("workload.trains", "null") == "null":  # not Ray Train: the modes' trainers were not used
+            flat = {k: v for k, v in flat.items() if not k.startswith("mode.ray_trainer")}
         per_mode[str(mode)] = flat
     modes = sorted(per_mode, key=lambda m: (m != baseline, m))
     keys = sorted({k for flat in per_mode.values() for k in flat})
@@ -113,6 +118,19 @@ def config_differences(frame: pd.DataFrame, baseline: str) -> tuple[list[str], l
         if len(set(values)) > 1:
             rows.append((key, values))
     return modes, rows
+
+
+def ray_startup(frame: pd.DataFrame, baseline: str) -> list[tuple[str, float, int]]:
+    """Per mode (baseline first): the mean ``ray_startup_s`` of its ok trials (s) and their number; [] without any."""
+    if "ray_startup_s" not in frame.columns or "mode" not in frame.columns:
+        return []
+    ok = frame[frame["status"] == "ok"] if "status" in frame.columns else frame
+    values = pd.to_numeric(ok["ray_startup_s"], errors="coerce")
+    out = []
+    for mode in sorted(set(ok["mode"][values.notna()]), key=lambda m: (m != baseline, str(m))):
+        mine = values[(ok["mode"] == mode) & values.notna()]
+        out.append((str(mode), float(mine.mean()), int(mine.size)))
+    return out
 
 
 def provenance(frame: pd.DataFrame, baseline: str) -> Provenance:
@@ -133,4 +151,5 @@ def provenance(frame: pd.DataFrame, baseline: str) -> Provenance:
         versions=[(label, values) for label, values in versions if values],
         command=command_line(frame),
         config_differences={str(cond): config_differences(sub, baseline) for cond, sub in groups},
+        ray_startup=ray_startup(frame, baseline),
     )

@@ -98,6 +98,11 @@ def bundles(cfg: DdpbenchConfig) -> List[Dict[str, float]]:
     return out
 
 
+def places_itself(cfg: DdpbenchConfig) -> bool:
+    """Whether the workload's own driver places its workers on the cluster (workload=ray_train: Ray Train does)."""
+    return cfg.workload.trains is not None
+
+
 class RayBackend(Backend):
     """One agent per trial on this host, the trial process, which places one actor per node on the Ray cluster."""
 
@@ -130,11 +135,17 @@ class RayBackend(Backend):
     def plan(self, cfg: DdpbenchConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
         token = uuid.uuid4().hex[:8]
         master_port, aggregator_port = derived_ports(f"ray-{token}", 2, int(cfg.cluster.base_port))
+        if places_itself(cfg):  # Ray Train places its workers: one driver here; the nodes are known from the ranks
+            return NodePlan(node_ranks=[0], master_addr="127.0.0.1", master_port=master_port,
+                            aggregator_port=aggregator_port, owner=True, retry_on_port_clash=False, run_token=token,
+                            peer_records=False)
         return NodePlan(node_ranks=[0], master_addr=MASTER_ADDR_TOKEN, master_port=master_port,
                         aggregator_port=aggregator_port, owner=True, retry_on_port_clash=True, run_token=token,
                         peer_record_wait_s=10.0, agent_spans_nodes=True)
 
     def wrap_agent(self, cfg: DdpbenchConfig, plan: NodePlan, argv: List[str], attempt_dir: Path) -> List[str]:
+        if places_itself(cfg):
+            return argv
         spec = {"address": resolve_address(str(cfg.cluster.ray.address)), "bundles": bundles(cfg),
                 "placement_timeout_s": float(cfg.cluster.ray.placement_timeout_s),
                 "name": f"ddpbench-{plan.run_token}"}

@@ -13,7 +13,8 @@ Columns (see also ``docs/results-columns.md``):
   job_dir, job_num, mode, repeat, pair_position, condition_id, config_hash, status, exit_code,
   error, started_at, ended_at, wall_s, startup_s, train_s, teardown_s, world_size, nnodes,
   nproc_per_node, steps, warmup_steps, samples, steps_per_s, samples_per_s, final_loss,
-  peak_memory_bytes, workload, timing`` (the last two null in version 1 records).
+  peak_memory_bytes, workload, timing, ray_startup_s`` (``workload`` and ``timing`` null in version 1
+  records; ``ray_startup_s`` null except for ``workload=ray_train``).
 - ``step_time_ms_<stat>`` for ``stat`` in ``mean, median, p10, p90, p99, min, max, stdev`` (ms).
 - ``cond_<key>``: every key of ``condition`` (values as written, usually str).
 - ``env_<key>``: every key of ``environment``; lists (``hostnames``, ``gpu_names``) are joined
@@ -65,10 +66,10 @@ _SCALAR_FIELDS = (
     "repeat", "pair_position", "condition_id", "config_hash", "status", "exit_code", "error",
     "started_at", "ended_at", "wall_s", "startup_s", "train_s", "teardown_s", "world_size",
     "nnodes", "nproc_per_node", "steps", "warmup_steps", "samples", "steps_per_s",
-    "samples_per_s", "final_loss", "peak_memory_bytes", "workload", "timing",
+    "samples_per_s", "final_loss", "peak_memory_bytes", "workload", "timing", "ray_startup_s",
 )
 FLOAT_COLUMNS = (
-    "wall_s", "startup_s", "train_s", "teardown_s", "steps_per_s", "samples_per_s", "final_loss",
+    "wall_s", "startup_s", "train_s", "teardown_s", "steps_per_s", "samples_per_s", "final_loss", "ray_startup_s",
     *(f"step_time_ms_{s}" for s in STEP_STAT_KEYS), *(f"inject_{k}" for k in INJECT_KEYS),
     "rank_steps_per_s_min", "rank_steps_per_s_max",
     *(f"phase_time_ms_{p}_{s}" for p in PHASES for s in STEP_STAT_KEYS),

@@ -148,10 +148,13 @@ OPTIONAL_FIELDS: Final[dict[str, tuple[tuple[type, ...], bool]]] = {
     "step_times_ms": ((list,), False),
     "cpu_affinity": ((list,), False),
     "tool": ((dict,), False),
+    "ray_startup_s": (_NUM, False),
 }
-"""Fields that may be absent: ``step_times_ms`` (every timed step in ms, ``--save-step-times``) and
-``cpu_affinity`` (the CPU numbers the rank could run on after pinning itself, where the OS tells) and ``tool``
-(``{package, module, version, imported, file}``: the mode's tool as this rank's interpreter has it)."""
+"""Fields that may be absent: ``step_times_ms`` (every timed step in ms, ``--save-step-times``),
+``cpu_affinity`` (the CPU numbers the rank could run on after pinning itself, where the OS tells), ``tool``
+(``{package, module, version, imported, file}``: the mode's tool as this rank's interpreter has it) and
+``ray_startup_s`` (a Ray Train worker's: seconds from the Ray Train driver's start to this worker's
+training loop: connecting to Ray, starting the worker group, Ray's process group)."""
 
 
 def _type_problem(name: str, value: Any, types: tuple[type, ...], nullable: bool) -> str | None:

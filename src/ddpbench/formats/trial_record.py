@@ -25,10 +25,7 @@ Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice
 - 4: ``arm``: the tool version an arm of a version comparison ran (``versions=``; docs/versions.md):
   ``{mode, spec, kind, package, version (as imported in the ranks), env, python, same_packages,
   package_diff, unmet_requirements}``; null in a trial without ``versions=`` (a version 3 record is read with null).
-
-Combining ranks: ``steps_per_s`` is the slowest rank's; ``step_time_ms`` holds the mean over ranks
-of each rank's statistic, except ``min`` and ``max``, which are the min and max over ranks. In DDP
-every step waits for the gradient all-reduce, so the ranks' figures differ little.
+  Also ``ray_startup_s``, Ray's start-up inside ``startup_s`` (``workload=ray_train``; else and when upgraded null).
 """
 
 from __future__ import annotations
@@ -40,7 +37,10 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ddpbench.formats.condition import NOT_IN_HASH
-from ddpbench.formats.rank_record import STEP_STAT_KEYS
+from ddpbench.formats.rank_combine import (
+    combine_phase_times, combine_step_times, peak_memory, rank_summaries, throughput,
+    wall_decomposition,
+)
 from ddpbench.formats.reader import Format
 
 SCHEMA = "ddpbench.trial"
@@ -83,41 +83,8 @@ def config_hash(config: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(trimmed, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def combine_step_times(ranks: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, float]]:
-    """Combine the ranks' ``step_time_ms`` objects as the module docstring says."""
-    stats: List[Any] = [r.get("step_time_ms") for r in ranks]
-    if not stats or any(not s for s in stats):
-        return None
-    combined: Dict[str, float] = {}
-    for key in STEP_STAT_KEYS:
-        values = [float(s[key]) for s in stats]
-        if key == "min":
-            combined[key] = min(values)
-        elif key == "max":
-            combined[key] = max(values)
-        else:
-            combined[key] = sum(values) / len(values)
-    return combined
 
 
-def wall_decomposition(
-    wall_s: float, spawn_epoch: float, ranks: Sequence[Mapping[str, Any]]
-) -> Dict[str, Optional[float]]:
-    """Split ``wall_s`` into start-up, training and teardown from the ranks' epoch timestamps.
-
-    startup = spawn -> latest first timed step; train = that -> latest end of the timed loop;
-    teardown = the rest, so the three add up to ``wall_s`` exactly.
-    """
-    try:
-        first = max(float(r["timestamps"]["first_step_start"]) for r in ranks)
-        last = max(float(r["timestamps"]["last_step_end"]) for r in ranks)
-    except (KeyError, TypeError, ValueError):
-        return {"startup_s": None, "train_s": None, "teardown_s": None}
-    if not ranks:
-        return {"startup_s": None, "train_s": None, "teardown_s": None}
-    startup = first - spawn_epoch
-    train = last - first
-    return {"startup_s": startup, "train_s": train, "teardown_s": wall_s - startup - train}
 
 
 def node_entry(
@@ -187,34 +154,8 @@ def nodes_from_ranks(
     return entries
 
 
-def rank_summaries(ranks: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
-    """The per-rank part of a trial record."""
-    return [
-        {
-            "rank": r.get("rank"),
-            "node_rank": r.get("node_rank"),
-            "hostname": r.get("hostname"),
-            "steps": r.get("timed_steps"),
-            "steps_per_s": r.get("steps_per_s"),
-            "train_s": r.get("train_s"),
-            "step_time_ms": r.get("step_time_ms"),
-        }
-        for r in sorted(ranks, key=lambda r: int(r.get("rank", 0)))
-    ]
 
 
-def throughput(ranks: Sequence[Mapping[str, Any]], global_batch: int) -> Dict[str, Any]:
-    """Steps, samples and rates of a finished trial (empty when no rank reported)."""
-    if not ranks:
-        return {"steps": None, "warmup_steps": None, "samples": None, "steps_per_s": None, "samples_per_s": None}
-    slowest = min(float(r["steps_per_s"]) for r in ranks)
-    return {
-        "steps": int(min(int(r["timed_steps"]) for r in ranks)),
-        "warmup_steps": int(ranks[0].get("warmup_steps", 0)),
-        "samples": int(sum(int(r["samples"]) for r in ranks)),
-        "steps_per_s": slowest,
-        "samples_per_s": slowest * global_batch,
-    }
 
 
 def traceml_section(summary: Optional[Mapping[str, Any]], path: Optional[str]) -> Optional[Dict[str, Any]]:
@@ -232,39 +173,10 @@ def traceml_section(summary: Optional[Mapping[str, Any]], path: Optional[str]) -
     }
 
 
-def combine_phase_times(ranks: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, Dict[str, float]]]:
-    """Per phase, the ranks' ``phase_time_ms`` combined like :func:`combine_step_times`; None without phases."""
-    phases: List[Any] = [r.get("phase_time_ms") for r in ranks]
-    if not phases or any(not p for p in phases):
-        return None
-    combined: Dict[str, Dict[str, float]] = {}
-    for name in phases[0]:
-        per_rank = [{"step_time_ms": p.get(name)} for p in phases]
-        stats = combine_step_times(per_rank)
-        if stats is not None:
-            combined[name] = stats
-    return combined
 
 
-def peak_memory(ranks: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, Optional[int]]]:
-    """The largest rank's peak host RSS and peak CUDA memory allocated, bytes; None without ranks."""
-    if not ranks:
-        return None
-    peaks: Dict[str, Optional[int]] = {}
-    for key in ("host_peak_rss_bytes", "cuda_peak_allocated_bytes"):
-        values = [int(v) for v in ((r.get("memory") or {}).get(key) for r in ranks) if v is not None]
-        peaks[key] = max(values) if values else None
-    return peaks
 
 
-def rank_consistency_error(ranks: Sequence[Mapping[str, Any]], world_size: int) -> Optional[str]:
-    """Why the rank records of an exited trial do not make an ok trial, or None."""
-    if len(ranks) != world_size:
-        return f"{len(ranks)} of {world_size} ranks wrote a rank record"
-    steps = {int(r["timed_steps"]) for r in ranks}
-    if len(steps) != 1:
-        return f"ranks ran different step counts: {sorted(steps)}"
-    return None
 
 
 def build_trial_record(
@@ -333,6 +245,9 @@ def build_trial_record(
         "load": dict(load) if load is not None else None,
         "metrics": dict(metrics) if metrics is not None else None,
         "tool": dict(tool) if tool is not None else None,
+        "ray_startup_s": max(  # Ray's start-up of a Ray Train trial: the largest of its ranks' (s)
+            (float(r["ray_startup_s"]) for r in ranks if r.get("ray_startup_s") is not None), default=None
+        ) if measured else None,
     }
     return record
 
@@ -368,7 +283,7 @@ def _v2_to_v3(record: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _v3_to_v4(record: Dict[str, Any]) -> Dict[str, Any]:
-    return {"arm": None, **record}
+    return {"arm": None, "ray_startup_s": None, **record}
 
 
 #: the format as the reader contract (:mod:`ddpbench.formats.reader`) reads it

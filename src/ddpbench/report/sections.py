@@ -28,6 +28,10 @@ def setup(prov: Provenance) -> list[str]:
     ]
     versions = [f"{label} {', '.join(values)}" for label, values in prov.versions]
     lines.append(f"- Versions: {'; '.join(versions) or 'unknown'}")
+    if prov.ray_startup:
+        each = ", ".join(f"{mode} {mean:.2f} s (n={n})" for mode, mean, n in prov.ray_startup)
+        lines.append(f"- Ray start-up (connecting to Ray, starting the worker group; part of the start-up figure), "
+                     f"mean per trial: {each}")
     lines += ["- Command (from the trials' overrides):", "", "```", prov.command, "```", ""]
     for cond, (modes, diffs) in prov.config_differences.items():
         if not diffs:

@@ -17,7 +17,7 @@ from typing import Dict, List, Mapping, Sequence
 
 from ddpbench.cluster import backend_for
 from ddpbench.config import DdpbenchConfig
-from ddpbench.trial import frameworks, wrapped
+from ddpbench.trial import frameworks, ray_train, wrapped
 from ddpbench.trial.script_workload import is_user_script, script_args, script_file
 from ddpbench.errors import ConfigError
 from ddpbench.workload import recorder
@@ -163,7 +163,12 @@ def node_command(cfg: DdpbenchConfig, context: LaunchContext) -> List[str]:
 
     A first token naming ``mode.requires_executable`` runs the executable from where it was found. Under a
     wrapper the command runs in :mod:`ddpbench.trial.wrapped`'s shell, which records its exit status.
+    A Ray Train workload runs its driver instead (:mod:`ddpbench.trial.ray_train`).
     """
+    if ray_train.is_ray_train(cfg):  # one driver places the workers: the mode gives its trainer, not a command
+        return ray_train.driver_command(cfg, context.python, context.job_dir, context.run_name,
+                                        lambda text: fill_placeholders(text, context),
+                                        workload_args(cfg, context.metrics_dir))
     lists = {
         "{workload_args}": workload_args(cfg, context.metrics_dir),
         "{tool_args}": [_fill(str(arg), context.placeholders()) for arg in cfg.mode.tool_args],

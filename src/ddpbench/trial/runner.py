@@ -22,10 +22,11 @@ from ddpbench.cluster import validate as validate_cluster
 from ddpbench.config import DdpbenchConfig, parse_repeat, to_plain, validate
 from ddpbench.formats import trial_record as record
 from ddpbench.formats.condition import is_condition_override
+from ddpbench.formats.rank_combine import rank_consistency_error
 from ddpbench.formats.rank_record import RANK_RECORD_GLOB, read_rank_record
 from ddpbench.io import read_json, write_json_atomic
 from ddpbench.trial import command as commands
-from ddpbench.trial import artifacts, environment, wrapped
+from ddpbench.trial import artifacts, environment, ray_train, wrapped
 from ddpbench.trial import load as trial_load
 from ddpbench.trial.attempts import Attempt, attempt_for, previous_ok
 from ddpbench.trial.frameworks import records_enabled, records_required
@@ -68,6 +69,7 @@ def check_trial_config(cfg: DdpbenchConfig) -> None:
     """Every check that can fail before a trial launches: values, the cluster backend, the tool, the command templates."""
     validate(cfg)
     check_script_workload(cfg)
+    ray_train.check(cfg)
     validate_cluster(cfg)
     check_tool(cfg)
     check_command(cfg)
@@ -318,9 +320,9 @@ def classify(
     if wait_reason == "timeout":
         return "timeout", f"trial ran past its timeout of {timeout_s:.0f} s and was killed"
     missing = [r for r in range(cfg.cluster.nnodes) if r not in nodes]
-    if missing:
-        return "failed", f"node(s) {missing} left no node record"
     bad = next((n for n in nodes.values() if n.get("exit_code") != 0), None)
+    if missing and (bad is None or bad.get("exit_code") is None):  # a node that failed outright says more
+        return "failed", f"node(s) {missing} left no node record"
     if bad is not None:
         detail = bad.get("error") or _first_error_line(tail(bad.get("stderr") or "", 60))
         return "failed", f"node {bad['node_rank']} exited with {bad.get('exit_code')}" + (f": {detail}" if detail else "")
@@ -328,7 +330,7 @@ def classify(
         return "failed", f"invalid rank record {rank_problems[0]}"
     if is_user_script(cfg) and not (records_enabled(cfg) and (ranks or records_required(cfg))):
         return "ok", None  # no recorder, or a framework it could not attach to (said on stderr): wall-time figures
-    error = record.rank_consistency_error(ranks, cfg.cluster.nnodes * cfg.cluster.nproc_per_node)
+    error = rank_consistency_error(ranks, cfg.cluster.nnodes * cfg.cluster.nproc_per_node)
     return ("failed", error) if error else ("ok", None)
 
 

@@ -16,9 +16,10 @@ CPU affinity: the rank pins itself first thing, before torch starts its threads
 
 from __future__ import annotations
 
+import argparse
 import gc
 import time
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 from ddpbench.workload.affinity import current_cpus, pin_from_environment
 from ddpbench.workload.args import build_parser, parse_args
@@ -26,7 +27,8 @@ from ddpbench.workload.base import Workload
 from ddpbench.workload.data import build_loader, endless_batches, loader_description
 from ddpbench.workload.loop import Trainer, run_timed, run_warmup
 from ddpbench.workload.record import build_record, gather_records, write_record
-from ddpbench.workload.runtime import Runtime, ensure_single_process_env, init_process_group, init_traceml
+from ddpbench.workload.runtime import (Runtime, TraceStep, ensure_single_process_env, init_process_group,
+                                       init_traceml)
 from ddpbench.workload.stop import Faults, StopRule
 from ddpbench.workload.tools import start_tools
 
@@ -45,7 +47,19 @@ def run(workload: Workload, argv: Sequence[str] | None = None, *, process_start_
         build_parser(workload).error(f"CPU affinity: {exc}")
     ensure_single_process_env()
     trace_step = init_traceml(args)  # before the DataLoader exists, so auto mode can patch it
+    return train(workload, args, trace_step, process_start_epoch=started)
 
+
+def train(
+    workload: Workload, args: argparse.Namespace, trace_step: TraceStep | None, *, process_start_epoch: float,
+    extra_record: Mapping[str, Any] | None = None,
+) -> int:
+    """Train and record ``workload`` on this rank, its arguments parsed: every step of :func:`run` after TraceML's init.
+
+    The default process group is created here unless the rank's launcher made it already (Ray Train's
+    workers); it is destroyed at the end only when it was created here. ``extra_record``: fields added to
+    the rank record (a Ray Train worker's ``ray_startup_s``). Returns 0.
+    """
     import torch
     import torch.distributed as dist
 
@@ -55,6 +69,7 @@ def run(workload: Workload, argv: Sequence[str] | None = None, *, process_start_
         rt = Runtime(args)
     except ValueError as exc:
         build_parser(workload).error(str(exc))
+    own_group = not dist.is_initialized()
     stop_group = init_process_group(args, rt)
     pg_ready = time.time()
 
@@ -78,18 +93,21 @@ def run(workload: Workload, argv: Sequence[str] | None = None, *, process_start_
         print(f"Done. steps={n} elapsed_s={elapsed:.3f} steps_per_s={n / elapsed if elapsed > 0 else 0.0:.3f}", flush=True)
     if args.metrics_dir:
         record = build_record(
-            args, rt, res, workload=workload.name, data=loader_description(args, rt), process_start_epoch=started, pg_ready_epoch=pg_ready,
+            args, rt, res, workload=workload.name, data=loader_description(args, rt),
+            process_start_epoch=process_start_epoch, pg_ready_epoch=pg_ready,
             traceml_active=trace_step is not None, stop_reason=stop.reason,
         )
         cpus = current_cpus()
         if cpus is not None:
             record["cpu_affinity"] = cpus
+        record.update(extra_record or {})
         write_record(args.metrics_dir, record)
         if args.gather_metrics:
             gather_records(record, rt, args.metrics_dir, stop_group)
     release_model(trainer)
     dist.barrier(group=stop_group)
-    dist.destroy_process_group()
+    if own_group:
+        dist.destroy_process_group()
     return 0
 
 

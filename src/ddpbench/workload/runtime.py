@@ -74,7 +74,8 @@ def ensure_single_process_env() -> None:
 
 
 def init_process_group(args: argparse.Namespace, rt: Runtime) -> Any:
-    """Create the default process group; return the group the stop flag uses (gloo, CPU tensors).
+    """Create the default process group (unless the launcher made it: Ray Train); return the group the stop
+    flag uses (gloo, CPU tensors).
 
     That is the default group on gloo, and a second gloo group when the training backend is
     nccl, so the stop check and the record gather never synchronise the GPU.
@@ -89,7 +90,8 @@ def init_process_group(args: argparse.Namespace, rt: Runtime) -> Any:
     kwargs: dict[str, Any] = {"backend": rt.backend}
     if args.collective_timeout_sec is not None:
         kwargs["timeout"] = datetime.timedelta(seconds=args.collective_timeout_sec)
-    dist.init_process_group(**kwargs)
+    if not dist.is_initialized():
+        dist.init_process_group(**kwargs)
     if rt.backend == "gloo":
         return None  # the default group
     return dist.new_group(backend="gloo", timeout=kwargs.get("timeout"))

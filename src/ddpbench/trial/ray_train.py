@@ -1,0 +1,114 @@
+"""``workload=ray_train`` on the trial side: what it refuses before anything runs, and its driver's command.
+
+A Ray Train workload (``workload.trains`` set) places its own workers: the trial runs ONE agent, the driver
+(:mod:`ddpbench.workload.ray_train`), on this host under the guard, whatever the mode's ``command`` says;
+the mode contributes its ``ray_trainer`` (the trainer class and its own arguments, as data) and its
+environment. ``cluster.kind: ray`` connects the driver to ``cluster.ray.address``; ``cluster.kind: local``
+gives it a Ray instance of its own on this host.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from typing import Any, List
+
+from ddpbench.config import DdpbenchConfig
+from ddpbench.errors import ConfigError, ToolMissingError
+
+#: cluster kinds a Ray Train workload runs on
+KINDS = ("local", "ray")
+#: the driver's module (run as ``python -m``)
+DRIVER = "ddpbench.workload.ray_train"
+
+
+def is_ray_train(cfg: DdpbenchConfig) -> bool:
+    """Whether the workload is trained by Ray Train (``workload.trains`` set: workload=ray_train)."""
+    return cfg.workload.trains is not None
+
+
+def _found(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def check(cfg: DdpbenchConfig) -> None:
+    """Refuse, in one line, what a Ray Train workload cannot run: the mode, the cluster, a missing Ray."""
+    if not is_ray_train(cfg):
+        return
+    from ddpbench.workload.ray_worker import BUILTIN_MODELS
+
+    w, c, mode = cfg.workload, cfg.cluster, cfg.mode
+    if w.trains not in BUILTIN_MODELS:
+        raise ConfigError(f"workload.trains={w.trains!r}: must be one of {', '.join(BUILTIN_MODELS)}")
+    spec = mode.ray_trainer
+    if spec is None:
+        raise ConfigError(f"mode={mode.name}: cannot run workload=ray_train (the mode names no ray_trainer; "
+                          "native, native_aa, inject, traceml and traceml_manual can)")
+    if not isinstance(spec.get("_target_"), str) or "." not in spec["_target_"]:
+        raise ConfigError(f"mode.ray_trainer._target_={spec.get('_target_')!r}: must name the trainer class, "
+                          "module.Class")
+    if mode.wrapper:
+        raise ConfigError(f"mode={mode.name}: a wrapper ({mode.wrapper[0]}) cannot reach Ray Train's workers")
+    if c.kind not in KINDS:
+        raise ConfigError(f"cluster.kind={c.kind}: workload=ray_train runs on cluster.kind=ray (a Ray cluster) or "
+                          "local (a Ray instance of its own)")
+    if c.kind == "local" and c.nnodes != 1:
+        raise ConfigError(f"cluster.nnodes={c.nnodes}: a local Ray instance is one node; use a ray cluster "
+                          "(cluster=ray_cpu_2node)")
+    if c.device not in ("cpu", "cuda"):
+        raise ConfigError(f"cluster.device={c.device}: workload=ray_train needs cpu or cuda (use_gpu is decided "
+                          "before Ray places the workers)")
+    if c.ray.node_resources:
+        raise ConfigError("cluster.ray.node_resources: Ray Train places workload=ray_train's workers itself; "
+                          "leave it empty")
+    if str(c.cpu_affinity) != "none":
+        raise ConfigError(f"cluster.cpu_affinity={c.cpu_affinity}: Ray places workload=ray_train's workers; "
+                          "use none")
+    if not (_found("ray") and _found("ray.train.torch")):
+        raise ToolMissingError("workload=ray_train needs Ray Train, which is not installed: "
+                               "pip install 'ddpbench[ray]'")
+    module = spec["_target_"].rpartition(".")[0]
+    if not _found(module):
+        raise ToolMissingError(f"mode={mode.name}: its ray_trainer's module {module} is not installed")
+
+
+def _filled(value: Any, fill: Any) -> Any:
+    if isinstance(value, str):
+        return fill(value)
+    if isinstance(value, dict):
+        return {k: _filled(v, fill) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_filled(v, fill) for v in value]
+    return value
+
+
+def placement(cfg: DdpbenchConfig) -> str:
+    """ScalingConfig.placement_strategy: every worker on one node (one node), one per node, or spread."""
+    c = cfg.cluster
+    if c.nnodes == 1:
+        return "STRICT_PACK"
+    return "STRICT_SPREAD" if c.nproc_per_node == 1 else "SPREAD"
+
+
+def driver_command(cfg: DdpbenchConfig, python: str, job_dir: str, run_name: str, fill: Any,
+                   workload_args: List[str]) -> List[str]:
+    """The driver's argv: the mode's trainer (placeholders filled by ``fill``), the scaling, then the harness's args."""
+    from ddpbench.cluster.ray_backend import resolve_address
+
+    c = cfg.cluster
+    assert cfg.mode.ray_trainer is not None and cfg.workload.trains is not None
+    world = c.nnodes * c.nproc_per_node
+    cpus = float(c.ray.cpus_per_node) / c.nproc_per_node if c.ray.cpus_per_node is not None else 1.0
+    backend = c.backend if c.backend != "auto" else ("nccl" if c.device == "cuda" else "gloo")
+    address = resolve_address(str(c.ray.address)) if c.kind == "ray" else "local"
+    argv = [python, "-m", DRIVER, f"--trains={cfg.workload.trains}",
+            f"--trainer={json.dumps(_filled(dict(cfg.mode.ray_trainer), fill))}", f"--num-workers={world}",
+            f"--cpus-per-worker={cpus:g}", f"--placement={placement(cfg)}", f"--backend={backend}",
+            f"--collective-timeout-sec={cfg.trial.collective_timeout_s:g}", f"--address={address}",
+            f"--storage={job_dir}/ray", f"--name={run_name}"]
+    if c.device == "cuda":
+        argv.append("--use-gpu")
+    return argv + ["--", *workload_args]

@@ -1,0 +1,92 @@
+"""One Ray Train worker of ``workload=ray_train``: ddpbench's harness loop inside ``train_loop_per_worker``.
+
+The driver (:mod:`ddpbench.workload.ray_train`) hands :func:`train_loop_per_worker` to the mode's Ray Train
+trainer with a ``train_loop_config`` holding the built-in model's name, the harness's arguments and the
+driver's start time. Each worker takes its rank from Ray Train's context, joins the process group Ray Train
+made, trains through :func:`ddpbench.workload.harness.train` (warm-up, timed loop, the lockstep duration
+stop, faults, injection) and writes its rank record with ``ray_startup_s``: seconds from the driver's start
+to this worker's loop (connecting to Ray, starting the worker group, Ray's process group).
+
+Under TraceML's ``TraceMLTorchTrainer`` the trainer has started TraceML's runtime and called
+``traceml_ai.init`` in the worker before the loop; the loop then marks every step with ``trace_step``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import time
+from typing import Any, Dict, Mapping
+
+from ddpbench.workload.base import Workload
+
+#: the built-in models a Ray Train worker can train: name -> (module, class)
+BUILTIN_MODELS: Dict[str, tuple[str, str]] = {
+    "mlp": ("ddpbench.workload.ddp_mlp", "MLP"),
+    "transformer": ("ddpbench.workload.ddp_transformer", "Transformer"),
+    "convnet": ("ddpbench.workload.ddp_convnet", "ConvNet"),
+}
+
+
+def builtin_workload(name: str) -> Workload:
+    """The built-in model ``name`` (a key of :data:`BUILTIN_MODELS`)."""
+    module, cls = BUILTIN_MODELS[name]
+    workload: Workload = getattr(importlib.import_module(module), cls)()
+    return workload
+
+
+def _rank_environment() -> Dict[str, str]:
+    """This worker's placement from Ray Train's context, as torchrun would have set it; the node rank by Ray node."""
+    from ray import train
+
+    ctx = train.get_context()
+    return {"RANK": str(ctx.get_world_rank()), "LOCAL_RANK": str(ctx.get_local_rank()),
+            "WORLD_SIZE": str(ctx.get_world_size()), "LOCAL_WORLD_SIZE": str(ctx.get_local_world_size()),
+            "GROUP_RANK": str(_ray_node_rank())}
+
+
+def _ray_node_rank() -> int:
+    """The index of this worker's Ray node among the trial's nodes, in world-rank order.
+
+    Ray Train numbers nodes by IP address, so two Ray nodes on one host (``scripts/ray-local.sh``) would both
+    be node 0; the Ray node id tells them apart. One all-gather over the group Ray Train made (gloo: CPU).
+    """
+    import ray
+    import torch.distributed as dist
+
+    mine = ray.get_runtime_context().get_node_id()
+    everyone: list[Any] = [None] * dist.get_world_size()
+    group = dist.new_group(backend="gloo") if dist.get_backend() != "gloo" else None
+    dist.all_gather_object(everyone, mine, group=group)
+    return list(dict.fromkeys(everyone)).index(mine)
+
+
+def _step_marker() -> Any:
+    """``traceml_ai.trace_step`` when a TraceML runtime runs in this worker (its trainer started it), else None."""
+    from ddpbench.workload.runtime import traceml_requested
+
+    if not traceml_requested():
+        return None
+    import traceml_ai
+
+    return traceml_ai.trace_step
+
+
+def train_loop_per_worker(config: Mapping[str, Any]) -> None:
+    """Train the model ``config["trains"]`` on this worker with ``config["argv"]``; write its rank record.
+
+    ``config``: ``trains`` (a :data:`BUILTIN_MODELS` name), ``argv`` (the harness's arguments), ``env``
+    (variables the driver forwards: the mode's ``DDPBENCH_*``), ``driver_start`` (the driver's start, epoch s).
+    """
+    entered = time.time()
+    from ddpbench.workload.args import parse_args
+    from ddpbench.workload.harness import train
+
+    os.environ.update({str(k): str(v) for k, v in dict(config.get("env") or {}).items()})
+    os.environ.update(_rank_environment())
+    workload = builtin_workload(str(config["trains"]))
+    args = parse_args(workload, list(config["argv"]))
+    startup = {"ray_startup_s": max(0.0, entered - float(config["driver_start"]))}
+    code = train(workload, args, _step_marker(), process_start_epoch=entered, extra_record=startup)
+    if code != 0:
+        raise RuntimeError(f"rank {os.environ['RANK']}: the harness returned {code}")
