@@ -19,6 +19,7 @@ from omegaconf.errors import OmegaConfBaseException
 from ddpbench.errors import ConfigError
 from ddpbench.formats.condition import NOT_IN_JOB_DIR
 from ddpbench.formats.rank_record import LOADERS, TIMINGS
+from ddpbench.formats.switching import SWITCH_WHAT
 from ddpbench.formats.trial_record import MODE_ROLES
 from ddpbench.workload.affinity import parse_setting as parse_cpu_affinity
 
@@ -221,6 +222,18 @@ class StopConfig:
 
 
 @dataclass
+class ModeSwitchConfig:
+    """What ``switching=blocks`` turns on and off inside a trial of this mode (mode.switch; docs/analysis.md)."""
+
+    # one of ddpbench.formats.switching.SWITCH_WHAT: none (a no-op switch: the method's noise floor), trace_step
+    # (TraceML's step wrapping + TRACEML_DISABLED), torch_profiler (an active recording), wandb_log (the per-step
+    # log call), inject (the injected wait)
+    what: str = MISSING
+    # what stays on while the switch is off (shown in the report's caveat when the within-trial figure is low)
+    stays_on: str = ""
+
+
+@dataclass
 class ModeConfig:
     """How one arm of the comparison is launched. A mode is data: adding a tool is one YAML file."""
 
@@ -259,6 +272,9 @@ class ModeConfig:
     # how the tool attaches to the job, as its users attach it (shown in the report's setup among the
     # config differences between modes); "" = no tool
     attach: str = ""
+    # --- within-trial switching ---
+    # what switching=blocks switches in this mode (null = the mode cannot be switched: refused with switching=blocks)
+    switch: Optional[ModeSwitchConfig] = None
 
 
 @dataclass
@@ -383,6 +399,46 @@ class InjectConfig:
 
 
 @dataclass
+class SwitchingConfig:
+    """Within-trial switching (conf/switching/): blocks of steps with the tool's per-step work off and on, ABBA order."""
+
+    # none (off) | blocks (switch the mode's mode.switch.what every block_steps timed steps)
+    kind: str = "none"
+    # timed steps per block (docs/accuracy.md: how the default was chosen)
+    block_steps: int = 20
+    # steps at the start of each block left out of its statistics (recorded): what a switch leaves behind
+    washout_steps: int = 2
+    # seed of the first block's side; null = seed * 1000 + repeat (a different draw per repeat, recorded)
+    seed: Optional[int] = None
+
+
+def switching_seed(cfg: "DdpbenchConfig") -> int:
+    """The seed the first block's side of this trial is drawn from."""
+    sw = cfg.switching
+    return sw.seed if sw.seed is not None else cfg.seed * 1000 + parse_repeat(cfg.repeat)
+
+
+def validate_switching(cfg: "DdpbenchConfig") -> None:
+    """Check switching.*; with switching=blocks, refuse a mode or workload that cannot be switched (one line)."""
+    sw, mode = cfg.switching, cfg.mode
+    _require(sw.kind in ("none", "blocks"), "switching.kind", "must be none or blocks", sw.kind)
+    _require(sw.block_steps >= 1, "switching.block_steps", "must be >= 1", sw.block_steps)
+    _require(0 <= sw.washout_steps < sw.block_steps, "switching.washout_steps",
+             f"must be >= 0 and < switching.block_steps={sw.block_steps}", sw.washout_steps)
+    if mode.switch is not None:
+        _require(mode.switch.what in SWITCH_WHAT, "mode.switch.what", f"must be one of {', '.join(SWITCH_WHAT)}",
+                 mode.switch.what)
+    if sw.kind != "blocks":
+        return
+    if mode.switch is None:
+        raise ConfigError(f"switching=blocks: mode={mode.name} cannot be switched inside a trial "
+                          "(its YAML declares no mode.switch; e.g. an outside sampler); use switching=none")
+    if cfg.workload.path is not None or cfg.workload.framework is not None:
+        raise ConfigError(f"switching=blocks: workload={cfg.workload.name} is not run by ddpbench's own loop; "
+                          "only the built-in workloads (mlp, transformer, convnet) switch")
+
+
+@dataclass
 class TrialConfig:
     """Limits and outputs of one trial."""
 
@@ -463,6 +519,8 @@ class DdpbenchConfig:
     fault: FaultConfig = field(default_factory=FaultConfig)
     inject: InjectConfig = field(default_factory=InjectConfig)
     trial: TrialConfig = field(default_factory=TrialConfig)
+    # within-trial switching of the tool's per-step work (switching=none | blocks)
+    switching: SwitchingConfig = field(default_factory=SwitchingConfig)
     # settings of the shipped tools' modes
     tool: ToolConfig = field(default_factory=ToolConfig)
     # repeat label; a sweep gives A-B, the sweeper expands it. Not typed int on purpose.
@@ -578,6 +636,7 @@ def validate(cfg: DdpbenchConfig) -> None:
     _require(cfg.mode.role in MODE_ROLES, "mode.role", f"must be one of {', '.join(MODE_ROLES)}", cfg.mode.role)
     validate_tool(cfg.tool, cfg.mode)
     parse_repeat(cfg.repeat)
+    validate_switching(cfg)
 
 
 def typed(cfg: DictConfig) -> DdpbenchConfig:

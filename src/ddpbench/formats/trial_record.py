@@ -22,6 +22,8 @@ Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice
 - 3: ``config.mode`` declares the mode's ``role`` (:data:`MODE_ROLES`) and its needs
   (``needs_shared_dir``, ``attach``); a version 2 or earlier record is read with the role its mode's
   name implied then (the only place a mode's name is interpreted).
+- 4: ``switching``: within-trial switching's settings, the blocks (slowest rank's mean and median ms per
+  block) and the trial's estimate (:func:`ddpbench.formats.switching.trial_switching`); null when not switching.
 
 Combining ranks: ``steps_per_s`` is the slowest rank's; ``step_time_ms`` holds the mean over ranks
 of each rank's statistic, except ``min`` and ``max``, which are the min and max over ranks. In DDP
@@ -39,9 +41,10 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from ddpbench.formats.condition import SWEEPER_KEYS
 from ddpbench.formats.rank_record import STEP_STAT_KEYS
 from ddpbench.formats.reader import Format
+from ddpbench.formats.switching import trial_switching
 
 SCHEMA = "ddpbench.trial"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: the record's file name inside a job dir
 TRIAL_FILE = "trial.json"
 STATUSES = ("ok", "failed", "timeout")
@@ -136,18 +139,9 @@ def node_entry(
     ``timeout``/``peer_failed``/None; ``extra`` adds ``error`` (a node that skipped the trial) or
     ``source``/``ranks_span_s`` (a node seen only through its ranks).
     """
-    return {
-        "node_rank": node_rank,
-        "hostname": hostname,
-        "wall_s": wall_s,
-        "exit_code": exit_code,
-        "spawn_epoch": spawn_epoch,
-        "exit_epoch": exit_epoch,
-        "killed_by": killed_by,
-        "stdout": stdout,
-        "stderr": stderr,
-        **extra,
-    }
+    return {"node_rank": node_rank, "hostname": hostname, "wall_s": wall_s, "exit_code": exit_code,
+            "spawn_epoch": spawn_epoch, "exit_epoch": exit_epoch, "killed_by": killed_by, "stdout": stdout,
+            "stderr": stderr, **extra}
 
 
 def node_record_path(attempt_dir: "str | os.PathLike[str]", node_rank: int) -> Path:
@@ -330,6 +324,7 @@ def build_trial_record(
         "load": dict(load) if load is not None else None,
         "metrics": dict(metrics) if metrics is not None else None,
         "tool": dict(tool) if tool is not None else None,
+        "switching": trial_switching(ranks) if measured else None,
     }
     return record
 
@@ -364,8 +359,12 @@ def _v2_to_v3(record: Dict[str, Any]) -> Dict[str, Any]:
     return record
 
 
+def _v3_to_v4(record: Dict[str, Any]) -> Dict[str, Any]:
+    return {"switching": None, **record}
+
+
 #: the format as the reader contract (:mod:`ddpbench.formats.reader`) reads it
-FORMAT = Format(SCHEMA, SCHEMA_VERSION, oldest=1, upgrades={1: _v1_to_v2, 2: _v2_to_v3}, check=_check)
+FORMAT = Format(SCHEMA, SCHEMA_VERSION, oldest=1, upgrades={1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}, check=_check)
 
 
 def validate_trial_record(record: Any) -> Optional[str]:

@@ -28,6 +28,7 @@ from ddpbench.workload.loop import Trainer, run_timed, run_warmup
 from ddpbench.workload.record import build_record, gather_records, write_record
 from ddpbench.workload.runtime import Runtime, ensure_single_process_env, init_process_group, init_traceml
 from ddpbench.workload.stop import Faults, StopRule
+from ddpbench.workload.switching import switch_from_args
 from ddpbench.workload.tools import start_tools
 
 
@@ -66,7 +67,8 @@ def run(workload: Workload, argv: Sequence[str] | None = None, *, process_start_
     tools = start_tools(args, rt)  # torch.profiler / W&B when asked for
     run_warmup(trainer, batches, args.warmup_steps, tools)
     stop = StopRule(args, rt.rank, stop_group)
-    res = run_timed(args, rt, trainer, batches, stop, Faults(args, rt.rank), tools)
+    switch = switch_from_args(args)  # within-trial switching, when asked for
+    res = run_timed(args, rt, trainer, batches, stop, Faults(args, rt.rank), tools, switch)
     if tools is not None:
         tools.close()
 
@@ -81,6 +83,8 @@ def run(workload: Workload, argv: Sequence[str] | None = None, *, process_start_
             args, rt, res, workload=workload.name, data=loader_description(args, rt), process_start_epoch=started, pg_ready_epoch=pg_ready,
             traceml_active=trace_step is not None, stop_reason=stop.reason,
         )
+        if switch is not None:
+            record["switching"], record["blocks"] = switch.settings(), switch.blocks(res.durations_s)
         cpus = current_cpus()
         if cpus is not None:
             record["cpu_affinity"] = cpus

@@ -113,6 +113,9 @@ def build_record(
             "startup_s": args.inject_startup_sec,
             "teardown_s": args.inject_teardown_sec,
         },
+        # within-trial switching (the harness fills them in when the loop switched)
+        "switching": None,
+        "blocks": None,
     }
     if args.save_step_times:
         record["step_times_ms"] = [d * 1000.0 for d in res.durations_s]
