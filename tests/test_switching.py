@@ -34,12 +34,12 @@ def test_blocks_come_in_abba_order_from_either_side() -> None:
 
 def test_block_summaries_leave_out_the_washout() -> None:
     # the wash-out steps are 1 s, the others 0.01 s: a summary counting them would be far above 0.01
-    durations = [1.0 if i % 5 < 2 else 0.01 for i in range(22)]
+    durations = [1.0 if i % 5 < 2 else 0.01 for i in range(23)]
     blocks = block_summaries(durations, 5, 2, "off")
     assert [b["first_step"] for b in blocks] == [1, 6, 11, 16, 21]
     assert [b["side"] for b in blocks] == ["off", "on", "on", "off", "off"]
-    assert [b["steps"] for b in blocks] == [5, 5, 5, 5, 2] and blocks[-1]["washout_steps"] == 2
-    assert all(b["mean_s"] == pytest.approx(0.01) for b in blocks[:4])
+    assert [b["steps"] for b in blocks] == [5, 5, 5, 5, 3] and blocks[-1]["washout_steps"] == 2
+    assert all(b["mean_s"] == pytest.approx(0.01) for b in blocks)
     assert block_summaries([0.01] * 6, 5, 2, "on")[-1]["steps"] == 5  # a last block of wash-out only is dropped
 
 

@@ -463,7 +463,8 @@ class TrialConfig:
 # --- repeat=auto: when to stop adding pairs ---
 #: paired metrics repeat=auto may decide on (per-pair values of the analysis; units: % or ms)
 PRECISION_METRICS = ("projected_overhead_pct", "step_overhead_pct", "step_overhead_ms", "step_median_overhead_pct",
-                     "step_median_overhead_ms", "throughput_overhead_pct", "wall_overhead_pct")
+                     "step_median_overhead_ms", "throughput_overhead_pct", "wall_overhead_pct",
+                     "switched_step_overhead_ms")
 
 
 @dataclass
@@ -472,7 +473,8 @@ class PrecisionConfig:
 
     # the paired metric the rule decides on (one of PRECISION_METRICS); % metrics are compared with
     # budget_pct, ms metrics with budget_ms; projected_overhead_pct (per-step cost plus the fixed cost over a
-    # job of report.job_hours) is what the report's verdict is on
+    # job of report.job_hours) is what the report's verdict is on; switched_step_overhead_ms (switching=blocks) is
+    # the within-trial per-step cost, one value per pair: the mode trial's own estimate
     metric: str = "projected_overhead_pct"
     # stop once the interval's half-width is at most this (the metric's unit); null = only a decisive
     # verdict, max_pairs or max_minutes stop

@@ -45,6 +45,8 @@ class PairRecord:
     teardown_diff_pct: float = math.nan
     # added with analysis record v3: start-up Δ + teardown Δ, s (what one run pays once)
     fixed_diff_s: float = math.nan
+    # added with analysis record v4: the mode trial's within-trial per-step cost (switching=blocks), ms; NaN otherwise
+    switched_step_overhead_ms: float = math.nan
 
 
 #: causes of an excluded pair: pairing could not use it (a side missing, not ok, lacking its wall time, or of

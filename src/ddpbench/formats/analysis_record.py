@@ -29,7 +29,8 @@ Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice
   ``overhead_ms`` and ``overhead_pct`` with their interval, ``off_step_ms``, ``n_trials``, ``quads``,
   ``method``, ``df``, ``heterogeneity_p``, ``what``, ``stays_on``; :mod:`ddpbench.analysis.switching`) and
   ``switched_base`` (the baseline's no-op switch: the method's noise floor), each null when its trials did
-  not switch; an earlier record is upgraded with both null.
+  not switch; its ``pairs`` add ``switched_step_overhead_ms`` (the mode trial's within-trial estimate, null when
+  it did not switch). An earlier record is upgraded with ``switched`` and ``switched_base`` null.
 """
 
 from __future__ import annotations
