@@ -184,7 +184,8 @@ def _put_switching(row: dict[str, Any], trial: dict[str, Any], mode: Any) -> Non
         return
     for key in ("what", "block_steps", "washout_steps", "first_side", "seed"):
         row[f"switch_{key}"] = switching.get(key)
-    estimate = switching.get("estimate") if isinstance(switching.get("estimate"), dict) else {}
+    found = switching.get("estimate")
+    estimate: dict[str, Any] = found if isinstance(found, dict) else {}
     row["switched_step_overhead_ms"] = estimate.get("overhead_ms")
     row["switched_step_overhead_se_ms"] = estimate.get("se_ms")
     row["switched_off_step_ms"] = estimate.get("off_step_ms")
