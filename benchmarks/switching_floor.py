@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     add_sweep_arguments(p, "pairs per sweep (repeat=1-N)")
     p.set_defaults(repeats=3)
     p.add_argument("--steps", type=int, default=1000, help="timed steps per trial")
-    p.add_argument("--block-steps", type=int, default=20, help="switching.block_steps of the sweeps")
+    p.add_argument("--block-steps", type=int, default=10, help="switching.block_steps of the sweeps")
     p.add_argument("--washout-steps", type=int, default=2, help="switching.washout_steps of the sweeps")
     p.add_argument("--inject", default="5,10,20", help="injected waits to calibrate against, ms")
     p.add_argument("--traceml", action="store_true", help="also sweep native,traceml,traceml_manual")

@@ -405,7 +405,7 @@ class SwitchingConfig:
     # none (off) | blocks (switch the mode's mode.switch.what every block_steps timed steps)
     kind: str = "none"
     # timed steps per block (docs/accuracy.md: how the default was chosen)
-    block_steps: int = 20
+    block_steps: int = 10
     # steps at the start of each block left out of its statistics (recorded): what a switch leaves behind
     washout_steps: int = 2
     # seed of the first block's side; null = seed * 1000 + repeat (a different draw per repeat, recorded)
