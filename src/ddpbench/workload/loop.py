@@ -5,7 +5,9 @@ loop; on CUDA one synchronize before the first timed step and one after the last
 added to the last step). Each step's duration runs from its start boundary to the next one, so it
 includes the data fetch, the stop check and the injected cost. Under TraceML every step, warmup
 included, runs inside ``trace_step(model before DDP)``; the batch fetch and the stop check lie
-outside it, the injected step cost inside.
+outside it, the injected step cost inside. Under within-trial switching (``--switch-block-steps``,
+:mod:`ddpbench.workload.switching`) the timed steps of off-blocks run without the switched work
+(``trace_step``, the injected wait, the tools' per-step work); warmup steps are never switched.
 
 ``--timing phase`` also times each step's phases: data wait (``next`` on the loader), host-to-device
 copy, forward (zero_grad + forward + loss), backward, optimizer (step, scaler update), each closed
