@@ -7,17 +7,26 @@ with the injected wait switched, and a TraceML trial whose switch decides which 
 from __future__ import annotations
 
 import json
+import math
 import random
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
+from ddpbench.analysis.caveats import caveats
+from ddpbench.analysis.paired import analyze
+from ddpbench.analysis.projection import pair_value
 from ddpbench.analysis.switching import TrialSwitch, combine
+from ddpbench.collect.collector import flatten_trial
 from ddpbench.formats import rank_record
+from ddpbench.formats.switching import combine_rank_blocks
+from ddpbench.report.markdown import render_report
 from ddpbench.formats.switching import (block_side, block_summaries, first_side, quad_differences, step_is_on,
                                         trial_estimate)
 from helpers.cli import only_sweep_dir, run_ddpbench, trials_in
+from helpers.trials import make_trial
 
 DATA = Path(__file__).parent / "data"
 
@@ -91,6 +100,50 @@ def test_trials_that_disagree_are_combined_by_their_own_spread() -> None:
     assert est is not None and est.method == "trials" and est.df == 3
     assert est.heterogeneity_p is not None and est.heterogeneity_p < 0.05
     assert combine([]) is None
+
+
+# --- the analysis, the caveat and the report on synthetic trials (pure) ---
+STAYS_ON = "TraceML's sampler threads and aggregator"
+
+
+def _switched_trial(mode: str, repeat: int, position: int, rng: random.Random) -> dict:
+    """A switched trial: native a no-op; traceml +1 ms per step switched on, +2 ms more always on."""
+    first = "on" if repeat % 2 else "off"
+    base = 10.0 + (2.0 if mode == "traceml" else 0.0) + rng.gauss(0, 0.3)  # each process its own speed
+    ranks = []
+    for rank in range(2):
+        steps = []
+        for step in range(400):
+            on = block_side(step // 10, first) == "on"
+            steps.append((base + (1.0 if on and mode == "traceml" else 0.0) + rng.gauss(0, 0.4) + 0.01 * rank) / 1000)
+        ranks.append({"rank": rank, "switching": {"what": "trace_step" if mode == "traceml" else "none"},
+                      "blocks": block_summaries(steps, 10, 2, first)})
+    blocks = combine_rank_blocks(ranks)
+    assert blocks is not None
+    trial = make_trial(mode=mode, repeat=repeat, pair_position=position, job_num=2 * repeat + position,
+                       step_ms=base + 0.5, sweep_dir="/s")
+    trial["config"]["mode"]["switch"] = {"what": ranks[0]["switching"]["what"], "stays_on": STAYS_ON}
+    trial["switching"] = {"what": ranks[0]["switching"]["what"], "block_steps": 10, "washout_steps": 2,
+                          "first_side": first, "seed": repeat, "blocks": blocks, "estimate": trial_estimate(blocks, 10)}
+    return trial
+
+
+def test_within_trial_figure_below_the_between_trial_one_names_what_stays_on() -> None:
+    rng = random.Random(2)  # one draw: the intervals below are 95 % ones (tests above check their coverage)
+    trials = [_switched_trial(m, r, i if r % 2 else 1 - i, rng) for r in range(1, 6) for i, m in enumerate(("native", "traceml"))]
+    frame = pd.DataFrame([flatten_trial(t, f"/s/{i}/trial.json") for i, t in enumerate(trials)])
+    analysis = analyze(frame)
+    (c,) = analysis.comparisons
+    sw, floor = c.switched, c.switched_base
+    assert sw is not None and floor is not None and sw.what == "trace_step" and sw.stays_on == STAYS_ON
+    assert sw.ci_low_ms < 1.0 < sw.ci_high_ms and sw.n_trials == 5 and sw.quads == 50  # the switched 1 ms
+    assert sw.between_pairs == 5 and sw.between_low_ms > 2.0  # on-blocks across processes: 3 ms in all
+    assert floor.ci_low_ms < 0.0 < floor.ci_high_ms  # native's no-op switch: the floor covers 0
+    notes = [n for n in caveats(analysis) if "does not turn off" in n]
+    assert len(notes) == 1 and STAYS_ON in notes[0]
+    text = render_report(analysis, frame, {}, ["/s"])
+    assert "within-trial (switch `trace_step`, 5 trial(s), 50 quads" in text and "**Within-trial**" in text
+    assert all(math.isfinite(pair_value(p, "switched_step_overhead_ms", 3600.0)) for p in c.pairs)
 
 
 # --- the formats ---
