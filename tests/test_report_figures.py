@@ -250,11 +250,17 @@ def test_section_per_workload_and_pairs_never_mix_workloads() -> None:
     assert mixed.n_pairs == 0 and "sides ran different workloads (mlp, convnet)" in mixed.excluded[0].reason
 
 
-def test_analysis_record_v3_and_earlier_versions_still_read(tmp_path: Path) -> None:
+def test_analysis_record_v4_and_earlier_versions_still_read(tmp_path: Path) -> None:
     payload = analysis_to_dict(analyze(frame_of(paired(lambda m, r: {}, repeats=3))))
-    assert payload["schema_version"] == 3 and payload["comparisons"][0]["robust"]["step_overhead_ms"]["n"] == 3
+    assert payload["schema_version"] == 4 and payload["comparisons"][0]["robust"]["step_overhead_ms"]["n"] == 3
     assert payload["job_hours"] == 1.0 and payload["comparisons"][0]["metrics"]["projected_overhead_pct"]["n"] == 3
     json.dumps(payload, allow_nan=False)
+    assert payload["comparisons"][0]["switched"] is None  # these trials did not switch
+    v3 = {**payload, "schema_version": 3,
+          "comparisons": [{k: v for k, v in c.items() if k not in ("switched", "switched_base")} for c in payload["comparisons"]]}
+    (tmp_path / "v3.json").write_text(json.dumps(v3))
+    record, why = analysis_record.read_analysis_record(tmp_path / "v3.json")
+    assert why is None and record["comparisons"][0]["switched"] is None and record["comparisons"][0]["switched_base"] is None
     v2 = {k: v for k, v in payload.items() if k not in analysis_record.ADDED_IN_V3}
     v2["schema_version"] = 2
     v2["comparisons"] = [{**c, "excluded": [{"sweep_dir": "/s", "condition_id": "c", "repeat": 2, "mode": "traceml",

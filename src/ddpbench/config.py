@@ -19,6 +19,7 @@ from omegaconf.errors import OmegaConfBaseException
 from ddpbench.errors import ConfigError
 from ddpbench.formats.condition import NOT_IN_JOB_DIR, arm_name
 from ddpbench.formats.rank_record import LOADERS, TIMINGS
+from ddpbench.formats.switching import SWITCH_WHAT
 from ddpbench.formats.trial_record import MODE_ROLES
 from ddpbench.workload.affinity import parse_setting as parse_cpu_affinity
 
@@ -227,6 +228,18 @@ class StopConfig:
 
 
 @dataclass
+class ModeSwitchConfig:
+    """What ``switching=blocks`` turns on and off inside a trial of this mode (mode.switch; docs/analysis.md)."""
+
+    # one of ddpbench.formats.switching.SWITCH_WHAT: none (a no-op switch: the method's noise floor), trace_step
+    # (TraceML's step wrapping + TRACEML_DISABLED), torch_profiler (an active recording), wandb_log (the per-step
+    # log call), inject (the injected wait)
+    what: str = MISSING
+    # what stays on while the switch is off (shown in the report's caveat when the within-trial figure is low)
+    stays_on: str = ""
+
+
+@dataclass
 class ModeConfig:
     """How one arm of the comparison is launched. A mode is data: adding a tool is one YAML file."""
 
@@ -276,6 +289,9 @@ class ModeConfig:
     # arguments (nested `_target_` dicts are built too; strings may use the command placeholders, e.g.
     # {job_dir}); ddpbench adds the loop, scaling, torch and run configs. null = the mode cannot run ray_train
     ray_trainer: Optional[Dict[str, Any]] = None
+    # --- within-trial switching ---
+    # what switching=blocks switches in this mode (null = the mode cannot be switched: refused with switching=blocks)
+    switch: Optional[ModeSwitchConfig] = None
 
 
 @dataclass
@@ -400,6 +416,46 @@ class InjectConfig:
 
 
 @dataclass
+class SwitchingConfig:
+    """Within-trial switching (conf/switching/): blocks of steps with the tool's per-step work off and on, ABBA order."""
+
+    # none (off) | blocks (switch the mode's mode.switch.what every block_steps timed steps)
+    kind: str = "none"
+    # timed steps per block (docs/accuracy.md: how the default was chosen)
+    block_steps: int = 10
+    # steps at the start of each block left out of its statistics (recorded): what a switch leaves behind
+    washout_steps: int = 2
+    # seed of the first block's side; null = seed * 1000 + repeat (a different draw per repeat, recorded)
+    seed: Optional[int] = None
+
+
+def switching_seed(cfg: "DdpbenchConfig") -> int:
+    """The seed the first block's side of this trial is drawn from."""
+    sw = cfg.switching
+    return sw.seed if sw.seed is not None else cfg.seed * 1000 + parse_repeat(cfg.repeat)
+
+
+def validate_switching(cfg: "DdpbenchConfig") -> None:
+    """Check switching.*; with switching=blocks, refuse a mode or workload that cannot be switched (one line)."""
+    sw, mode = cfg.switching, cfg.mode
+    _require(sw.kind in ("none", "blocks"), "switching.kind", "must be none or blocks", sw.kind)
+    _require(sw.block_steps >= 1, "switching.block_steps", "must be >= 1", sw.block_steps)
+    _require(0 <= sw.washout_steps < sw.block_steps, "switching.washout_steps",
+             f"must be >= 0 and < switching.block_steps={sw.block_steps}", sw.washout_steps)
+    if mode.switch is not None:
+        _require(mode.switch.what in SWITCH_WHAT, "mode.switch.what", f"must be one of {', '.join(SWITCH_WHAT)}",
+                 mode.switch.what)
+    if sw.kind != "blocks":
+        return
+    if mode.switch is None:
+        raise ConfigError(f"switching=blocks: mode={mode.name} cannot be switched inside a trial "
+                          "(its YAML declares no mode.switch; e.g. an outside sampler); use switching=none")
+    if cfg.workload.path is not None or cfg.workload.framework is not None:
+        raise ConfigError(f"switching=blocks: workload={cfg.workload.name} is not run by ddpbench's own loop; "
+                          "only the built-in workloads (mlp, transformer, convnet) switch")
+
+
+@dataclass
 class TrialConfig:
     """Limits and outputs of one trial."""
 
@@ -424,7 +480,8 @@ class TrialConfig:
 # --- repeat=auto: when to stop adding pairs ---
 #: paired metrics repeat=auto may decide on (per-pair values of the analysis; units: % or ms)
 PRECISION_METRICS = ("projected_overhead_pct", "step_overhead_pct", "step_overhead_ms", "step_median_overhead_pct",
-                     "step_median_overhead_ms", "throughput_overhead_pct", "wall_overhead_pct")
+                     "step_median_overhead_ms", "throughput_overhead_pct", "wall_overhead_pct",
+                     "switched_step_overhead_ms")
 
 
 @dataclass
@@ -433,7 +490,8 @@ class PrecisionConfig:
 
     # the paired metric the rule decides on (one of PRECISION_METRICS); % metrics are compared with
     # budget_pct, ms metrics with budget_ms; projected_overhead_pct (per-step cost plus the fixed cost over a
-    # job of report.job_hours) is what the report's verdict is on
+    # job of report.job_hours) is what the report's verdict is on; switched_step_overhead_ms (switching=blocks) is
+    # the within-trial per-step cost, one value per pair: the mode trial's own estimate
     metric: str = "projected_overhead_pct"
     # stop once the interval's half-width is at most this (the metric's unit); null = only a decisive
     # verdict, max_pairs or max_minutes stop
@@ -480,6 +538,8 @@ class DdpbenchConfig:
     fault: FaultConfig = field(default_factory=FaultConfig)
     inject: InjectConfig = field(default_factory=InjectConfig)
     trial: TrialConfig = field(default_factory=TrialConfig)
+    # within-trial switching of the tool's per-step work (switching=none | blocks)
+    switching: SwitchingConfig = field(default_factory=SwitchingConfig)
     # settings of the shipped tools' modes
     tool: ToolConfig = field(default_factory=ToolConfig)
     # repeat label; a sweep gives A-B, the sweeper expands it. Not typed int on purpose.
@@ -605,6 +665,7 @@ def validate(cfg: DdpbenchConfig) -> None:
     _require(cfg.mode.role in MODE_ROLES, "mode.role", f"must be one of {', '.join(MODE_ROLES)}", cfg.mode.role)
     validate_tool(cfg.tool, cfg.mode)
     parse_repeat(cfg.repeat)
+    validate_switching(cfg)
 
 
 def typed(cfg: DictConfig) -> DdpbenchConfig:

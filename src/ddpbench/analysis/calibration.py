@@ -14,6 +14,7 @@ from typing import Any
 
 from ddpbench.analysis.results import CALIBRATION_TOLERANCE_PCT, Calibration, CalibrationItem, PairRecord
 from ddpbench.analysis.stats import mean, to_float
+from ddpbench.analysis.switching import on_fraction, switched_of_rows
 
 __all__ = ["INJECT_FLAGS", "applied_injection", "calibration"]
 
@@ -23,6 +24,17 @@ INJECT_FLAGS = {"step_ms": "--inject-step-ms", "startup_s": "--inject-startup-se
 
 
 def applied_injection(row: dict[str, Any], key: str) -> float:
+    """The cost ``key`` the trial's workload got on average over its timed steps: under within-trial switching of
+    the injected wait (``switching=blocks``) the per-step wait ran in the on-blocks only, so it is scaled by their
+    share of the steps."""
+    value = _configured_injection(row, key)
+    if key == "step_ms" and row.get("switch_what") == "inject":
+        share = on_fraction(row.get("switch_blocks_json"))
+        return value * share if share is not None else value
+    return value
+
+
+def _configured_injection(row: dict[str, Any], key: str) -> float:
     """The cost ``key`` (``step_ms``, ``startup_s``, ``teardown_s``) the trial's workload really got.
 
     ``config.inject`` is present in every mode's resolved config (``native`` too, where it is
@@ -73,4 +85,10 @@ def calibration(
             continue
         err = 100.0 * (recovered - injected) / injected
         items.append(CalibrationItem(name, unit, injected, recovered, err, abs(err) <= tolerance_pct))
+    within = switched_of_rows([x for _, x in sides])
+    if within is not None and within.what == "inject":  # the within-trial figure recovers the whole wait
+        injected = mean([_configured_injection(x, "step_ms") for _, x in sides])
+        err = 100.0 * (within.overhead_ms - injected) / injected if injected else math.nan
+        items.append(CalibrationItem("within-trial per-step cost", "ms", injected, within.overhead_ms, err,
+                                     abs(err) <= tolerance_pct if injected else None))
     return Calibration(tuple(items), tolerance_pct) if items else None

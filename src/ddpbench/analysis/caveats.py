@@ -14,6 +14,7 @@ from typing import Sequence
 from ddpbench.analysis.coverage import CoverageGap
 from ddpbench.analysis.rerun import excluded_text, is_rerun
 from ddpbench.analysis.results import Analysis, Comparison
+from ddpbench.analysis.switching import below_between
 
 __all__ = ["caveats", "fixed_cost_split", "fmt"]
 
@@ -104,6 +105,7 @@ def caveats(analysis: Analysis, gaps: Sequence[CoverageGap] = ()) -> list[str]:
             f"No A/A comparison (`{analysis.baseline}` vs `{analysis.baseline}_aa`) in this report: "
             "the noise floor of this machine is unknown."
         )
+    out += switching_caveats(analysis.comparisons)
     for c in analysis.comparisons:
         if c.calibration is not None and c.calibration.all_within is False:
             out.append(f"{c.label}: calibration did not recover the injected cost within tolerance; distrust small overheads.")
@@ -124,4 +126,26 @@ def caveats(analysis: Analysis, gaps: Sequence[CoverageGap] = ()) -> list[str]:
         )
     if analysis.failed_trials:
         out.append(f"{len(analysis.failed_trials)} trial(s) did not finish ok (listed below).")
+    return out
+
+
+def switching_caveats(comparisons: Sequence[Comparison]) -> list[str]:
+    """Within-trial switching: a within-trial figure below the between-trial interval names what the switch leaves on."""
+    out: list[str] = []
+    for c in comparisons:
+        sw = c.switched
+        if sw is None or c.role == "aa":
+            continue
+        on_steps = "the switched work ran in about half of its steps"
+        out.append(f"{c.label}: switching sweep — {on_steps}, so this comparison's whole-trial figures (the headline "
+                   "table, the verdict) are of mixed trials; the per-step cost of the tool fully on is the between-trial "
+                   "figure of the on-blocks shown beside the within-trial one.")
+        if not below_between(sw, sw.between_low_ms):
+            continue
+        out.append(
+            f"{c.label}: the within-trial per-step cost {fmt(sw.overhead_ms, 3, True)} ms lies below the between-trial "
+            f"interval [{fmt(sw.between_low_ms, 3, True)}, {fmt(sw.between_high_ms, 3, True)}] ms of the same trials: the "
+            f"tool has per-step costs its switch ({sw.what}) does not turn off — "
+            f"{sw.stays_on or 'not declared in the mode'} stays on."
+        )
     return out

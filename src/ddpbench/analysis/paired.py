@@ -67,6 +67,7 @@ from ddpbench.analysis.stats import (
     to_float,
 )
 from ddpbench.analysis.tools import tool_artifacts, tool_ranking
+from ddpbench.analysis.switching import switched_of_pairs
 from ddpbench.formats.analysis_record import build_analysis_record
 
 __all__ = [
@@ -230,6 +231,7 @@ def _comparison(
             pct_notes[name] = note
             del metrics[name]
     role = _role(all_rows, mode)
+    switched = switched_of_pairs(cs, confidence)
     return Comparison(
         condition_id=cond,
         condition=_condition(all_rows),
@@ -256,6 +258,8 @@ def _comparison(
         rows=phase_rows(cs, confidence) + memory_rows(cs, confidence) + metric_rows(cs, confidence),
         efficiency=(efficiency(baseline, [b for b, _ in cs]), efficiency(mode, [x for _, x in cs])),
         flags=pair_flags(cp, cs),
+        switched=switched[0],
+        switched_base=switched[1],
     )
 
 

@@ -113,6 +113,7 @@ def pair_record(b: dict[str, Any], x: dict[str, Any], mode: str) -> PairRecord:
         startup_diff_pct=_pct(x_start, b_start),
         teardown_diff_pct=_pct(x_tear, b_tear),
         fixed_diff_s=startup_diff + teardown_diff,
+        switched_step_overhead_ms=nan_or(finite(x.get("switched_step_overhead_ms"))),
     )
 
 

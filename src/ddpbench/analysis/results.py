@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ddpbench.analysis.stats import PairedSummary
+from ddpbench.analysis.switching import SwitchedEstimate
 
 #: a calibration passes when the recovered cost is within this % of the injected one
 CALIBRATION_TOLERANCE_PCT = 10.0
@@ -44,6 +45,8 @@ class PairRecord:
     teardown_diff_pct: float = math.nan
     # added with analysis record v3: start-up Δ + teardown Δ, s (what one run pays once)
     fixed_diff_s: float = math.nan
+    # added with analysis record v4: the mode trial's within-trial per-step cost (switching=blocks), ms; NaN otherwise
+    switched_step_overhead_ms: float = math.nan
 
 
 #: causes of an excluded pair: pairing could not use it (a side missing, not ok, lacking its wall time, or of
@@ -265,6 +268,10 @@ class Comparison:
     rows: tuple[FigureRow, ...] = ()
     efficiency: tuple[Efficiency, ...] = ()
     flags: tuple[Flag, ...] = ()
+    # added with analysis record v4: within-trial switching (switching=blocks), the mode's and the baseline's
+    # (the baseline's switch is a no-op: the method's noise floor); None when its trials did not switch
+    switched: SwitchedEstimate | None = None
+    switched_base: SwitchedEstimate | None = None
 
     @property
     def n_excluded(self) -> int:

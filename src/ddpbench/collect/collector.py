@@ -30,6 +30,10 @@ Columns (see also ``docs/results-columns.md``):
   ``kind``/``name``/``type``); e.g. ``steps`` or ``duration``.
 - ``role``: ``config.mode.role``, what the mode is to the analysis (``baseline``, ``tool``, ``aa``,
   ``calibration``; the reader gives records older than the field the role their mode's name implied).
+- Within-trial switching (version 4 ``switching``, absent when null): ``switch_what, switch_block_steps,
+  switch_washout_steps, switch_first_side, switch_seed``, the trial's estimate ``switched_step_overhead_ms``,
+  ``switched_step_overhead_se_ms``, ``switched_off_step_ms`` (ms), ``switched_step_overhead_pct``, ``switched_quads``,
+  and ``switch_blocks_json`` (the blocks); ``switch_stays_on``: ``config.mode.switch.stays_on``.
 - ``n_ranks, n_nodes``: lengths of ``ranks`` and ``nodes``; ``rank_steps_per_s_min`` and
   ``rank_steps_per_s_max`` over ranks.
 - Version 2 sections, absent when null: ``phase_time_ms_<phase>_<stat>`` (ms),
@@ -75,6 +79,7 @@ FLOAT_COLUMNS = (
     *(f"phase_time_ms_{p}_{s}" for p in PHASES for s in STEP_STAT_KEYS),
     "memory_host_peak_rss_bytes", "memory_cuda_peak_allocated_bytes", "tool_bytes",
     *(f"load_{k}" for k in LOAD_KEYS if k not in ("own_cpus", "cpu_affinity")),
+    "switched_step_overhead_ms", "switched_step_overhead_se_ms", "switched_off_step_ms", "switched_step_overhead_pct",
 )
 
 
@@ -172,6 +177,25 @@ def _put_v2_sections(row: dict[str, Any], trial: dict[str, Any]) -> None:
         row["metrics_json"] = json.dumps(metrics, separators=(",", ":"), sort_keys=True, default=str)
 
 
+def _put_switching(row: dict[str, Any], trial: dict[str, Any], mode: Any) -> None:
+    """Within-trial switching (trial record version 4): settings, the trial's estimate, the blocks as JSON."""
+    switching = trial.get("switching")
+    switch = mode.get("switch") if isinstance(mode, dict) else None
+    row["switch_stays_on"] = switch.get("stays_on") if isinstance(switch, dict) else None
+    if not isinstance(switching, dict):
+        return
+    for key in ("what", "block_steps", "washout_steps", "first_side", "seed"):
+        row[f"switch_{key}"] = switching.get(key)
+    found = switching.get("estimate")
+    estimate: dict[str, Any] = found if isinstance(found, dict) else {}
+    row["switched_step_overhead_ms"] = estimate.get("overhead_ms")
+    row["switched_step_overhead_se_ms"] = estimate.get("se_ms")
+    row["switched_off_step_ms"] = estimate.get("off_step_ms")
+    row["switched_step_overhead_pct"] = estimate.get("overhead_pct")
+    row["switched_quads"] = estimate.get("quads")
+    row["switch_blocks_json"] = json.dumps(switching.get("blocks"), separators=(",", ":"))
+
+
 def flatten_trial(trial: dict[str, Any], source_path: str = "") -> dict[str, Any]:
     """One trial dict (already validated) as one flat row; column names in the module docstring."""
     row: dict[str, Any] = {"source_path": source_path}
@@ -208,6 +232,7 @@ def flatten_trial(trial: dict[str, Any], source_path: str = "") -> dict[str, Any
     row["stop_kind"] = _stop_kind(condition, config)
     mode = config.get("mode") if isinstance(config, dict) else None
     row["role"] = mode.get("role") if isinstance(mode, dict) else None
+    _put_switching(row, trial, mode)
     ranks = trial.get("ranks")
     if not isinstance(ranks, list):
         ranks = []

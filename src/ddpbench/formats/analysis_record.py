@@ -25,6 +25,12 @@ Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice
   a re-run pair's ``reason`` is why it was disturbed). A version 2 record is upgraded with
   ``job_hours`` null and each excluded pair's ``cause`` read from its reason's wording then
   (``... re-run, not counted`` is ``rerun``); its verdicts stay those of wall and throughput overhead.
+- 4: within-trial switching. Each comparison adds ``switched`` (the mode's within-trial per-step cost:
+  ``overhead_ms`` and ``overhead_pct`` with their interval, ``off_step_ms``, ``n_trials``, ``quads``,
+  ``method``, ``df``, ``heterogeneity_p``, ``what``, ``stays_on``; :mod:`ddpbench.analysis.switching`) and
+  ``switched_base`` (the baseline's no-op switch: the method's noise floor), each null when its trials did
+  not switch; its ``pairs`` add ``switched_step_overhead_ms`` (the mode trial's within-trial estimate, null when
+  it did not switch). An earlier record is upgraded with ``switched`` and ``switched_base`` null.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from ddpbench.formats.reader import Format
 
 SCHEMA = "ddpbench.analysis"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: the record's file name in a report's output dir
 ANALYSIS_FILE = "analysis.json"
 
@@ -91,8 +97,14 @@ def _v2_to_v3(record: Dict[str, Any]) -> Dict[str, Any]:
     return {**ADDED_IN_V3, **record, "comparisons": comparisons}
 
 
+def _v3_to_v4(record: Dict[str, Any]) -> Dict[str, Any]:
+    comparisons = [{"switched": None, "switched_base": None, **c} if isinstance(c, dict) else c
+                   for c in record["comparisons"]]
+    return {**record, "comparisons": comparisons}
+
+
 #: the format as the reader contract (:mod:`ddpbench.formats.reader`) reads it; a new version adds its step
-FORMAT = Format(SCHEMA, SCHEMA_VERSION, oldest=1, upgrades={1: _v1_to_v2, 2: _v2_to_v3}, check=_check)
+FORMAT = Format(SCHEMA, SCHEMA_VERSION, oldest=1, upgrades={1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}, check=_check)
 
 
 def validate_analysis_record(record: Any) -> Optional[str]:

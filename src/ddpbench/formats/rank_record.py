@@ -17,6 +17,9 @@ fields a version adds in :data:`ADDED_FIELDS` so records of earlier versions sta
   as they are; :func:`upgrade_rank_record` gives a version 1 record the version 2 fields.
   Records a user's own script writes through ``ddpbench.workload.recorder`` have
   ``data.loader`` :data:`OWN_LOADER` (``workers`` null when unknown) and may have a null ``final_loss``.
+- 3: within-trial switching (``switching=blocks``). New required fields ``switching`` (the settings, see
+  :data:`ddpbench.formats.switching.SWITCHING_KEYS`) and ``blocks`` (per block: side, steps, wash-out, mean
+  and median step, :data:`ddpbench.formats.switching.BLOCK_KEYS`), both null when the trial did not switch.
 """
 
 from __future__ import annotations
@@ -27,11 +30,12 @@ import re
 from typing import Any, Final, Mapping, TypeGuard
 
 from ddpbench.formats.reader import Format
+from ddpbench.formats.switching import check_blocks
 
 SCHEMA: Final[str] = "ddpbench.rank"
 """Value of the record's ``schema`` field."""
 
-SCHEMA_VERSION: Final[int] = 2
+SCHEMA_VERSION: Final[int] = 3
 """Value of the ``schema_version`` field of the records the workload writes now."""
 
 STEP_STAT_KEYS: Final[tuple[str, ...]] = (
@@ -140,7 +144,10 @@ FIELDS_V2: Final[dict[str, tuple[tuple[type, ...], bool]]] = {
 }
 """Fields required from version 2 on, beside :data:`FIELDS`."""
 
-ADDED_FIELDS: Final[dict[int, dict[str, tuple[tuple[type, ...], bool]]]] = {2: FIELDS_V2}
+FIELDS_V3: Final[dict[str, tuple[tuple[type, ...], bool]]] = {"switching": ((dict,), True), "blocks": ((list,), True)}
+"""Fields required from version 3 on: within-trial switching's settings and blocks (null when not switching)."""
+
+ADDED_FIELDS: Final[dict[int, dict[str, tuple[tuple[type, ...], bool]]]] = {2: FIELDS_V2, 3: FIELDS_V3}
 """Required fields added after version 1: version -> {name: (types, nullable)}. A record of version v
 must hold :data:`FIELDS` and the fields every version <= v added."""
 
@@ -328,17 +335,25 @@ def _check(obj: dict[str, Any]) -> list[str]:
     problems += _check_timestamps(obj.get("timestamps"))
     problems += _check_counts(obj)
     problems += _check_nested(obj)
-    if obj.get("schema_version") == 2:
+    version = obj.get("schema_version")
+    if isinstance(version, int) and version >= 2:
         problems += _check_v2(obj)
+    if isinstance(version, int) and version >= 3:
+        problems += check_blocks(obj.get("switching"), obj.get("blocks"))
     return problems
 
 
-FORMAT: Final[Format] = Format(SCHEMA, SCHEMA_VERSION, oldest=1, upgrades={1: _v1_to_v2}, check=_check)
+def _v2_to_v3(obj: dict[str, Any]) -> dict[str, Any]:
+    """Records before version 3 never switched."""
+    return {"switching": None, "blocks": None, **obj}
+
+
+FORMAT: Final[Format] = Format(SCHEMA, SCHEMA_VERSION, oldest=1, upgrades={1: _v1_to_v2, 2: _v2_to_v3}, check=_check)
 """The format as the reader contract (:mod:`ddpbench.formats.reader`) reads it."""
 
 
 def upgrade_rank_record(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of a valid record with every current field: a version 1 record gets version 2's.
+    """A copy of a valid record with every current field (an earlier version gets the later versions').
 
     The copy keeps its ``schema_version``, so a reader can still tell where it came from.
     """
@@ -378,20 +393,7 @@ def read_rank_record(path: "str | os.PathLike[str]") -> tuple[dict[str, Any] | N
 
 
 __all__ = [
-    "SCHEMA",
-    "SCHEMA_VERSION",
-    "ADDED_FIELDS",
-    "FIELDS",
-    "FIELDS_V2",
-    "OPTIONAL_FIELDS",
-    "STEP_STAT_KEYS",
-    "TIMESTAMP_KEYS",
-    "OWN_LOADER",
-    "STOP_REASONS",
-    "INJECT_KEYS",
-    "RANK_RECORD_GLOB",
-    "rank_of_record_name",
-    "rank_record_name",
-    "read_rank_record",
-    "validate_rank_record",
+    "SCHEMA", "SCHEMA_VERSION", "ADDED_FIELDS", "FIELDS", "FIELDS_V2", "FIELDS_V3", "OPTIONAL_FIELDS",
+    "STEP_STAT_KEYS", "TIMESTAMP_KEYS", "OWN_LOADER", "STOP_REASONS", "INJECT_KEYS", "RANK_RECORD_GLOB",
+    "rank_of_record_name", "rank_record_name", "read_rank_record", "validate_rank_record",
 ]

@@ -26,6 +26,8 @@ Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice
   ``{mode, spec, kind, package, version (as imported in the ranks), env, python, same_packages,
   package_diff, unmet_requirements}``; null in a trial without ``versions=`` (a version 3 record is read with null).
   Also ``ray_startup_s``, Ray's start-up inside ``startup_s`` (``workload=ray_train``; else and when upgraded null).
+  Also ``switching``: within-trial switching's settings, the blocks (slowest rank's mean and median ms per
+  block) and the trial's estimate (:func:`ddpbench.formats.switching.trial_switching`); null when not switching.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from ddpbench.formats.rank_combine import (
     wall_decomposition,
 )
 from ddpbench.formats.reader import Format
+from ddpbench.formats.switching import trial_switching
 
 SCHEMA = "ddpbench.trial"
 SCHEMA_VERSION = 4
@@ -106,18 +109,9 @@ def node_entry(
     ``timeout``/``peer_failed``/None; ``extra`` adds ``error`` (a node that skipped the trial) or
     ``source``/``ranks_span_s`` (a node seen only through its ranks).
     """
-    return {
-        "node_rank": node_rank,
-        "hostname": hostname,
-        "wall_s": wall_s,
-        "exit_code": exit_code,
-        "spawn_epoch": spawn_epoch,
-        "exit_epoch": exit_epoch,
-        "killed_by": killed_by,
-        "stdout": stdout,
-        "stderr": stderr,
-        **extra,
-    }
+    return {"node_rank": node_rank, "hostname": hostname, "wall_s": wall_s, "exit_code": exit_code,
+            "spawn_epoch": spawn_epoch, "exit_epoch": exit_epoch, "killed_by": killed_by, "stdout": stdout,
+            "stderr": stderr, **extra}
 
 
 def node_record_path(attempt_dir: "str | os.PathLike[str]", node_rank: int) -> Path:
@@ -248,6 +242,7 @@ def build_trial_record(
         "ray_startup_s": max(  # Ray's start-up of a Ray Train trial: the largest of its ranks' (s)
             (float(r["ray_startup_s"]) for r in ranks if r.get("ray_startup_s") is not None), default=None
         ) if measured else None,
+        "switching": trial_switching(ranks) if measured else None,
     }
     return record
 
@@ -283,7 +278,7 @@ def _v2_to_v3(record: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _v3_to_v4(record: Dict[str, Any]) -> Dict[str, Any]:
-    return {"arm": None, "ray_startup_s": None, **record}
+    return {"arm": None, "ray_startup_s": None, "switching": None, **record}
 
 
 #: the format as the reader contract (:mod:`ddpbench.formats.reader`) reads it

@@ -23,6 +23,7 @@ from ddpbench.analysis.provenance import provenance
 from ddpbench.analysis.tools import compares_several_tools
 from ddpbench.report.sections import (artifacts, calibration_line, details, disturbed, efficiency_line, method, setup,
                                       stopping_section, verdict_line)
+from ddpbench.report.switching import switching_lines
 from ddpbench.report.tables import ci, figure_rows_table, headline, tool_table
 
 __all__ = ["calibration_line", "render_report"]
@@ -119,6 +120,7 @@ def render_report(
                   "cost all along plus the fixed cost once; `report.job_hours`, `--job-hours`):", ""]
         lines += [verdict_line(c, analysis.job_hours) for c in tools]
         lines.append("")
+    lines += switching_lines(comps)
     for c in comps:
         if c.role == "calibration":
             lines += [calibration_line(c), ""]

@@ -30,6 +30,7 @@ from ddpbench.analysis.paired import Comparison  # noqa: E402
 from ddpbench.collect.collector import load_step_times  # noqa: E402
 from ddpbench.io import atomic_path  # noqa: E402
 from ddpbench.report.plots_compare import has_phases, phase_plot  # noqa: E402
+from ddpbench.report.plots_switching import block_plot, has_blocks  # noqa: E402
 
 __all__ = ["plot_condition", "save_figure", "slug"]
 
@@ -171,7 +172,8 @@ def plot_condition(
     """Write every plot for one condition into ``out_dir``; returns ``{name: path}``.
 
     ``trials`` are that condition's rows of the collected table; names are ``slope_<mode>``,
-    ``step_time``, ``wall_decomposition``, ``throughput`` and, with ``timing=phase``, ``phases``.
+    ``step_time``, ``wall_decomposition``, ``throughput``, with ``timing=phase`` ``phases``, and with
+    ``switching=blocks`` ``blocks``.
     """
     cond = comparisons[0].condition_id if comparisons else str(trials["condition_id"].iloc[0])
     stem = slug(cond)
@@ -197,4 +199,6 @@ def plot_condition(
             written["throughput"] = save_figure(throughput_plot(trials, baseline), out_dir / f"{stem}-throughput.png")
         if has_phases(trials):
             written["phases"] = save_figure(phase_plot(trials, baseline), out_dir / f"{stem}-phases.png")
+        if has_blocks(trials):
+            written["blocks"] = save_figure(block_plot(trials, baseline), out_dir / f"{stem}-blocks.png")
     return written

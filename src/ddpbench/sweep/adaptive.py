@@ -32,6 +32,10 @@ AUTO = "auto"
 RECORD_WAIT_S = 120.0
 
 
+#: the within-trial per-step cost (ms), known only when the trials switch (switching=blocks)
+SWITCHED_METRIC = "switched_step_overhead_ms"
+
+
 def expand_auto(arguments: Sequence[str], max_pairs: int) -> Tuple[List[str], bool]:
     """``arguments`` with ``repeat=auto`` replaced by ``repeat=range(1,max_pairs+1)``; whether it was there."""
     expanded, auto = [], False
@@ -44,8 +48,9 @@ def expand_auto(arguments: Sequence[str], max_pairs: int) -> Tuple[List[str], bo
     return expanded, auto
 
 
-def check_precision(precision: PrecisionConfig, modes: Sequence[str], shared_dir: bool) -> None:
-    """Raise ConfigError (one line) when ``repeat=auto`` cannot run with these settings."""
+def check_precision(precision: PrecisionConfig, modes: Sequence[str], shared_dir: bool, switching: bool = False) -> None:
+    """Raise ConfigError (one line) when ``repeat=auto`` cannot run with these settings (``switching``: every trial
+    runs with ``switching=blocks``)."""
     from ddpbench.analysis.rerun import DISTURBED_CHOICES
     from ddpbench.analysis.sequential import check_rule
 
@@ -53,6 +58,8 @@ def check_precision(precision: PrecisionConfig, modes: Sequence[str], shared_dir
         raise ConfigError(f"repeat=auto compares modes: give at least two (mode=native,traceml), got {sorted(set(modes))}")
     if precision.metric not in PRECISION_METRICS:
         raise ConfigError(f"precision.metric={precision.metric!r}: must be one of {', '.join(PRECISION_METRICS)}")
+    if precision.metric == SWITCHED_METRIC and not switching:
+        raise ConfigError(f"precision.metric={SWITCHED_METRIC}: the within-trial figure needs switching=blocks")
     if precision.metric.endswith("_ms") and precision.budget_ms is None:
         raise ConfigError(f"precision.metric={precision.metric}: a ms metric needs precision.budget_ms (ms per step)")
     if precision.disturbed not in DISTURBED_CHOICES:

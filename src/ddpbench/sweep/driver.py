@@ -76,7 +76,8 @@ class SweepDriver:
             check_baseline(self.config, cfgs, explicit=any(a.startswith("baseline=") for a in arguments))
             if auto:
                 adaptive.check_precision(settings.precision, [c.mode.name for c in cfgs],
-                                         all(c.cluster.shared_dir for c in cfgs))
+                                         all(c.cluster.shared_dir for c in cfgs),
+                                         all(c.switching.kind == "blocks" for c in cfgs))
             whole = allocation.wanted(self.launcher, cfgs)
         except DdpbenchError as error:
             fail(str(error))

@@ -14,6 +14,7 @@ import os
 from typing import TYPE_CHECKING, Callable, NoReturn, Sequence, TypeVar
 
 from ddpbench.formats.rank_record import LOADERS, TIMINGS
+from ddpbench.formats.switching import SWITCH_WHAT
 
 if TYPE_CHECKING:  # pragma: no cover
     from ddpbench.workload.base import Workload
@@ -157,6 +158,16 @@ def build_parser(workload: "Workload") -> OneLineParser:
                        help="rank 0 logs loss and step time every step to a W&B run (WANDB_MODE from the environment)")
     tools.add_argument("--wandb-project", default="ddpbench", help="W&B project (default ddpbench)")
     tools.add_argument("--tool-dir", default=None, help=f"folder the tools write into (default ${TOOL_DIR_ENV})")
+
+    # --- within-trial switching: ddpbench.workload.switching ---
+    sw = p.add_argument_group("within-trial switching (off by default; docs/analysis.md)")
+    sw.add_argument("--switch", choices=SWITCH_WHAT, default="none",
+                    help="what the switch turns on and off (none: a no-op switch, the method's noise floor)")
+    sw.add_argument("--switch-block-steps", type=non_negative_int, default=0,
+                    help="timed steps per block, ABBA order (0 = no switching)")
+    sw.add_argument("--switch-washout-steps", type=non_negative_int, default=0,
+                    help="steps at the start of each block left out of its statistics")
+    sw.add_argument("--switch-seed", type=int, default=0, help="seed of the first block's side")
     return p
 
 
@@ -202,6 +213,12 @@ def parse_args(workload: "Workload", argv: Sequence[str] | None = None) -> argpa
             parser.error(f"${TRACEML_MODE_ENV}={env_mode!r}: expected auto or manual")
         args.traceml_mode = env_mode
     args.tool_dir = args.tool_dir or os.environ.get(TOOL_DIR_ENV) or None
+    if args.switch_block_steps and args.switch_washout_steps >= args.switch_block_steps:
+        parser.error("--switch-washout-steps must be smaller than --switch-block-steps")
+    if args.switch_block_steps and args.switch == "torch_profiler" and not args.torch_profiler:
+        parser.error("--switch torch_profiler needs --torch-profiler")
+    if args.switch_block_steps and args.switch == "wandb_log" and not args.wandb:
+        parser.error("--switch wandb_log needs --wandb")
     if (args.torch_profiler or args.wandb) and not args.tool_dir:
         parser.error(f"--torch-profiler and --wandb need --tool-dir or ${TOOL_DIR_ENV}")
     return args

@@ -30,6 +30,7 @@ from ddpbench.workload.record import build_record, gather_records, write_record
 from ddpbench.workload.runtime import (Runtime, TraceStep, ensure_single_process_env, init_process_group,
                                        init_traceml)
 from ddpbench.workload.stop import Faults, StopRule
+from ddpbench.workload.switching import switch_from_args
 from ddpbench.workload.tools import start_tools
 
 
@@ -81,7 +82,8 @@ def train(
     tools = start_tools(args, rt)  # torch.profiler / W&B when asked for
     run_warmup(trainer, batches, args.warmup_steps, tools)
     stop = StopRule(args, rt.rank, stop_group)
-    res = run_timed(args, rt, trainer, batches, stop, Faults(args, rt.rank), tools)
+    switch = switch_from_args(args)  # within-trial switching, when asked for
+    res = run_timed(args, rt, trainer, batches, stop, Faults(args, rt.rank), tools, switch)
     if tools is not None:
         tools.close()
 
@@ -97,6 +99,8 @@ def train(
             process_start_epoch=process_start_epoch, pg_ready_epoch=pg_ready,
             traceml_active=trace_step is not None, stop_reason=stop.reason,
         )
+        if switch is not None:
+            record["switching"], record["blocks"] = switch.settings(), switch.blocks(res.durations_s)
         cpus = current_cpus()
         if cpus is not None:
             record["cpu_affinity"] = cpus

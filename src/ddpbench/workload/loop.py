@@ -5,7 +5,9 @@ loop; on CUDA one synchronize before the first timed step and one after the last
 added to the last step). Each step's duration runs from its start boundary to the next one, so it
 includes the data fetch, the stop check and the injected cost. Under TraceML every step, warmup
 included, runs inside ``trace_step(model before DDP)``; the batch fetch and the stop check lie
-outside it, the injected step cost inside.
+outside it, the injected step cost inside. Under within-trial switching (``--switch-block-steps``,
+:mod:`ddpbench.workload.switching`) the timed steps of off-blocks run without the switched work
+(``trace_step``, the injected wait, the tools' per-step work); warmup steps are never switched.
 
 ``--timing phase`` also times each step's phases: data wait (``next`` on the loader), host-to-device
 copy, forward (zero_grad + forward + loss), backward, optimizer (step, scaler update), each closed
@@ -24,6 +26,7 @@ from ddpbench.formats.rank_record import PHASES
 from ddpbench.workload.base import Workload
 from ddpbench.workload.runtime import Runtime, TraceStep
 from ddpbench.workload.stop import Faults, StopRule
+from ddpbench.workload.switching import Switch
 from ddpbench.workload.timing import InjectedWait
 from ddpbench.workload.tools import ToolHooks
 
@@ -50,12 +53,14 @@ class Trainer:
         use_scaler = rt.device == "cuda" and rt.precision == "fp16"
         self.scaler = torch.amp.GradScaler("cuda") if use_scaler else None
         self.trace_step = trace_step
+        # within-trial switching (what=trace_step): whether the next steps run inside trace_step
+        self.traced = True
         self.inject_wait = InjectedWait(args.inject_step_ms / 1000.0)
         self.non_blocking = rt.device == "cuda"
 
     def _step_context(self) -> ContextManager[Any]:
-        """``trace_step(model before DDP)`` under TraceML, else nothing."""
-        return self.trace_step(self.base_model) if self.trace_step else contextlib.nullcontext()
+        """``trace_step(model before DDP)`` under TraceML (unless switched off), else nothing."""
+        return self.trace_step(self.base_model) if self.trace_step and self.traced else contextlib.nullcontext()
 
     def _to_device(self, batch: Any) -> tuple[Any, Any]:
         x, y = batch
@@ -138,11 +143,13 @@ def run_warmup(trainer: Trainer, batches: Iterator[Any], n: int, tools: ToolHook
 
 def run_timed(
     args: argparse.Namespace, rt: Runtime, trainer: Trainer, batches: Iterator[Any], stop: StopRule, faults: Faults,
-    tools: ToolHooks | None = None,
+    tools: ToolHooks | None = None, switch: Switch | None = None,
 ) -> LoopResult:
     """The timed loop: per-step host timestamps at boundaries, faults, stop rule, rank-0 progress.
 
-    ``tools``: the in-process tools' hook, run after every step inside its measured time.
+    ``tools``: the in-process tools' hook, run after every step inside its measured time. ``switch``: within-trial
+    switching; at the start of each timed step it sets the side (inside the step's measured time), and what it
+    switches (``trace_step``, the injected wait, the tools' per-step work) follows it.
     """
     res = LoopResult()
     log_every = args.log_every if rt.rank == 0 else 0
@@ -157,12 +164,19 @@ def run_timed(
         step += 1
         if faults.armed:
             faults.at_step(step)
+        inject = True
+        if switch is not None:
+            on = switch.enter(step)
+            trainer.traced = on or switch.what != "trace_step"
+            inject = on or switch.what != "inject"
+            if tools is not None:
+                tools.begin(step, switch)
         if phased:
-            loss = trainer.step_phased(batches, True, res.phases_s)
+            loss = trainer.step_phased(batches, inject, res.phases_s)
         else:
-            loss = trainer.step(next(batches), inject=True)
+            loss = trainer.step(next(batches), inject=inject)
         if tools is not None:
-            tools.step(loss)
+            tools.step(loss, step)
         done = stop.should_stop(step)
         now = time.perf_counter()
         res.durations_s.append(now - boundary)
@@ -176,6 +190,9 @@ def run_timed(
     rt.synchronize()
     end = time.perf_counter()
     res.durations_s[-1] += end - boundary  # the closing synchronize belongs to the last step
+    if switch is not None:
+        switch.finish()
+        trainer.traced = True
     res.last_step_end_epoch = time.time()
     res.final_loss = float(loss.item()) if loss is not None else float("nan")
     return res

@@ -140,6 +140,9 @@ def build_record(
             "startup_s": args.inject_startup_sec,
             "teardown_s": args.inject_teardown_sec,
         },
+        # within-trial switching (the harness fills them in when the loop switched)
+        "switching": None,
+        "blocks": None,
     }
     tool = tool_record()
     if tool is not None:

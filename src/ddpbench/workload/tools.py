@@ -23,14 +23,19 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from ddpbench.workload.runtime import Runtime
+from ddpbench.workload.switching import Switch
 
 
 class ToolHooks:
     """The active in-process tools of one rank and their per-step hook."""
 
-    def __init__(self, profiler: Any = None, run: Any = None) -> None:
+    def __init__(self, profiler: Any = None, run: Any = None, new_profiler: Callable[[], Any] | None = None) -> None:
         # a started torch.profiler.profile, or None
         self.profiler = profiler
+        # within-trial switching of torch.profiler: makes a profile (not started) for each on-block, else None
+        self.new_profiler = new_profiler
+        # the switch of the current timed step (None: no switching, or in warmup)
+        self.switch: Switch | None = None
         # a wandb Run, or None
         self.run = run
         # steps seen so far (warmup included): the W&B step index
@@ -38,12 +43,29 @@ class ToolHooks:
         # perf_counter() at the previous step's hook, s
         self.last = time.perf_counter()
 
-    def step(self, loss: Any) -> None:
-        """After one training step: log it to W&B (loss, step time), advance the profiler's schedule."""
+    def begin(self, step: int, switch: Switch) -> None:
+        """Before timed step ``step`` under within-trial switching: start a recording at an on-block's first step."""
+        self.switch = switch
+        if self.new_profiler is not None and switch.on and self.profiler is None:
+            self.profiler = self.new_profiler()
+            self.profiler.start()
+
+    def step(self, loss: Any, timed_step: int | None = None) -> None:
+        """After one training step: log it to W&B (loss, step time), advance the profiler's schedule.
+
+        Under within-trial switching the log call runs in on-blocks only (``wandb_log``), and a recording
+        (``torch_profiler``) stops with its trace written at the last step of its on-block.
+        """
         now = time.perf_counter()
-        if self.run is not None:
+        switch = self.switch
+        if self.run is not None and (switch is None or switch.on or switch.what != "wandb_log"):
             self.run.log({"loss": float(loss.item()), "step_time_ms": (now - self.last) * 1000.0}, step=self.steps)
-        if self.profiler is not None:
+        if self.new_profiler is not None:
+            if self.profiler is not None and switch is not None and timed_step is not None \
+                    and switch.last_of_block(timed_step):
+                self.profiler.stop()
+                self.profiler = None
+        elif self.profiler is not None:
             self.profiler.step()
         self.steps += 1
         self.last = now
@@ -68,15 +90,29 @@ def _chrome_handler(tool_dir: Path, rank: int) -> Callable[[Any], None]:
     return export
 
 
-def _start_profiler(args: argparse.Namespace, rt: Runtime, tool_dir: Path) -> Any:
-    from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
+def _profiler_parts(args: argparse.Namespace, rt: Runtime, tool_dir: Path) -> tuple[list[Any], Callable[[Any], None]]:
+    """torch.profiler's activities for this device and the trace handler the arguments ask for."""
+    from torch.profiler import ProfilerActivity, tensorboard_trace_handler
 
-    wait, warmup, active, repeat = args.torch_profiler
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if rt.device == "cuda" else [])
     if args.torch_profiler_handler == "chrome":
-        handler = _chrome_handler(tool_dir, rt.rank)
-    else:
-        handler = tensorboard_trace_handler(str(tool_dir), worker_name=f"rank{rt.rank}")
+        return activities, _chrome_handler(tool_dir, rt.rank)
+    return activities, tensorboard_trace_handler(str(tool_dir), worker_name=f"rank{rt.rank}")
+
+
+def _block_profiler(args: argparse.Namespace, rt: Runtime, tool_dir: Path) -> Callable[[], Any]:
+    """Within-trial switching: a maker of one unscheduled profile per on-block (recording from start to stop)."""
+    from torch.profiler import profile
+
+    activities, handler = _profiler_parts(args, rt, tool_dir)
+    return lambda: profile(activities=activities, on_trace_ready=handler)
+
+
+def _start_profiler(args: argparse.Namespace, rt: Runtime, tool_dir: Path) -> Any:
+    from torch.profiler import profile, schedule
+
+    wait, warmup, active, repeat = args.torch_profiler
+    activities, handler = _profiler_parts(args, rt, tool_dir)
     prof = profile(activities=activities, schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=repeat),
                    on_trace_ready=handler)
     prof.start()
@@ -94,8 +130,10 @@ def _start_wandb(args: argparse.Namespace, rt: Runtime, tool_dir: Path) -> Any:
 def start_tools(args: argparse.Namespace, rt: Runtime) -> Optional[ToolHooks]:
     """Start the tools the arguments ask for on this rank; None when there are none."""
     tool_dir = Path(args.tool_dir) if args.tool_dir else None
-    profiler = _start_profiler(args, rt, tool_dir) if args.torch_profiler and tool_dir else None
+    blocks = bool(args.switch_block_steps) and args.switch == "torch_profiler"
+    maker = _block_profiler(args, rt, tool_dir) if blocks and args.torch_profiler and tool_dir else None
+    profiler = _start_profiler(args, rt, tool_dir) if args.torch_profiler and tool_dir and not blocks else None
     run = _start_wandb(args, rt, tool_dir) if args.wandb and rt.rank == 0 and tool_dir else None
-    if profiler is None and run is None:
+    if profiler is None and run is None and maker is None:
         return None
-    return ToolHooks(profiler, run)
+    return ToolHooks(profiler, run, maker)

@@ -1,0 +1,208 @@
+"""The within-trial per-step cost (``switching=blocks``): trials' ABBA-quad estimates combined into one figure.
+
+Each trial of a switching sweep carries its own estimate (``ddpbench.formats.switching.trial_estimate``): per
+ABBA quad of blocks, (mean of the two on-blocks − mean of the two off-blocks) of the slowest rank's block
+mean step (wash-out steps left out), averaged over the trial's quads, with its standard error
+sd(quads)/√quads. A quad's symmetric order cancels a linear drift within it.
+
+Combining trials (:func:`combine`), with few trials in mind:
+
+- **pooled** (default): the quads of every trial are one sample from a common within-trial spread: the
+  estimate is the quad-weighted mean of the trials' estimates, its standard error s_pooled/√(total quads),
+  with s_pooled² = Σ(q_i − 1)·s_i² / Σ(q_i − 1), and a t interval on Σ(q_i − 1) degrees of freedom. Pooling
+  the spread instead of weighting each trial by its own estimated variance keeps a trial whose few quads
+  happened to agree from dominating (inverse-variance weights from noisy variances are biased).
+- **trials**: when the trials disagree more than their quads allow (a one-way F test of the trial estimates,
+  p < 0.05), the per-step cost itself differs from one process to the next, and the interval is a t interval
+  over the trial estimates (k − 1 degrees of freedom), which covers that spread.
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, replace
+from typing import Any, Mapping, Sequence
+
+from scipy import stats as _st
+
+from ddpbench.analysis.stats import paired_summary, t_ppf
+
+HETEROGENEITY_P = 0.05
+"""The F test's p-value below which the trials are combined as ``trials`` (their own spread) instead of ``pooled``."""
+
+
+@dataclass(frozen=True)
+class TrialSwitch:
+    """One trial's within-trial estimate: cost (ms per step), its standard error (ms; None with one quad),
+    the off-blocks' mean step (ms), the number of ABBA quads, and where it came from."""
+
+    overhead_ms: float
+    se_ms: float | None
+    off_step_ms: float
+    quads: int
+    repeat: int = 0
+    blocks: tuple[Mapping[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class SwitchedEstimate:
+    """The within-trial per-step cost of one mode in one condition, combined over its trials.
+
+    ms and % of the off-blocks' step, each with its ``confidence`` interval; ``method`` ``pooled`` or ``trials``
+    (see the module doc); ``heterogeneity_p`` of the F test (None with one trial); ``what`` the switch turned
+    on and off and ``stays_on`` what it leaves on (the mode's YAML).
+    """
+
+    n_trials: int
+    quads: int
+    overhead_ms: float
+    ci_low_ms: float
+    ci_high_ms: float
+    off_step_ms: float
+    overhead_pct: float
+    ci_low_pct: float
+    ci_high_pct: float
+    method: str
+    df: float
+    heterogeneity_p: float | None
+    what: str | None = None
+    stays_on: str | None = None
+    # the between-trial figure of the same trials, tool fully on (see between_on_values): mean and interval, ms
+    between_ms: float = math.nan
+    between_low_ms: float = math.nan
+    between_high_ms: float = math.nan
+    between_pairs: int = 0
+
+    @property
+    def half_width_ms(self) -> float:
+        """Half the interval's width, ms."""
+        return (self.ci_high_ms - self.ci_low_ms) / 2.0
+
+
+def _pooled(trials: Sequence[TrialSwitch]) -> tuple[float, float, float, float | None]:
+    """(estimate, standard error, df, heterogeneity p) pooling the trials' quads; se nan without spread."""
+    q = [t.quads for t in trials]
+    total = sum(q)
+    est = sum(t.overhead_ms * t.quads for t in trials) / total
+    df = sum(n - 1 for n in q)
+    ss = sum((n - 1) * (t.se_ms * math.sqrt(n)) ** 2 for t, n in zip(trials, q) if t.se_ms is not None and n > 1)
+    if df <= 0:
+        return est, float("nan"), 0.0, None
+    s2 = ss / df
+    se = math.sqrt(s2 / total)
+    p: float | None = None
+    if len(trials) > 1 and s2 > 0:
+        between = sum(n * (t.overhead_ms - est) ** 2 for t, n in zip(trials, q)) / (len(trials) - 1)
+        p = float(_st.f.sf(between / s2, len(trials) - 1, df))
+    return est, se, float(df), p
+
+
+def combine(trials: Sequence[TrialSwitch], confidence: float = 0.95, what: str | None = None,
+            stays_on: str | None = None) -> SwitchedEstimate | None:
+    """The trials' within-trial estimates as one figure with its interval; None without a trial."""
+    trials = [t for t in trials if t.quads >= 1 and math.isfinite(t.overhead_ms)]
+    if not trials:
+        return None
+    est, se, df, p = _pooled(trials)
+    method = "pooled"
+    k = len(trials)
+    if (p is not None and p < HETEROGENEITY_P) or (not math.isfinite(se) and k > 1):
+        method = "trials"
+        values = [t.overhead_ms for t in trials]
+        est = sum(values) / k
+        se = math.sqrt(sum((v - est) ** 2 for v in values) / (k - 1) / k)
+        df = float(k - 1)
+    half = t_ppf(0.5 + confidence / 2.0, df) * se if df > 0 and math.isfinite(se) else float("nan")
+    off = sum(t.off_step_ms * t.quads for t in trials) / sum(t.quads for t in trials)
+    scale = 100.0 / off if off > 0 else float("nan")
+    return SwitchedEstimate(
+        n_trials=k, quads=sum(t.quads for t in trials), overhead_ms=est, ci_low_ms=est - half, ci_high_ms=est + half,
+        off_step_ms=off, overhead_pct=est * scale, ci_low_pct=(est - half) * scale, ci_high_pct=(est + half) * scale,
+        method=method, df=df, heterogeneity_p=p, what=what, stays_on=stays_on,
+    )
+
+
+def _number(value: Any) -> float | None:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def trial_switch_of(row: Mapping[str, Any]) -> TrialSwitch | None:
+    """A collected row's within-trial estimate (``switched_*`` columns), or None when the trial did not switch."""
+    overhead, off, quads = (_number(row.get(k)) for k in ("switched_step_overhead_ms", "switched_off_step_ms",
+                                                            "switched_quads"))
+    if overhead is None or off is None or quads is None:
+        return None
+    repeat = _number(row.get("repeat"))
+    return TrialSwitch(overhead_ms=overhead, se_ms=_number(row.get("switched_step_overhead_se_ms")), off_step_ms=off,
+                       quads=int(quads), repeat=int(repeat) if repeat is not None else 0)
+
+
+def switched_of_rows(rows: Sequence[Mapping[str, Any]], confidence: float = 0.95) -> SwitchedEstimate | None:
+    """The combined within-trial figure of one mode's trials (collected rows); None when none switched."""
+    trials = [t for t in (trial_switch_of(r) for r in rows) if t is not None]
+    first = next((r for r in rows if trial_switch_of(r) is not None), {})
+    what, stays = first.get("switch_what"), first.get("switch_stays_on")
+    return combine(trials, confidence, what=str(what) if isinstance(what, str) else None,
+                   stays_on=str(stays) if isinstance(stays, str) else None)
+
+
+def side_mean_ms(blocks_json: Any, side: str) -> float | None:
+    """Mean step (ms) of a trial's blocks of one side, each block weighted by its steps beyond the wash-out."""
+    try:
+        blocks = json.loads(blocks_json) if isinstance(blocks_json, str) else None
+    except ValueError:
+        return None
+    kept = [(float(b["mean_ms"]), int(b["steps"]) - int(b["washout_steps"])) for b in blocks or [] if b.get("side") == side]
+    total = sum(n for _, n in kept)
+    return sum(m * n for m, n in kept) / total if total > 0 else None
+
+
+def on_fraction(blocks_json: Any) -> float | None:
+    """The fraction of a trial's timed steps (wash-out included) that ran with the switchable work on."""
+    try:
+        blocks = json.loads(blocks_json) if isinstance(blocks_json, str) else None
+    except ValueError:
+        return None
+    total = sum(int(b["steps"]) for b in blocks or [])
+    return sum(int(b["steps"]) for b in blocks or [] if b.get("side") == "on") / total if total else None
+
+
+def between_on_values(pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]]) -> list[float]:
+    """Per pair (baseline row, mode row): the mode's on-block mean step − the baseline's on-block mean step, ms.
+
+    Both trials of a repeat draw the same first side (the seed is per repeat), so these are the same step
+    positions; the baseline's switch is a no-op, so its on-blocks are ordinary steps. This is the between-trial
+    per-step cost of the tool fully on, from the same trials as the within-trial figure (the trials' whole-run
+    figures mix on-blocks and off-blocks).
+    """
+    values = []
+    for base, mode in pairs:
+        b, m = side_mean_ms(base.get("switch_blocks_json"), "on"), side_mean_ms(mode.get("switch_blocks_json"), "on")
+        if b is not None and m is not None:
+            values.append(m - b)
+    return values
+
+
+def switched_of_pairs(pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]], confidence: float = 0.95
+                      ) -> tuple[SwitchedEstimate | None, SwitchedEstimate | None]:
+    """(the mode's within-trial figure with the between-trial figure of the same trials, the baseline's no-op floor)."""
+    mode = switched_of_rows([m for _, m in pairs], confidence)
+    base = switched_of_rows([b for b, _ in pairs], confidence)
+    values = between_on_values(pairs)
+    if mode is not None and values:
+        s = paired_summary(values, confidence)
+        mode = replace(mode, between_ms=s.mean, between_low_ms=s.ci_low, between_high_ms=s.ci_high, between_pairs=s.n)
+    return mode, base
+
+
+def below_between(switched: SwitchedEstimate, between_low_ms: float) -> bool:
+    """Whether the within-trial figure lies below the between-trial interval (below its lower end, ms): the tool
+    has per-step costs its switch does not turn off."""
+    return math.isfinite(switched.overhead_ms) and math.isfinite(between_low_ms) and switched.overhead_ms < between_low_ms

@@ -1,0 +1,94 @@
+"""The timed loop's switch (``--switch-block-steps``): which timed steps run the tool's per-step work.
+
+The schedule is :mod:`ddpbench.formats.switching`'s pure function of the timed step number and the seed, so
+every rank switches on the same step with no collective. What is switched is the mode's ``switch.what``:
+
+- ``none``: nothing (a no-op switch; the blocks are still timed: the method's noise floor);
+- ``trace_step``: the step runs inside ``trace_step`` only in on-blocks, and ``TRACEML_DISABLED`` is ``"1"``
+  in off-blocks (TraceML's step capture, timed regions and step memory read it on every call); it is unset
+  again after the timed loop, so TraceML's finalisation runs as usual;
+- ``torch_profiler``: :class:`ddpbench.workload.tools.ToolHooks` records each on-block (started at its first
+  step, stopped with its trace written at its last);
+- ``wandb_log``: rank 0's per-step ``log`` call only in on-blocks;
+- ``inject``: the injected wait only in on-blocks.
+
+Torch-free.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from ddpbench.formats.switching import block_summaries, first_side, step_is_on
+
+TRACEML_DISABLED_ENV = "TRACEML_DISABLED"
+"""TraceML's kill switch, read on every call by its step capture and timed regions."""
+
+
+class Switch:
+    """One rank's switch: settings from the arguments, the current side, and the record's ``switching``."""
+
+    def __init__(self, what: str, block_steps: int, washout_steps: int, seed: int) -> None:
+        # what is switched (ddpbench.formats.switching.SWITCH_WHAT)
+        self.what = what
+        # timed steps per block
+        self.block_steps = block_steps
+        # steps left out at the start of each block
+        self.washout_steps = washout_steps
+        # seed of the first block's side
+        self.seed = seed
+        # "on" or "off": the first block's side
+        self.first = first_side(seed)
+        # whether the switchable work is on in the current step
+        self.on = True
+        # the environment's TRACEML_DISABLED before the loop (restored after it)
+        self._env_before = os.environ.get(TRACEML_DISABLED_ENV)
+
+    def is_on(self, step: int) -> bool:
+        """Whether timed step ``step`` (1-based) runs the switchable work."""
+        return step_is_on(step, self.block_steps, self.first)
+
+    def last_of_block(self, step: int) -> bool:
+        """Whether timed step ``step`` is the last of its block."""
+        return step % self.block_steps == 0
+
+    def enter(self, step: int) -> bool:
+        """Set the side for timed step ``step``; returns whether it is on."""
+        on = self.is_on(step)
+        if on != self.on and self.what == "trace_step":
+            if on:
+                self._restore_env()
+            else:
+                os.environ[TRACEML_DISABLED_ENV] = "1"
+        self.on = on
+        return on
+
+    def finish(self) -> None:
+        """After the timed loop: everything back on (TraceML's teardown must see its kill switch as before)."""
+        if self.what == "trace_step":
+            self._restore_env()
+        self.on = True
+
+    def _restore_env(self) -> None:
+        if self._env_before is None:
+            os.environ.pop(TRACEML_DISABLED_ENV, None)
+        else:
+            os.environ[TRACEML_DISABLED_ENV] = self._env_before
+
+    def settings(self) -> dict[str, Any]:
+        """The rank record's ``switching``."""
+        return {"what": self.what, "block_steps": self.block_steps, "washout_steps": self.washout_steps,
+                "first_side": self.first, "seed": self.seed}
+
+    def blocks(self, durations_s: list[float]) -> list[dict[str, Any]]:
+        """The rank record's ``blocks`` from the timed steps' durations (s)."""
+        return block_summaries(durations_s, self.block_steps, self.washout_steps, self.first)
+
+
+def switch_from_args(args: argparse.Namespace) -> Switch | None:
+    """The switch the arguments ask for, or None (``--switch-block-steps`` 0: no switching)."""
+    if not args.switch_block_steps:
+        return None
+    return Switch(args.switch, args.switch_block_steps, args.switch_washout_steps, args.switch_seed)
