@@ -120,7 +120,7 @@ def test_tool_that_recorded_nothing_fails_the_trial(tool_sweep: Tuple[CliRun, Di
     assert idle["exit_code"] == 0, idle  # the processes were fine: only the tool's output is missing
     assert idle["error"].startswith("torch.profiler output not usable: torch.profiler wrote no trace in torch_profiler"), idle
     assert "\n" not in idle["error"]
-    assert idle["tool"] == {"name": "torch.profiler", "artifacts": [], "bytes": 0, "usable": False,
+    assert idle["tool"] == {"name": "torch.profiler", "artifacts": [], "bytes": 0, "usable": False, "format": "known",
                             "problem": idle["error"].split(": ", 1)[1]}
     assert run.returncode != 0, "a sweep with a failed trial must exit non-zero"
 

@@ -22,6 +22,7 @@ from omegaconf import DictConfig
 from ddpbench.config import typed, validate
 from ddpbench.errors import ConfigError
 from ddpbench.formats.rank_record import PHASES, STEP_STAT_KEYS, upgrade_rank_record, validate_rank_record
+from ddpbench.formats.rank_record import SCHEMA_VERSION as RANK_SCHEMA_VERSION
 from ddpbench.trial.command import WORKLOAD_DIR, workload_args
 from helpers.cli import run_ddpbench
 from helpers.processes import CompletedRun, assert_no_leftover, child_env, free_port, free_ports, run_bounded
@@ -57,7 +58,7 @@ def read_ranks(metrics_dir: Path) -> list[dict[str, Any]]:
 def assert_phase_record(record: dict[str, Any], workload: str, loader: str) -> None:
     """A valid v2 record of ``workload`` with per-phase statistics that add up to the step and memory figures."""
     assert validate_rank_record(record) == [], validate_rank_record(record)
-    assert record["schema_version"] == 2 and record["workload"] == workload and record["timing"] == "phase"
+    assert record["schema_version"] == RANK_SCHEMA_VERSION and record["workload"] == workload and record["timing"] == "phase"
     assert record["data"]["loader"] == loader
     assert record["data"]["workers"] == (2 if loader == "realistic" else 0)
     phases = record["phase_time_ms"]
