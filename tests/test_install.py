@@ -1,10 +1,11 @@
-"""ddpbench installed the ordinary ways runs its sweep from any folder: setuptools' default editable mode
-(``pip install -e '.[tools]'``, where Hydra's plugin scan cannot see ddpbench's plugins) and a wheel.
+"""ddpbench installed the ordinary way runs its sweep from any folder: setuptools' default editable mode
+(``pip install -e '.[tools]'``, where Hydra's plugin scan cannot see ddpbench's plugins). The wheel is
+tests/test_packaging.py's: scripts/check-wheel.sh installs it with its dependencies into a bare venv and runs
+the same sweep from an empty folder.
 
-Each mode gets one fresh venv layered on the environment under test (its torch, Hydra and traceml-ai,
+The install gets a fresh venv layered on the environment under test (its torch, Hydra and traceml-ai,
 ``--no-deps``) into which only ddpbench is installed, from a copy of this checkout; the strict editable
-mode is the one the rest of the suite runs in, and scripts/check-wheel.sh installs the wheel with its
-dependencies into a bare venv.
+mode is the one the rest of the suite runs in.
 """
 
 from __future__ import annotations
@@ -62,21 +63,15 @@ def _checkout_copy(dest: Path) -> Path:
     return dest
 
 
-@pytest.fixture(scope="module", params=["default-editable", "wheel"])
+@pytest.fixture(scope="module", params=["default-editable"])
 def installed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path, Path]:
     """(mode, the venv's python, where its ddpbench must import from)."""
     mode = request.param
     root = tmp_path_factory.mktemp(mode)
     source = _checkout_copy(root / "checkout")
     python = _layered_venv(root / "venv")
-    if mode == "default-editable":
-        _pip(python, "-e", f"{source}[tools]")
-        return mode, python, source / "src" / "ddpbench"
-    proc = subprocess.run([str(python), "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(root / "dist"), str(source)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    _pip(python, str(next((root / "dist").glob("ddpbench-*.whl"))))
-    return mode, python, _purelib(python) / "ddpbench"
+    _pip(python, "-e", f"{source}[tools]")
+    return mode, python, source / "src" / "ddpbench"
 
 
 def _env() -> dict[str, str]:

@@ -32,6 +32,7 @@ def _verdicts(true_mean: float, sd: float, spending: str, seed: int, halfwidth: 
     return counts
 
 
+@pytest.mark.slow  # thousands of simulated sweeps
 @pytest.mark.parametrize("spending", SPENDING_FUNCTIONS)
 def test_false_verdict_rate_at_the_budget_stays_below_alpha(spending: str) -> None:
     # true overhead exactly at the budget: every decisive verdict ("over" or "within") is false
@@ -41,6 +42,7 @@ def test_false_verdict_rate_at_the_budget_stays_below_alpha(spending: str) -> No
     assert counts.get("over", 0) / REPLICATIONS <= ALPHA / 2 + _tolerance(ALPHA / 2, REPLICATIONS)
 
 
+@pytest.mark.slow  # thousands of simulated sweeps
 def test_false_over_rate_of_an_aa_comparison_with_a_precision_target() -> None:
     # A/A (true overhead 0) against a budget of 2 with noise large enough to reach it: a false
     # "over" needs the interval to miss by more than the budget, stopping for precision or not
