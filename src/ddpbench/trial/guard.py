@@ -7,6 +7,8 @@ in a new session. It
 - becomes a child subreaper (``PR_SET_CHILD_SUBREAPER``), so processes its command orphans (TraceML
   starts its aggregator and torchrun in sessions of their own) are re-parented to it, not to init;
 - on SIGTERM/SIGINT/SIGHUP, or after the command exits, SIGKILLs every remaining descendant;
+- starts the command with a parent-death signal of SIGKILL, so it ends with the guard even when the guard
+  is SIGKILLed (a scheduler ending a job); the built-in workloads' ranks do the same with their launcher;
 - writes FILE (JSON): ``spawn_epoch``, ``exit_epoch``, ``wall_s`` (monotonic, spawn to exit of the
   command: what shell ``time`` reports), ``exit_code``, ``signal``, ``leftovers_killed``.
 
@@ -35,6 +37,11 @@ def _prctl(option: int, value: int) -> None:
         libc.prctl(option, value, 0, 0, 0)
     except (OSError, AttributeError):
         pass
+
+
+def _die_with_guard() -> None:
+    """In the command's process, before exec: SIGKILL it when the guard dies."""
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def descendants(root_pid: int) -> List[int]:
@@ -125,7 +132,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     start = time.monotonic()
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, on_signal)
-    child = subprocess.Popen(command, stdin=subprocess.DEVNULL)
+    child = subprocess.Popen(command, stdin=subprocess.DEVNULL, preexec_fn=_die_with_guard)
     code = child.wait()
     wall_s = time.monotonic() - start
     exit_epoch = time.time()

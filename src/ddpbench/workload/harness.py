@@ -27,8 +27,8 @@ from ddpbench.workload.base import Workload
 from ddpbench.workload.data import build_loader, endless_batches, loader_description
 from ddpbench.workload.loop import Trainer, run_timed, run_warmup
 from ddpbench.workload.record import build_record, gather_records, write_record
-from ddpbench.workload.runtime import (Runtime, TraceStep, ensure_single_process_env, init_process_group,
-                                       init_traceml)
+from ddpbench.workload.runtime import (Runtime, TraceStep, ensure_single_process_env, exit_with_launcher,
+                                       init_process_group, init_traceml)
 from ddpbench.workload.stop import Faults, StopRule
 from ddpbench.workload.switching import switch_from_args
 from ddpbench.workload.tools import start_tools
@@ -41,6 +41,7 @@ def run(workload: Workload, argv: Sequence[str] | None = None, *, process_start_
     record's ``timestamps.process_start``); now when not given.
     """
     started = time.time() if process_start_epoch is None else process_start_epoch
+    exit_with_launcher()
     args = parse_args(workload, argv)
     try:
         pin_from_environment()
