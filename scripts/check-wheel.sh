@@ -69,6 +69,9 @@ mkdir -p "$empty"
 cd "$empty"
 export PATH="$work/venv/bin:$PATH"
 unset PYTHONPATH
+# the first process to import a module caches its bytecode: every trial's processes import torch, and with
+# PYTHONDONTWRITEBYTECODE (often set) each of them would compile it again
+unset PYTHONDONTWRITEBYTECODE
 
 set +e
 out=$(ddpbench mode=traceml model=tiny 2>&1); rc=$?
@@ -89,7 +92,7 @@ version=$(ddpbench --version)
 say "$version; --help ok"
 
 say "traceml extra installed; sweeping"
-ddpbench -m mode=native,traceml repeat=1-2 model=tiny stop.steps=20 >"$work/sweep.log" 2>&1 \
+ddpbench -m mode=native,traceml repeat=1 model=tiny stop.steps=20 >"$work/sweep.log" 2>&1 \
     || { tail -30 "$work/sweep.log" >&2; fail "the sweep failed"; }
 cp "$work/sweep.log" "$empty/sweep.log"
 "$VPY" - <<'EOF'
@@ -97,8 +100,8 @@ import json, pathlib, sys
 
 sweeps = [p for p in pathlib.Path("outputs/multirun").iterdir() if p.is_dir()]
 trials = [json.loads(p.read_text()) for p in sweeps[0].glob("*/trial.json")] if len(sweeps) == 1 else []
-if len(trials) != 4 or any(t["status"] != "ok" for t in trials) or not (sweeps[0] / "report.md").is_file():
-    sys.exit(f"check-wheel: error: expected one sweep dir with 4 ok trials and report.md under ./outputs: {sweeps}")
+if sorted(t["mode"] for t in trials if t["status"] == "ok") != ["native", "traceml"] or not (sweeps[0] / "report.md").is_file():
+    sys.exit(f"check-wheel: error: expected one sweep dir with an ok native and traceml trial and report.md under ./outputs: {sweeps}")
 print(f"check-wheel: sweep ok: {sweeps[0]}", file=sys.stderr)
 EOF
 

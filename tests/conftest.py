@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import copy
+import fcntl
+import os
+import tempfile
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, List
 
 import pytest
 from hydra.core.singleton import Singleton
+
+from helpers.ray_cluster import ray_cluster  # noqa: F401  (one session fixture for every module: one cluster)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -51,3 +56,75 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """A marker selection that leaves nothing to run (``-m "not slow"`` on a file of slow tests) is not an error."""
     if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and session.config.getoption("markexpr"):
         session.exitstatus = pytest.ExitCode.OK
+
+
+# --- parallel runs (pytest -n N): which tests share a worker, which run alone ---
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
+    """Under ``pytest -n N --dist loadgroup``: the tests of one session-scoped resource (the SLURM cluster,
+    the Ray cluster, the tool-version environments) share a worker, as do the tests of a module with a
+    module-scoped fixture (its sweep runs once). A test's own ``xdist_group`` mark stays."""
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+        scoped = sorted((fixture_defs[-1].scope, name) for name, fixture_defs in defs.items()
+                        if fixture_defs and fixture_defs[-1].scope in ("session", "module") and name != "tmp_path_factory"
+                        and not name.startswith(("_", "worker_id", "testrun_uid")))
+        sessions = [name for scope, name in scoped if scope == "session"]
+        if sessions:
+            item.add_marker(pytest.mark.xdist_group(sessions[0]))
+        elif scoped:
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        _slow_units_first(items)
+
+
+def _slow_units_first(items: List[pytest.Item]) -> None:
+    """The groups and tests that launch real processes go first, so the run does not end on one long test
+    while the other workers idle; a group's tests stay together and in order."""
+    def unit(item: pytest.Item) -> str:
+        mark = item.get_closest_marker("xdist_group")
+        return str(mark.args[0]) if mark and mark.args else item.nodeid
+
+    slow = {unit(item) for item in items if item.get_closest_marker("slow") or item.get_closest_marker("slurm")}
+    first: dict[str, int] = {}
+    for index, item in enumerate(items):
+        first.setdefault(unit(item), index)
+    items.sort(key=lambda item: (unit(item) not in slow, first[unit(item)]))
+
+
+def _run_lock_paths() -> tuple[Path, Path] | None:
+    """The two lock files the workers of one ``pytest -n N`` run share; None when the run is not parallel."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if not run:
+        return None
+    base = Path(tempfile.gettempdir()) / f"ddpbench-tests-{run}"
+    return base.with_suffix(".gate"), base.with_suffix(".run")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """A ``quiet`` test (it measures time or CPU) runs with no other test running; the others run side by side.
+
+    A readers-writer lock over the parallel run's workers, the writer first: a quiet test closes the gate
+    (no test starts after it), waits for the running ones to end, and holds the machine to itself.
+    """
+    paths = _run_lock_paths()
+    if paths is None:
+        yield
+        return
+    gate, run = (open(path, "a") for path in paths)
+    try:
+        if item.get_closest_marker("quiet"):
+            fcntl.flock(gate, fcntl.LOCK_EX)
+            fcntl.flock(run, fcntl.LOCK_EX)
+        else:
+            fcntl.flock(gate, fcntl.LOCK_SH)
+            fcntl.flock(run, fcntl.LOCK_SH)
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        yield
+    finally:
+        gate.close()
+        run.close()

@@ -16,7 +16,7 @@ import pytest
 
 from helpers.cli import assert_nothing_left, run_ddpbench, start_ddpbench, trials_in, wait_or_kill
 from helpers.processes import wait_for
-from helpers.ray_cluster import RayCluster, ray_cluster  # noqa: F401  (the session fixture)
+from helpers.ray_cluster import RayCluster  # the session fixture ray_cluster: tests/conftest.py
 
 FAST = ["model=tiny", "stop.steps=30", "stop.warmup_steps=3"]
 RAY_2NODE = ["cluster=ray_cpu_2node", "cluster.nproc_per_node=2", "cluster.ray.node_resources=[{node0:1},{node1:1}]",

@@ -11,7 +11,7 @@ from typing import Any, Dict, Iterator
 import pytest
 
 from helpers.cli import assert_nothing_left, run_ddpbench, trials_in
-from helpers.ray_cluster import RayCluster, ray_cluster  # noqa: F401  (the session fixture)
+from helpers.ray_cluster import RayCluster  # the session fixture ray_cluster: tests/conftest.py
 
 STEPS = 20
 RAY_TRAIN = ["workload=ray_train", "model=tiny", f"stop.steps={STEPS}", "stop.warmup_steps=3", "cluster=ray_cpu"]

@@ -55,6 +55,7 @@ def assert_stop_is_the_rules(condition: dict[str, Any], sweep: Path, min_pairs: 
 
 
 @pytest.mark.slow
+@pytest.mark.quiet
 def test_a_clear_overhead_stops_at_the_first_look(tmp_path: Path) -> None:
     min_pairs, max_pairs = 3, 4
     run = run_ddpbench(["-m", *DECIDE, f"precision.min_pairs={min_pairs}", f"precision.max_pairs={max_pairs}",
@@ -89,6 +90,7 @@ def cpu_hog() -> Iterator[None]:
 
 
 @pytest.mark.slow
+@pytest.mark.quiet
 def test_a_pair_disturbed_by_a_cpu_hog_is_re_run_not_counted_and_named(tmp_path: Path) -> None:
     # pair 1 hogged, then min_pairs counted pairs decide; one more pair for a pair the shared machine disturbs
     min_pairs, max_pairs = 2, 4

@@ -118,7 +118,7 @@ def _hostnames(pair: Pair) -> List[str] | None:
 @pytest.mark.slow
 def test_two_drivers_paired_sweep_in_lockstep(pair: Pair, tmp_path: Path) -> None:
     name = f"static-{uuid.uuid4().hex[:8]}"
-    args = ["-m", "mode=native,traceml", "repeat=1-2", *FAST, *STATIC, f"sweep_name={name}"]
+    args = ["-m", "mode=native,traceml", "repeat=1", *FAST, *STATIC, f"sweep_name={name}"]
     procs = _start_nodes(pair, args, [tmp_path, tmp_path], tmp_path)
     try:
         codes = [wait_or_kill(p, 150) for p in procs]
@@ -129,8 +129,7 @@ def test_two_drivers_paired_sweep_in_lockstep(pair: Pair, tmp_path: Path) -> Non
     output = "\n".join(f"--- driver{r} ---\n{_log(tmp_path / f'driver{r}.log')}" for r in range(2))
     assert codes == [0, 0], output
     trials = trials_in(tmp_path / "outputs" / "multirun" / name)
-    assert [(t["mode"], t["repeat"]) for t in trials] == [
-        ("native", 1), ("traceml", 1), ("traceml", 2), ("native", 2)], output
+    assert [(t["mode"], t["repeat"]) for t in trials] == [("native", 1), ("traceml", 1)], output
     for t in trials:
         assert t["status"] == "ok", (t["error"], output)
         assert t["world_size"] == 2

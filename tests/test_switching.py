@@ -180,6 +180,7 @@ def _check_blocks(trial: dict, block_steps: int) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.quiet
 def test_switched_injected_wait_is_recovered_within_the_trials(tmp_path: Path) -> None:
     """native (a no-op switch) and inject (the 20 ms wait switched): the within-trial figure finds the wait."""
     run = run_ddpbench(["-m", "mode=native,inject", "repeat=1-2", "model=tiny", "stop.steps=400", "switching=blocks",

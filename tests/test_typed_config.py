@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from hydra import compose, initialize_config_module
+from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
 from ddpbench.config import ClusterConfig, DdpbenchConfig, register_configs, to_plain, typed
 from ddpbench.errors import ConfigError
 from ddpbench.formats.trial_record import TRIAL_FILE, config_hash
-from ddpbench.sweep.validate import task_config
+from ddpbench.sweep.validate import composed_jobs, task_config
 from ddpbench.trial.attempts import previous_ok
 
 DATA = Path(__file__).parent / "data"
@@ -81,3 +83,18 @@ def test_hydra_s_job_dir_leaves_out_the_keys_of_formats_condition() -> None:
                       return_hydra_config=True)
     assert list(cfg.hydra.job.config.override_dirname.exclude_keys) == list(NOT_IN_JOB_DIR)
     assert cfg.hydra.job.override_dirname == "model=tiny"
+
+
+def test_a_sweeps_jobs_composed_once_per_mode_are_the_configs_hydra_composes_one_by_one() -> None:
+    jobs = [[f"mode={mode}", f"repeat={repeat}", f"pair_position={position}", "model=tiny", "sweep_name=s"]
+            for repeat, modes in ((1, ("native", "traceml")), (2, ("traceml", "native")))
+            for position, mode in enumerate(modes)]
+    with initialize_config_module("ddpbench.conf", version_base="1.3"):
+        master = compose(config_name="config", overrides=["sweep_name=s"], return_hydra_config=True)
+        loader = GlobalHydra.instance().config_loader()
+        composed = composed_jobs(SimpleNamespace(config_loader=loader), master, jobs)
+        one_by_one = [typed(task_config(loader.load_sweep_config(master, job))) for job in jobs]
+    assert composed == one_by_one
+    assert [(c.mode.name, c.repeat, c.pair_position) for c in composed] == [
+        ("native", 1, 0), ("traceml", 1, 1), ("traceml", 2, 0), ("native", 2, 1)]
+    assert composed[0].stop is not composed[3].stop  # each job's own config: nothing shared between jobs

@@ -1,8 +1,7 @@
 """A real 2-node Ray cluster for the tests: the session-scoped ``ray_cluster`` fixture.
 
-Use it from a test module with::
-
-    from helpers.ray_cluster import ray_cluster  # noqa: F401  (re-export the fixture)
+tests/conftest.py registers it once for every module (a session fixture a module imports would be one per
+module: a cluster each)::
 
     def test_x(ray_cluster):
         ...  # ray_cluster.address is HOST:PORT; RAY_ADDRESS is set for the session

@@ -21,7 +21,8 @@ Behaviour:
   left running.
 - A start failure is always a test error (never a skip): the script's message is shown.
 
-One cluster per session, however many modules import the fixture: it lives on ``config.stash``.
+One cluster per session, however many modules import the fixture: it lives on ``config.stash``. Under
+``pytest -n N`` every test that uses it runs on one worker (tests/conftest.py groups them).
 """
 
 from __future__ import annotations

@@ -10,12 +10,13 @@ import pytest
 from helpers.cli import trials_in
 
 
-def check_paired_native_traceml_sweep(sweep: Path, stdout: str) -> None:
-    """``-m mode=native,traceml repeat=1-2``: order, steps, wall decomposition, TraceML's summary, report, plots."""
+def check_paired_native_traceml_sweep(sweep: Path, stdout: str, pairs: int = 2) -> None:
+    """``-m mode=native,traceml repeat=1-PAIRS``: order, steps, wall decomposition, TraceML's summary, report, plots."""
     trials = trials_in(sweep)
+    pair_orders = {repeat: ["native", "traceml"] if repeat % 2 else ["traceml", "native"]  # alternating
+                   for repeat in range(1, pairs + 1)}
     assert [(t["mode"], t["repeat"], t["pair_position"]) for t in trials] == [
-        ("native", 1, 0), ("traceml", 1, 1), ("traceml", 2, 0), ("native", 2, 1),
-    ]
+        (mode, repeat, position) for repeat, modes in pair_orders.items() for position, mode in enumerate(modes)]
     assert all(t["status"] == "ok" for t in trials), [t["error"] for t in trials]
     steps, warmup = trials[0]["config"]["stop"]["steps"], trials[0]["config"]["stop"]["warmup_steps"]
     assert {t["steps"] for t in trials} == {steps}
@@ -35,4 +36,4 @@ def check_paired_native_traceml_sweep(sweep: Path, stdout: str) -> None:
     assert all(p.stat().st_size > 1000 for p in plots)
     report = (sweep / "report.md").read_text()
     assert all(f"plots/{p.name}" in report for p in plots)
-    assert "[1/4] start" in stdout and "[4/4] ok" in stdout
+    assert "[1/" in stdout and f"[{2 * pairs}/{2 * pairs}] ok" in stdout
