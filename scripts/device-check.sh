@@ -40,7 +40,11 @@ prepare() {
     chmod 755 "$tmp"
     trap 'rm -rf "$tmp"' EXIT
     log "building ddpbench's wheel from $REPO"
-    quiet_pip wheel -q --no-deps -w "$tmp" "$REPO"
+    # from a copy: a build in the checkout (its build/, egg-info) would race any other build or install of it
+    tar -C "$REPO" --exclude=./build --exclude=./dist --exclude=./.git --exclude=./outputs --exclude=./.whl \
+        --exclude='*.egg-info' --exclude=__pycache__ -cf - . | tar -xf - -C "$tmp" --one-top-level=source
+    quiet_pip wheel -q --no-deps -w "$tmp" "$tmp/source"
+    rm -rf "$tmp/source"
     log "downloading ${PINNED[*]} for CPython 3.12, manylinux x86-64"
     quiet_pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp --abi cp312 \
         --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \

@@ -22,9 +22,6 @@ import pytest
 
 from helpers.processes import child_env, run_bounded
 
-#: builds from the checkout (its build/ and egg-info): never beside another such test under pytest -n N
-pytestmark = pytest.mark.xdist_group("builds_from_the_checkout")
-
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "device-check.sh"
 HELPER = REPO / "scripts" / "device_check.py"

@@ -21,9 +21,6 @@ import pytest
 from helpers.cli import only_sweep_dir, trials_in
 from helpers.processes import child_env, run_bounded
 
-#: builds from the checkout (its build/ and egg-info): never beside another such test under pytest -n N
-pytestmark = pytest.mark.xdist_group("builds_from_the_checkout")
-
 REPO = Path(__file__).resolve().parent.parent
 #: what a build of ddpbench reads from the checkout
 SOURCES = ("src", "conf", "pyproject.toml", "setup.py", "README.md", "MANIFEST.in")

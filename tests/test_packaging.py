@@ -17,9 +17,6 @@ from packaging.version import Version
 from helpers.cli import assert_nothing_left, only_sweep_dir
 from helpers.sweeps import check_paired_native_traceml_sweep
 
-#: builds from the checkout (its build/ and egg-info): never beside another such test under pytest -n N
-pytestmark = pytest.mark.xdist_group("builds_from_the_checkout")
-
 REPO = Path(__file__).resolve().parent.parent
 PLUGINS = REPO / "src" / "hydra_plugins" / "ddpbench_sweeper"
 #: what a plugin module may import at module level (Hydra imports it in every Hydra app's plugin scan)

@@ -15,6 +15,7 @@ import pytest
 from omegaconf import DictConfig, OmegaConf
 
 from helpers.cli import CliRun, assert_nothing_left, only_sweep_dir, processes_mentioning, run_ddpbench, trials_in
+from helpers.processes import wait_for
 from helpers.slurm import SlurmCluster, slurm_cluster  # noqa: F401  (fixture)
 
 FAST = ["model=tiny", "stop.steps=30", "stop.warmup_steps=3"]
@@ -70,18 +71,18 @@ def test_two_node_paired_sweep_through_slurm(slurm_cluster: SlurmCluster, tmp_pa
 
 
 def _when_hung(cluster: SlurmCluster, out: Path, repeat: int, timeout_s: float = 60.0) -> str:
-    """Wait until trial ``repeat``'s job runs and its node 0 agent is a few seconds in; the job id."""
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
+    """Wait until trial ``repeat``'s job runs and its ranks have reached the hang at step 5; the job id."""
+    logs = f"outputs/multirun/*/*repeat={repeat},*/attempts/*/logs/node0.stderr.log"
+
+    def hung_job() -> str | None:
         running = [job for job, state in _squeue(cluster) if state == "RUNNING"]
-        logs = list(out.glob(f"outputs/multirun/*/*repeat={repeat},*/attempts/*/logs/node0.stderr.log"))
-        if running and logs:
-            time.sleep(3.0)  # let it reach the hang at step 5
-            assert not list(out.glob(f"outputs/multirun/*/*repeat={repeat},*/attempts/*/metrics/rank-*")), "no hang?"
-            assert [p for p in processes_mentioning(f"repeat={repeat},") if _is_rank(p)], "its ranks are not seen"
-            return running[0]
-        time.sleep(0.3)
-    raise AssertionError(f"trial {repeat}'s job never ran")
+        hung = any("fault: hang" in log.read_text(errors="replace") for log in out.glob(logs))
+        return running[0] if running and hung else None
+
+    job = wait_for(hung_job, timeout_s, f"trial {repeat}'s job hung at step 5", poll_s=0.3)
+    assert not list(out.glob(f"outputs/multirun/*/*repeat={repeat},*/attempts/*/metrics/rank-*")), "no hang?"
+    assert [p for p in processes_mentioning(f"repeat={repeat},") if _is_rank(p)], "its ranks are not seen"
+    return job
 
 
 def _kill_job_driver(out: Path) -> None:
