@@ -26,9 +26,7 @@ say() { echo "check-wheel: [${SECONDS}s] $*" >&2; }
 fail() { echo "check-wheel: error: $*" >&2; exit 1; }
 
 say "building sdist and wheel in $work/dist"
-# from a copy: a build in the checkout (its build/, egg-info) would race any other build or install of it
-tar --exclude=./build --exclude=./dist --exclude=./.git --exclude=./outputs --exclude=./.whl --exclude='*.egg-info' \
-    --exclude=__pycache__ -cf - . | tar -xf - -C "$work" --one-top-level=source
+bash scripts/copy-checkout.sh "$work/source"
 "$PY" -m build --outdir "$work/dist" "$work/source" >"$work/build.log" 2>&1 \
     || { tail -20 "$work/build.log" >&2; fail "python -m build failed"; }
 sdist=$(ls "$work"/dist/ddpbench-*.tar.gz)

@@ -40,9 +40,7 @@ prepare() {
     chmod 755 "$tmp"
     trap 'rm -rf "$tmp"' EXIT
     log "building ddpbench's wheel from $REPO"
-    # from a copy: a build in the checkout (its build/, egg-info) would race any other build or install of it
-    tar -C "$REPO" --exclude=./build --exclude=./dist --exclude=./.git --exclude=./outputs --exclude=./.whl \
-        --exclude='*.egg-info' --exclude=__pycache__ -cf - . | tar -xf - -C "$tmp" --one-top-level=source
+    bash "$REPO/scripts/copy-checkout.sh" "$tmp/source"
     quiet_pip wheel -q --no-deps -w "$tmp" "$tmp/source"
     rm -rf "$tmp/source"
     log "downloading ${PINNED[*]} for CPython 3.12, manylinux x86-64"

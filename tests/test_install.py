@@ -10,7 +10,6 @@ mode is the one the rest of the suite runs in.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import venv
@@ -22,8 +21,6 @@ from helpers.cli import only_sweep_dir, trials_in
 from helpers.processes import child_env, run_bounded
 
 REPO = Path(__file__).resolve().parent.parent
-#: what a build of ddpbench reads from the checkout
-SOURCES = ("src", "conf", "pyproject.toml", "setup.py", "README.md", "MANIFEST.in")
 
 
 def _layered_venv(path: Path) -> Path:
@@ -54,12 +51,7 @@ def _pip(python: Path, *args: str) -> None:
 
 
 def _checkout_copy(dest: Path) -> Path:
-    for name in SOURCES:
-        source = REPO / name
-        if source.is_dir():
-            shutil.copytree(source, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-        else:
-            shutil.copy2(source, dest / name)
+    subprocess.run(["bash", str(REPO / "scripts" / "copy-checkout.sh"), str(dest)], check=True, timeout=120)
     return dest
 
 

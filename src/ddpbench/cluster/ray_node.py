@@ -8,7 +8,6 @@ Ray is imported here: Ray imports this module on each node by reference.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import socket
@@ -18,8 +17,8 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-#: prctl option: the signal this process gets when its parent (thread) ends
-PR_SET_PDEATHSIG = 1
+from ddpbench.workload.lifetime import signal_on_parent_death
+
 #: seconds a node's guard gets to end its command before its actor is killed
 STOP_GRACE_S = 10.0
 
@@ -90,10 +89,7 @@ def keep(record: str, command: List[str]) -> int:
     everything its command started. A worker that dies without that (its raylet gone) sends the keeper
     SIGTERM (``PR_SET_PDEATHSIG``), which it forwards to the guard; so does a keeper orphaned before it ran.
     """
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux: the guard's own parent check still holds
-        pass
+    signal_on_parent_death(signal.SIGTERM)  # not Linux: nothing; the guard's own parent check still holds
     if os.getppid() == 1:
         return 143
     guard = subprocess.Popen([sys.executable, "-m", "ddpbench.trial.guard", "--record", record,

@@ -17,7 +17,6 @@ It imports nothing heavy: its start-up cost is a bare interpreter's, paid equall
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import subprocess
@@ -26,22 +25,12 @@ import time
 from typing import List, Optional
 
 from ddpbench.io import write_json_atomic
-
-PR_SET_PDEATHSIG = 1
-PR_SET_CHILD_SUBREAPER = 36
-
-
-def _prctl(option: int, value: int) -> None:
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(option, value, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
+from ddpbench.workload.lifetime import become_subreaper, signal_on_parent_death
 
 
 def _die_with_guard() -> None:
     """In the command's process, before exec: SIGKILL it when the guard dies."""
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    signal_on_parent_death(signal.SIGKILL)
 
 
 def descendants(root_pid: int) -> List[int]:
@@ -110,8 +99,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     record_path = options[options.index("--record") + 1]
     parent = int(options[options.index("--parent") + 1])
 
-    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    signal_on_parent_death(signal.SIGTERM)
+    become_subreaper()
     if os.getppid() != parent:
         return 143
 

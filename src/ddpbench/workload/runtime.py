@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import os
 import signal
 import socket
 from typing import Any, Callable, ContextManager
+
+from ddpbench.workload.lifetime import signal_on_parent_death
 
 TraceStep = Callable[[Any], ContextManager[Any]]
 """``traceml_ai.trace_step``: a context manager around one step, given the model before DDP."""
@@ -64,19 +65,13 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-PR_SET_PDEATHSIG = 1
-
-
 def exit_with_launcher() -> None:
     """Ask the kernel to SIGKILL this rank when its launcher (torchrun's agent) dies, even by SIGKILL.
 
     A rank whose launcher is gone can only hang in its next collective: when a job is cancelled or its
     driver killed and the launcher goes first, nothing would be left to end the rank. No effect elsewhere.
     """
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
+    signal_on_parent_death(signal.SIGKILL)
 
 
 def ensure_single_process_env() -> None:
