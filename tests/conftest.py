@@ -7,7 +7,7 @@ import fcntl
 import os
 import tempfile
 from pathlib import Path
-from typing import Iterator, List
+from typing import IO, Iterator, List
 
 import pytest
 from hydra.core.singleton import Singleton
@@ -64,7 +64,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
     """Under ``pytest -n N --dist loadgroup``: the tests of one session-scoped resource (the SLURM cluster,
     the Ray cluster, the tool-version environments) share a worker, as do the tests of a module with a
-    module-scoped fixture (its sweep runs once). A test's own ``xdist_group`` mark stays."""
+    module-scoped fixture (its sweep runs once), and the ``quiet`` tests (one after the other, first). A test's
+    own ``xdist_group`` mark stays."""
     for item in items:
         if item.get_closest_marker("xdist_group"):
             continue
@@ -77,22 +78,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item
             item.add_marker(pytest.mark.xdist_group(sessions[0]))
         elif scoped:
             item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))
+        elif item.get_closest_marker("quiet"):
+            item.add_marker(pytest.mark.xdist_group(QUIET_GROUP))
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        _slow_units_first(items)
+        _schedule_order(items)
 
 
-def _slow_units_first(items: List[pytest.Item]) -> None:
-    """The groups and tests that launch real processes go first, so the run does not end on one long test
-    while the other workers idle; a group's tests stay together and in order."""
+#: the worker group of the quiet tests that need no shared fixture
+QUIET_GROUP = "quiet"
+
+
+def _schedule_order(items: List[pytest.Item]) -> None:
+    """The order pytest-xdist hands out work in (``--no-loadscope-reorder`` keeps it): the quiet tests first,
+    as one unit, so the machine is kept to itself once and not drained before each of them; then the groups and
+    tests that launch real processes, largest first, so the run does not end on one long unit while the other
+    workers idle; then the rest. A group's tests stay together and in order."""
     def unit(item: pytest.Item) -> str:
         mark = item.get_closest_marker("xdist_group")
         return str(mark.args[0]) if mark and mark.args else item.nodeid
 
+    quiet = {unit(item) for item in items if item.get_closest_marker("quiet")}
     slow = {unit(item) for item in items if item.get_closest_marker("slow") or item.get_closest_marker("slurm")}
     first: dict[str, int] = {}
+    size: dict[str, int] = {}
     for index, item in enumerate(items):
         first.setdefault(unit(item), index)
-    items.sort(key=lambda item: (unit(item) not in slow, first[unit(item)]))
+        size[unit(item)] = size.get(unit(item), 0) + 1
+    items.sort(key=lambda item: (unit(item) not in quiet, unit(item) not in slow, -size[unit(item)], first[unit(item)]))
 
 
 def _run_lock_paths() -> tuple[Path, Path] | None:
@@ -104,27 +116,41 @@ def _run_lock_paths() -> tuple[Path, Path] | None:
     return base.with_suffix(".gate"), base.with_suffix(".run")
 
 
+#: the lock files of this worker while it holds the machine for consecutive quiet tests
+_held_quiet: list[IO[str]] = []
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """A ``quiet`` test (it measures time or CPU) runs with no other test running; the others run side by side.
 
     A readers-writer lock over the parallel run's workers, the writer first: a quiet test closes the gate
-    (no test starts after it), waits for the running ones to end, and holds the machine to itself.
+    (no test starts after it), waits for the running ones to end, and holds the machine to itself, on to the
+    end of the next test when that one is quiet too.
     """
     paths = _run_lock_paths()
     if paths is None:
         yield
         return
-    gate, run = (open(path, "a") for path in paths)
-    try:
-        if item.get_closest_marker("quiet"):
+    quiet = item.get_closest_marker("quiet") is not None
+    if quiet and _held_quiet:
+        files = list(_held_quiet)
+        _held_quiet.clear()
+    else:
+        files = [open(path, "a") for path in paths]
+        gate, run = files
+        if quiet:
             fcntl.flock(gate, fcntl.LOCK_EX)
             fcntl.flock(run, fcntl.LOCK_EX)
         else:
             fcntl.flock(gate, fcntl.LOCK_SH)
             fcntl.flock(run, fcntl.LOCK_SH)
             fcntl.flock(gate, fcntl.LOCK_UN)
+    try:
         yield
     finally:
-        gate.close()
-        run.close()
+        if quiet and nextitem is not None and nextitem.get_closest_marker("quiet") is not None:
+            _held_quiet.extend(files)
+        else:
+            for file in files:
+                file.close()

@@ -127,9 +127,11 @@ def test_selftest_runs_the_bounded_run_path_on_cpu(wheel_dir, tmp_path):
     """The `run` path on CPU: three sweeps, the calibration one overrunning its bound; the others still run."""
     work, out = tmp_path / "work", tmp_path / "out"
     env = child_env({"PYTHON": sys.executable, "WHEEL_DIR": str(wheel_dir), "WORK_DIR": str(work), "OUT": str(out),
-                     "CAL_SEC": "120", "CAL_CAP_S": "12", "PYTHONUNBUFFERED": "1"})
+                     "CAL_SEC": "120", "CAL_CAP_S": "12", "PYTHONUNBUFFERED": "1",
+                     # room for the two sweeps that must finish on a loaded machine (the defaults fit a GPU run)
+                     "REF_CAP_S": "240", "AA_CAP_S": "240", "BUDGET_S": "540"})
     env.pop("PYTHONPATH", None)
-    run = run_bounded(["bash", str(SCRIPT), "selftest"], timeout=400, env=env, cwd=tmp_path, poll_s=0.5)
+    run = run_bounded(["bash", str(SCRIPT), "selftest"], timeout=600, env=env, cwd=tmp_path, poll_s=0.5)
     text = run.output
     assert PLUGIN_SCAN_BUG not in text, "Hydra's plugin scan breaks on the wheel install"
     assert run.returncode == 1, text[-4000:]  # a sweep hit its bound: the run says so

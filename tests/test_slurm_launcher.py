@@ -1,5 +1,6 @@
 """``hydra/launcher=ddpbench_slurm`` for a plain Hydra app on the local 2-node SLURM cluster: jobs of one batch
-never overlap with ``array_parallelism: 1`` (both nodes are free, so SLURM alone would run them at once)."""
+never overlap with ``array_parallelism: 1`` (both nodes are free, so SLURM alone would run them at once), and
+do with 2. Each job waits, bounded, for the other to start."""
 
 from __future__ import annotations
 
@@ -19,13 +20,22 @@ import hydra
 
 @hydra.main(version_base="1.3", config_path=None)
 def main(cfg) -> None:
+    out = Path(cfg.out)
+    out.mkdir(exist_ok=True)
     start = time.time()
-    time.sleep(2.0)
-    Path(cfg.out).mkdir(exist_ok=True)
-    (Path(cfg.out) / f"{cfg.x}.json").write_text(json.dumps({"start": start, "end": time.time()}))
+    (out / f"started-{cfg.x}").touch()
+    other = out / f"started-{3 - cfg.x}"
+    deadline = time.monotonic() + cfg.wait_s
+    while not other.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (out / f"{cfg.x}.json").write_text(json.dumps({"start": start, "end": time.time(), "saw_other": other.exists()}))
 
 main()
 '''
+
+#: seconds a job waits for the other job of its batch to start: with ``array_parallelism: 1`` it never does, so this
+#: is how long each job lasts; with 2 the wait ends as soon as the other starts (SLURM may be slow to start it)
+WAIT_S = {1: 8.0, 2: 60.0}
 
 
 @pytest.mark.slurm
@@ -36,13 +46,13 @@ def test_array_parallelism_bounds_the_jobs_running_at_once(slurm_cluster: SlurmC
     out = tmp_path / "times"
     proc = subprocess.run(
         [sys.executable, "app.py", "-m", "hydra/launcher=ddpbench_slurm", "+x=1,2", f"+out={out}",
-         f"hydra.launcher.partition={slurm_cluster.partition}", "hydra.launcher.timeout_min=2",
+         f"+wait_s={WAIT_S[parallelism]}", f"hydra.launcher.partition={slurm_cluster.partition}", "hydra.launcher.timeout_min=3",
          "hydra.launcher.poll_s=0.2", f"hydra.launcher.array_parallelism={parallelism}"],
-        cwd=tmp_path, env=slurm_cluster.env, capture_output=True, text=True, timeout=120,
+        cwd=tmp_path, env=slurm_cluster.env, capture_output=True, text=True, timeout=240,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    first, second = sorted((json.loads(p.read_text()) for p in out.glob("*.json")), key=lambda t: t["start"])
+    first, second = sorted((json.loads((out / f"{x}.json").read_text()) for x in (1, 2)), key=lambda t: t["start"])
     if parallelism == 1:
-        assert first["end"] <= second["start"], (first, second)
-    else:  # the check above can fail: two free nodes run both jobs at once
-        assert second["start"] < first["end"], (first, second)
+        assert not first["saw_other"] and first["end"] <= second["start"], (first, second)
+    else:  # both jobs are running at once: each saw the other start
+        assert first["saw_other"] and second["saw_other"], (first, second)
