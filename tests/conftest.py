@@ -60,6 +60,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 # --- parallel runs (pytest -n N): which tests share a worker, which run alone ---
 
+#: the worker group of the quiet tests that need no shared fixture
+QUIET_GROUP = "quiet"
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
     """Under ``pytest -n N --dist loadgroup``: the tests of one session-scoped resource (the SLURM cluster,
@@ -82,10 +86,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item
             item.add_marker(pytest.mark.xdist_group(QUIET_GROUP))
     if os.environ.get("PYTEST_XDIST_WORKER"):
         _schedule_order(items)
-
-
-#: the worker group of the quiet tests that need no shared fixture
-QUIET_GROUP = "quiet"
 
 
 def _schedule_order(items: List[pytest.Item]) -> None:
