@@ -12,7 +12,6 @@ from typing import IO, Iterator, List
 import pytest
 from hydra.core.singleton import Singleton
 
-from helpers.ray_cluster import ray_cluster  # noqa: F401  (one session fixture for every module: one cluster)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -67,7 +66,7 @@ QUIET_GROUP = "quiet"
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
     """Under ``pytest -n N --dist loadgroup``: the tests of one session-scoped resource (the SLURM cluster,
-    the Ray cluster, the tool-version environments) share a worker, as do the tests of a module with a
+    the tool-version environments) share a worker, as do the tests of a module with a
     module-scoped fixture (its sweep runs once), and the ``quiet`` tests (one after the other, first). A test's
     own ``xdist_group`` mark stays."""
     for item in items:

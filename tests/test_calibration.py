@@ -109,6 +109,7 @@ def test_a_real_sweep_with_pinned_ranks_recovers_the_injected_step_cost(tmp_path
         assert load["foreign_cpu_s"] >= 0 and load["load1_start"] >= 0
         records = [json.loads(p.read_text()) for p in Path(t["job_dir"]).rglob("rank-*.json")]
         pinned = {r["local_rank"]: r["cpu_affinity"] for r in records}
+        assert [r["inject"]["step_ms"] for r in records] == [step_ms if t["mode"] == "inject" else 0.0] * 2
         assert pinned == {i: list(g) for i, g in enumerate(expected.ranks)}  # as each rank read its own mask
 
     data = json.loads((sweep / "analysis.json").read_text())

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.cli import assert_nothing_left, cli_env, only_sweep_dir, run_ddpbench, trials_in
+from helpers.cli import ONE_RANK, assert_nothing_left, cli_env, only_sweep_dir, run_ddpbench, trials_in
 from helpers.processes import wait_for_file, wait_for_text
 
 pytestmark = pytest.mark.slow
@@ -51,11 +51,11 @@ def test_hung_trial_is_killed_within_timeout_plus_ten_seconds(tmp_path: Path, mo
 
 
 def test_resume_skips_finished_trials_and_keeps_earlier_attempts(tmp_path: Path) -> None:
-    args = ["-m", "mode=native", "repeat=1-2", *FAST, "sweep_name=resumable"]
+    args = ["-m", "mode=native", "repeat=1-2", *FAST, ONE_RANK, "sweep_name=resumable"]
     first = run_ddpbench(args, tmp_path)
     assert first.returncode == 0, first.output
     sweep = tmp_path / "outputs" / "multirun" / "resumable"
-    one, two = (next(sweep.glob(f"mode=native,*repeat={r},*")) for r in (1, 2))
+    one, two = (next(sweep.glob(f"*mode=native,*repeat={r},*")) for r in (1, 2))
     before = {p: p.read_bytes() for p in sweep.glob("*/trial.json")}
     assert len(before) == 2
     (two / "trial.json").write_text(json.dumps({**json.loads(before[two / "trial.json"]), "status": "failed"}))
@@ -76,11 +76,12 @@ def _start_driver(args: list[str], cwd: Path) -> subprocess.Popen:
 
 @pytest.mark.parametrize("how", ["sigkill", "ctrl-c"])
 def test_driver_killed_mid_trial_loses_nothing_and_leaves_no_process(tmp_path: Path, how: str) -> None:
-    driver = _start_driver(["-m", "mode=native,traceml", "repeat=1", *TRAINING, "sweep_name=killed"], tmp_path)
+    driver = _start_driver(["-m", "mode=native,traceml", "repeat=1", *TRAINING, ONE_RANK, "sweep_name=killed"],
+                           tmp_path)
     sweep = tmp_path / "outputs" / "multirun" / "killed"
     try:
-        native_trial = wait_for_file(sweep, "mode=native,*/trial.json", 120, alive=[driver])
-        log = wait_for_file(sweep, "mode=traceml,*/attempts/1/logs/node0.stdout.log", 60, alive=[driver])
+        native_trial = wait_for_file(sweep, "*mode=native,*/trial.json", 120, alive=[driver])
+        log = wait_for_file(sweep, "*mode=traceml,*/attempts/1/logs/node0.stdout.log", 60, alive=[driver])
         running = log.parents[3]
         wait_for_text(log, "step=", 120, alive=[driver])  # the traceml trial's timed loop runs
         finished = native_trial.read_bytes()
@@ -107,7 +108,12 @@ def test_lockstep_duration_stop_survives_clock_skew(tmp_path: Path, mode: str) -
     assert run.returncode == 0, run.output
     trial = json.loads(next((tmp_path / "outputs" / "runs").glob("*/trial.json")).read_text())
     assert trial["status"] == "ok"
-    assert len({r["steps"] for r in trial["ranks"]}) == 1
+    ranks = [json.loads(p.read_text()) for p in sorted(Path(trial["attempt"]["dir"]).glob("metrics/rank-*.json"))]
+    # rank 1's clock runs 1.5 s ahead: the ranks agree at a check, so both stop on the same step, on the clock
+    assert [r["rank"] for r in ranks] == [0, 1]
+    assert len({r["timed_steps"] for r in ranks}) == 1 and ranks[0]["timed_steps"] % 5 == 0, ranks
+    assert {r["stop_reason"] for r in ranks} == {"duration"}
+    assert [r["steps"] for r in trial["ranks"]] == [ranks[0]["timed_steps"]] * 2
     assert_nothing_left(str(tmp_path))
 
 
@@ -119,11 +125,13 @@ def test_unsynchronised_stop_with_skew_ends_failed_or_timeout_never_hangs(tmp_pa
     trial = json.loads(next((tmp_path / "outputs" / "runs").glob("*/trial.json")).read_text())
     assert trial["status"] in ("failed", "timeout")
     assert trial["wall_s"] < 30 + 10  # the trial timeout ended it at the latest
+    # rank 1 left on its own clock; rank 0 was left in an all-reduce and never finished its loop
+    assert not (Path(trial["attempt"]["dir"]) / "metrics" / "rank-0.json").exists()
     assert_nothing_left(str(tmp_path))
 
 
 def test_two_sweeps_at_once_both_complete(tmp_path: Path) -> None:
-    args = ["-m", "mode=native", "repeat=1-2", *FAST]
+    args = ["-m", "mode=native", "repeat=1-2", *FAST, ONE_RANK]
     with ThreadPoolExecutor(max_workers=2) as pool:
         runs = list(pool.map(lambda _: run_ddpbench(args, tmp_path), range(2)))
     assert all(r.returncode == 0 for r in runs), [r.output for r in runs]

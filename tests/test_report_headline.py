@@ -18,7 +18,7 @@ from ddpbench.analysis.projection import job_seconds, projected_pct, projected_v
 from ddpbench.analysis.stats import paired_summary
 from ddpbench.report.build import write_report
 from ddpbench.report.cli import main
-from helpers.cli import only_sweep_dir, run_ddpbench
+from helpers.cli import ONE_RANK, only_sweep_dir, run_ddpbench
 from helpers.sweeps import check_paired_native_traceml_sweep
 from helpers.trials import make_sweep
 
@@ -130,9 +130,9 @@ def test_cli_job_hours(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
 @pytest.mark.slow
 def test_a_real_sweeps_headline_states_per_step_and_fixed_cost_apart(tmp_path: Path) -> None:
     run = run_ddpbench(["-m", "mode=native,traceml", "repeat=1-2", "model=tiny", "stop.steps=30",
-                        "stop.warmup_steps=2", "report.job_hours=2"], cwd=tmp_path, timeout=600)
+                        "stop.warmup_steps=2", "report.job_hours=2", ONE_RANK], cwd=tmp_path, timeout=600)
     assert run.returncode == 0, run.output
-    check_paired_native_traceml_sweep(only_sweep_dir(tmp_path), run.stdout, pairs=2)
+    check_paired_native_traceml_sweep(only_sweep_dir(tmp_path), run.stdout, pairs=2, ranks=1)
     text = (only_sweep_dir(tmp_path) / "report.md").read_text()
     assert "budget 2 % of a 2 h job" in text
     line = next(l for l in text.splitlines() if l.startswith("- traceml vs native"))

@@ -12,14 +12,14 @@ from typing import Tuple
 
 import pytest
 
-from helpers.cli import assert_nothing_left, start_ddpbench, wait_or_kill
+from helpers.cli import ONE_RANK, assert_nothing_left, start_ddpbench, wait_or_kill
 from helpers.processes import wait_for_file, wait_for_text
 
 pytestmark = pytest.mark.slow
 # one mode that is not the default baseline (native): the report must use the sweep's own baseline and budget
 # trials of 2 s that say when their timed loop runs: a signal after trial 2's first progress line lands mid-trial
 SWEEP = ["-m", "mode=native_aa", "repeat=1-2", "model=tiny", "stop=duration", "stop.duration_sec=2",
-         "stop.warmup_steps=3", "trial.log_every=10", "baseline=native_aa", "budget_pct=7.5", "sweep_name=stopped"]
+         "stop.warmup_steps=3", "trial.log_every=10", "baseline=native_aa", "budget_pct=7.5", ONE_RANK, "sweep_name=stopped"]
 
 
 def _stop_mid_second_trial(tmp_path: Path, *signals: signal.Signals) -> Tuple[int, str, Path, bytes]:

@@ -25,7 +25,7 @@ from ddpbench.trial.artifacts import (
     ptrace_problem,
     verdict,
 )
-from helpers.cli import CliRun, only_sweep_dir, run_ddpbench, trials_in
+from helpers.cli import ONE_RANK, CliRun, only_sweep_dir, run_ddpbench, trials_in
 
 TOOL_MODES = ("torch_profiler", "pyspy", "wandb_offline")
 #: a torch_profiler whose schedule waits past the end of the run: nothing is ever recorded
@@ -129,7 +129,7 @@ def test_tool_that_recorded_nothing_fails_the_trial(tool_sweep: Tuple[CliRun, Di
 def test_pyspy_trial_keeps_the_exit_status_of_the_training(tmp_path: Path) -> None:
     """py-spy exits 0 whatever its child did: a run crashing under mode=pyspy still records torchrun's failure."""
     run = run_ddpbench(["mode=pyspy", "model=tiny", "stop.steps=8", "stop.warmup_steps=2", "trial.log_every=0",
-                        "fault.crash_at_step=3", "fault.rank=1"], tmp_path, timeout=240)
+                        "fault.crash_at_step=3", "fault.rank=0", ONE_RANK], tmp_path, timeout=240)
     assert run.returncode != 0, run.output
     [path] = (tmp_path / "outputs" / "runs").glob("*/trial.json")
     trial = json.loads(path.read_text())

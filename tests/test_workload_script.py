@@ -25,7 +25,7 @@ from ddpbench.trial.command import node_environment, make_context, workload_args
 from ddpbench.trial.script_metrics import last_matches
 from ddpbench.workload.recorder import (ENV_METRICS_DIR, ENV_SAVE_STEP_TIMES, ENV_STOP_DURATION_S,
                                        ENV_STOP_STEPS, ENV_WARMUP_STEPS)
-from helpers.cli import CliRun, only_sweep_dir, run_ddpbench, trials_in
+from helpers.cli import ONE_RANK, CliRun, only_sweep_dir, run_ddpbench, trials_in
 from helpers.processes import child_env, free_port
 
 SCRIPT = Path(__file__).parent / "scripts" / "ddp_user_script.py"
@@ -185,7 +185,8 @@ def test_native_vs_traceml_figures_from_the_scripts_output(user_dir: Path) -> No
 
 @pytest.mark.slow
 def test_a_pattern_that_matches_nothing_fails_the_trial(user_dir: Path) -> None:
-    run = script_run(user_dir, 'workload.args=["--steps=5"]', STEPS_PATTERN, 'workload.metrics.tokens="tokens=([0-9]+)"')
+    run = script_run(user_dir, 'workload.args=["--steps=5"]', STEPS_PATTERN, 'workload.metrics.tokens="tokens=([0-9]+)"',
+                     ONE_RANK)
     assert run.returncode == 1, run.output
     trial = single_trial(user_dir)
     assert trial["status"] == "failed"
@@ -238,7 +239,7 @@ def test_the_recorder_gives_step_figures_decomposition_and_the_lockstep_stop(use
 
 @pytest.mark.slow
 def test_a_script_that_crashes_is_a_failed_trial_with_its_error_line(user_dir: Path) -> None:
-    run = script_run(user_dir, 'workload.args=["--steps=20","--crash-at-step=3"]', STEPS_PATTERN)
+    run = script_run(user_dir, 'workload.args=["--steps=20","--crash-at-step=3"]', STEPS_PATTERN, ONE_RANK)
     assert run.returncode == 1, run.output
     trial = single_trial(user_dir)
     assert trial["status"] == "failed" and trial["exit_code"] not in (0, None)

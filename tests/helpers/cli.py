@@ -13,6 +13,10 @@ from typing import Dict, List, Mapping, Optional, Sequence
 
 from helpers.processes import wait_for
 
+#: the override for a test of the sweep (resume, signals, integrity, the report), not of DDP between ranks: a
+#: trial of one rank is still a real torchrun job, at about two thirds of the CPU of two ranks
+ONE_RANK = "cluster.nproc_per_node=1"
+
 
 @dataclass
 class CliRun:

@@ -1,14 +1,14 @@
-"""A real 2-node Ray cluster for the tests: the session-scoped ``ray_cluster`` fixture.
+"""A real 2-node Ray cluster for the tests: the module-scoped ``ray_cluster`` fixture.
 
-tests/conftest.py registers it once for every module (a session fixture a module imports would be one per
-module: a cluster each)::
+tests/test_ray.py imports it, so the cluster runs while that module's tests do and no longer (idle, its
+daemons still use CPU)::
 
     def test_x(ray_cluster):
-        ...  # ray_cluster.address is HOST:PORT; RAY_ADDRESS is set for the session
+        ...  # ray_cluster.address is HOST:PORT; RAY_ADDRESS is set for the module
 
-``scripts/ray-local.sh start DIR`` runs once per session (a head with resource ``node0`` and a second node
-with ``node1``, 2 logical CPUs each), on a port found free, and ``stop`` runs when the session ends. Without
-Ray installed the tests skip, except in CI (``CI`` set), where Ray is part of ``[test]`` and they fail.
+``scripts/ray-local.sh start DIR`` runs once (a head with resource ``node0`` and a second node with ``node1``,
+2 logical CPUs each), on a port found free, and ``stop`` runs after the module's last test. Without Ray
+installed the tests skip, except in CI (``CI`` set), where Ray is part of ``[test]`` and they fail.
 """
 
 from __future__ import annotations
@@ -59,9 +59,9 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[RayCluster]:
-    """Start the 2-node cluster once for the session; stop it (and everything of it) after the last test."""
+    """Start the 2-node cluster once for the module; stop it (and everything of it) after its last test."""
     try:
         import ray  # noqa: F401
     except ImportError:

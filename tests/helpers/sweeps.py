@@ -10,8 +10,9 @@ import pytest
 from helpers.cli import trials_in
 
 
-def check_paired_native_traceml_sweep(sweep: Path, stdout: str, pairs: int = 2) -> None:
-    """``-m mode=native,traceml repeat=1-PAIRS``: order, steps, wall decomposition, TraceML's summary, report, plots."""
+def check_paired_native_traceml_sweep(sweep: Path, stdout: str, pairs: int = 2, ranks: int = 2) -> None:
+    """``-m mode=native,traceml repeat=1-PAIRS`` of RANKS ranks: order, steps, wall decomposition, TraceML's
+    summary, report, plots."""
     trials = trials_in(sweep)
     pair_orders = {repeat: ["native", "traceml"] if repeat % 2 else ["traceml", "native"]  # alternating
                    for repeat in range(1, pairs + 1)}
@@ -21,7 +22,7 @@ def check_paired_native_traceml_sweep(sweep: Path, stdout: str, pairs: int = 2) 
     steps, warmup = trials[0]["config"]["stop"]["steps"], trials[0]["config"]["stop"]["warmup_steps"]
     assert {t["steps"] for t in trials} == {steps}
     for t in trials:
-        assert [r["steps"] for r in t["ranks"]] == [steps, steps]
+        assert t["world_size"] == ranks and [r["steps"] for r in t["ranks"]] == [steps] * ranks
         parts = t["startup_s"] + t["train_s"] + t["teardown_s"]
         assert parts == pytest.approx(t["wall_s"], abs=1e-6)
         assert t["startup_s"] > 0 and t["train_s"] > 0 and t["teardown_s"] > 0
