@@ -1,0 +1,148 @@
+"""The rules types cannot express: :func:`validate` raises :class:`~ddpbench.errors.ConfigError` with one line
+naming the key and the rule. The rules of one cluster backend live with that backend
+(:meth:`ddpbench.cluster.base.Backend.validate`)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict
+from typing import Any
+
+from ddpbench.config.mode import ARTIFACT_KINDS, TORCH_PROFILER_HANDLERS, ModeConfig, ToolConfig
+from ddpbench.config.schema import DdpbenchConfig
+from ddpbench.errors import ConfigError
+from ddpbench.formats.rank_record import LOADERS, TIMINGS
+from ddpbench.formats.switching import SWITCH_WHAT
+from ddpbench.formats.trial_record import MODE_ROLES
+from ddpbench.workload.affinity import parse_setting as parse_cpu_affinity
+
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+def _require(condition: bool, key: str, rule: str, value: Any) -> None:
+    if not condition:
+        raise ConfigError(f"{key}={value!r}: {rule}")
+
+
+def parse_repeat(value: Any) -> int:
+    """Return the integer repeat label of one trial, or raise ConfigError."""
+    text = str(value).strip()
+    if not re.fullmatch(r"-?\d+", text):
+        raise ConfigError(
+            f"repeat={value!r}: must be an integer label, or a range A-B / range(A,B+1) / A,B,... in a -m sweep"
+        )
+    number = int(text)
+    _require(number >= 1, "repeat", "must be >= 1", value)
+    return number
+
+
+def validate(cfg: DdpbenchConfig) -> None:
+    """Check every rule types cannot express; raise ConfigError naming the first broken key."""
+    m, s, c, f, t, inj = cfg.model, cfg.stop, cfg.cluster, cfg.fault, cfg.trial, cfg.inject
+    for key in ("batch_size", "input_dim", "hidden_dim", "hidden_layers", "num_classes", "num_samples"):
+        _require(getattr(m, key) >= 1, f"model.{key}", "must be >= 1", getattr(m, key))
+    _require(m.lr > 0, "model.lr", "must be > 0", m.lr)
+    for group in ("transformer", "convnet"):
+        for key, value in asdict(getattr(m, group)).items():
+            _require(value >= 1, f"model.{group}.{key}", "must be >= 1", value)
+    _require(m.transformer.d_model % m.transformer.heads == 0, "model.transformer.d_model",
+             f"must be a multiple of model.transformer.heads={m.transformer.heads}", m.transformer.d_model)
+    _require(cfg.data.loader in LOADERS, "data.loader", "must be synthetic or realistic", cfg.data.loader)
+    _require(cfg.data.workers >= 1, "data.workers", "must be >= 1", cfg.data.workers)
+    _require(cfg.data.prefetch_factor >= 1, "data.prefetch_factor", "must be >= 1", cfg.data.prefetch_factor)
+    _require(cfg.timing in TIMINGS, "timing", "must be step or phase", cfg.timing)
+    _require(s.kind in ("steps", "duration"), "stop.kind", "must be 'steps' or 'duration'", s.kind)
+    if s.kind == "steps":
+        _require(s.steps is not None and s.steps >= 1, "stop.steps", "must be >= 1 with stop=steps", s.steps)
+    else:
+        _require(
+            s.duration_sec is not None and s.duration_sec > 0,
+            "stop.duration_sec",
+            "must be > 0 with stop=duration",
+            s.duration_sec,
+        )
+    _require(s.warmup_steps >= 0, "stop.warmup_steps", "must be >= 0", s.warmup_steps)
+    _require(s.check_every >= 1, "stop.check_every", "must be >= 1", s.check_every)
+    _require(c.nnodes >= 1, "cluster.nnodes", "must be >= 1", c.nnodes)
+    _require(c.nproc_per_node >= 1, "cluster.nproc_per_node", "must be >= 1", c.nproc_per_node)
+    _require(c.device in ("auto", "cpu", "cuda"), "cluster.device", "must be auto, cpu or cuda", c.device)
+    _require(c.backend in ("auto", "gloo", "nccl"), "cluster.backend", "must be auto, gloo or nccl", c.backend)
+    _require(c.precision in ("fp32", "bf16", "fp16"), "cluster.precision", "must be fp32, bf16 or fp16", c.precision)
+    _require(c.threads_per_rank >= 0, "cluster.threads_per_rank", "must be >= 0", c.threads_per_rank)
+    _require(0 <= c.node_rank < c.nnodes, "cluster.node_rank", f"must be in [0, {c.nnodes - 1}]", c.node_rank)
+    _require(c.base_port == 0 or 1024 <= c.base_port <= 65000, "cluster.base_port", "must be 0 or in [1024, 65000]", c.base_port)
+    try:
+        parse_cpu_affinity(c.cpu_affinity)
+    except ValueError as error:
+        raise ConfigError(f"cluster.cpu_affinity={c.cpu_affinity!r}: {error}") from None
+    world = c.nnodes * c.nproc_per_node
+    _require(
+        m.num_samples >= m.batch_size * world,
+        "model.num_samples",
+        f"must be >= one global batch (batch_size * world size = {m.batch_size * world})",
+        m.num_samples,
+    )
+    for key in ("crash_at_step", "hang_at_step"):
+        value = getattr(f, key)
+        _require(value is None or value >= 1, f"fault.{key}", "must be null or >= 1 (a timed step number)", value)
+    _require(f.rank is None or 0 <= f.rank < world, "fault.rank", f"must be null or in [0, {world - 1}]", f.rank)
+    _require(f.clock_skew_sec >= 0, "fault.clock_skew_sec", "must be >= 0", f.clock_skew_sec)
+    for key in ("step_ms", "startup_s", "teardown_s"):
+        _require(getattr(inj, key) >= 0, f"inject.{key}", "must be >= 0", getattr(inj, key))
+    _require(t.timeout_s is None or t.timeout_s > 0, "trial.timeout_s", "must be null or > 0", t.timeout_s)
+    _require(t.collective_timeout_s > 0, "trial.collective_timeout_s", "must be > 0", t.collective_timeout_s)
+    _require(t.log_every >= 0, "trial.log_every", "must be >= 0", t.log_every)
+    _require(bool(cfg.mode.command), "mode.command", "must be a non-empty list", cfg.mode.command)
+    _require(bool(_NAME_RE.match(cfg.sweep_name)), "sweep_name", "must use letters, digits, '.', '_', '-'", cfg.sweep_name)
+    _require(cfg.budget_pct > 0, "budget_pct", "must be > 0", cfg.budget_pct)
+    _require(cfg.report.job_hours > 0, "report.job_hours", "must be > 0", cfg.report.job_hours)
+    _require(cfg.regression_pct > 0, "regression_pct", "must be > 0", cfg.regression_pct)
+    _require(cfg.version is None or bool(cfg.mode.requires_package), "version",
+             f"mode={cfg.mode.name} names no requires_package: its tool has no version to choose", cfg.version)
+    _require(cfg.mode.role in MODE_ROLES, "mode.role", f"must be one of {', '.join(MODE_ROLES)}", cfg.mode.role)
+    validate_tool(cfg.tool, cfg.mode)
+    parse_repeat(cfg.repeat)
+    validate_switching(cfg)
+
+
+def validate_tool(tool: ToolConfig, mode: ModeConfig) -> None:
+    """Check the tool.* settings and the mode's declared artifact; raise ConfigError naming the first broken key."""
+    if mode.artifacts is not None:
+        _require(mode.artifacts.kind in ARTIFACT_KINDS, "mode.artifacts.kind", f"must be one of {', '.join(ARTIFACT_KINDS)}",
+                 mode.artifacts.kind)
+    prof = tool.torch_profiler
+    for key in ("wait", "warmup", "repeat"):
+        _require(getattr(prof, key) >= 0, f"tool.torch_profiler.{key}", "must be >= 0", getattr(prof, key))
+    _require(prof.active >= 1, "tool.torch_profiler.active", "must be >= 1", prof.active)
+    _require(prof.handler in TORCH_PROFILER_HANDLERS, "tool.torch_profiler.handler", "must be tensorboard or chrome",
+             prof.handler)
+    _require(tool.pyspy.rate >= 1, "tool.pyspy.rate", "must be >= 1", tool.pyspy.rate)
+    _require(bool(_NAME_RE.match(str(tool.wandb.project))), "tool.wandb.project",
+             "must use letters, digits, '.', '_', '-'", tool.wandb.project)
+
+
+def validate_switching(cfg: "DdpbenchConfig") -> None:
+    """Check switching.*; with switching=blocks, refuse a mode or workload that cannot be switched (one line)."""
+    sw, mode = cfg.switching, cfg.mode
+    _require(sw.kind in ("none", "blocks"), "switching.kind", "must be none or blocks", sw.kind)
+    _require(sw.block_steps >= 1, "switching.block_steps", "must be >= 1", sw.block_steps)
+    _require(0 <= sw.washout_steps < sw.block_steps, "switching.washout_steps",
+             f"must be >= 0 and < switching.block_steps={sw.block_steps}", sw.washout_steps)
+    if mode.switch is not None:
+        _require(mode.switch.what in SWITCH_WHAT, "mode.switch.what", f"must be one of {', '.join(SWITCH_WHAT)}",
+                 mode.switch.what)
+    if sw.kind != "blocks":
+        return
+    if mode.switch is None:
+        raise ConfigError(f"switching=blocks: mode={mode.name} cannot be switched inside a trial "
+                          "(its YAML declares no mode.switch; e.g. an outside sampler); use switching=none")
+    if cfg.workload.path is not None or cfg.workload.framework is not None:
+        raise ConfigError(f"switching=blocks: workload={cfg.workload.name} is not run by ddpbench's own loop; "
+                          "only the built-in workloads (mlp, transformer, convnet) switch")
+
+
+def switching_seed(cfg: "DdpbenchConfig") -> int:
+    """The seed the first block's side of this trial is drawn from."""
+    sw = cfg.switching
+    return sw.seed if sw.seed is not None else cfg.seed * 1000 + parse_repeat(cfg.repeat)

@@ -1,0 +1,49 @@
+"""The one conversion of a composed config into the schema's dataclasses (:func:`typed`), its way back to plain
+containers (:func:`to_plain`), and the schema's registration with Hydra (:func:`register_configs`)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any, Dict
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from ddpbench.config.schema import DdpbenchConfig
+from ddpbench.errors import ConfigError
+from ddpbench.formats.condition import NOT_IN_JOB_DIR, arm_name
+
+
+def register_configs() -> None:
+    """Register the schema so ``config.yaml``'s defaults list can name it, and the keys no job dir names."""
+    if not OmegaConf.has_resolver("ddpbench_not_in_job_dir"):
+        OmegaConf.register_new_resolver("ddpbench_not_in_job_dir", lambda: list(NOT_IN_JOB_DIR))
+    schema = OmegaConf.structured(DdpbenchConfig)
+    for key in ("workload.metrics", "workload.units", "versions"):  # user-named keys: `workload.metrics.NAME=...`, no `+`
+        OmegaConf.set_struct(OmegaConf.select(schema, key), False)
+    ConfigStore.instance().store(name="ddpbench_schema", node=schema)
+
+
+def typed(cfg: DictConfig) -> DdpbenchConfig:
+    """A composed config (with or without the schema's type) as the schema's dataclasses, every value resolved.
+
+    The application converts once; everything below takes the typed config or the parts it needs.
+    Raises ConfigError (one line, naming the key) for a missing, mistyped or unresolvable value.
+    """
+    try:
+        node = cfg if OmegaConf.get_type(cfg) is DdpbenchConfig else OmegaConf.merge(OmegaConf.structured(DdpbenchConfig), cfg)
+        converted = OmegaConf.to_object(node)
+    except OmegaConfBaseException as error:
+        key = getattr(error, "full_key", None)
+        message = str(getattr(error, "msg", None) or error).splitlines()[0]
+        raise ConfigError(f"{key}: {message}" if key else message) from None
+    assert isinstance(converted, DdpbenchConfig)
+    if converted.version is not None:  # the arm is named by its tool version: traceml==0.4.2
+        converted.mode.name = arm_name(converted.mode.name, converted.version)
+    return converted
+
+
+def to_plain(cfg: DdpbenchConfig) -> Dict[str, Any]:
+    """The resolved config as plain Python containers (for trial.json; the same content as the composed config's)."""
+    return asdict(cfg)

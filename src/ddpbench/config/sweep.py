@@ -1,0 +1,85 @@
+"""How trials are run, repeated and judged: a trial's limits (trial.*), within-trial switching (switching.*),
+when ``repeat=auto`` stops adding pairs (precision.*), and the report's verdict (report.*)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+
+@dataclass
+class TrialConfig:
+    """Limits and outputs of one trial."""
+
+    # watchdog limit in seconds; null = expected duration * timeout_factor + timeout_margin_s
+    timeout_s: Optional[float] = None
+    # expected seconds per timed step, used for the automatic timeout of a steps stop
+    expected_step_s: float = 0.5
+    # automatic timeout: expected training time times this
+    timeout_factor: float = 3.0
+    # automatic timeout: plus this many seconds (start-up, TraceML's finalisation)
+    timeout_margin_s: float = 120.0
+    # process-group timeout inside the workload, s: a hung collective becomes an error
+    collective_timeout_s: float = 60.0
+    # rank 0 prints a progress line every N timed steps to its log, shown live on a terminal (0 = silent)
+    log_every: int = 50
+    # keep the per-step times in the rank records
+    save_step_times: bool = True
+    # skip a trial whose trial.json is ok for the same resolved config
+    resume: bool = True
+
+
+@dataclass
+class SwitchingConfig:
+    """Within-trial switching (conf/switching/): blocks of steps with the tool's per-step work off and on, ABBA order."""
+
+    # none (off) | blocks (switch the mode's mode.switch.what every block_steps timed steps)
+    kind: str = "none"
+    # timed steps per block (docs/accuracy.md: how the default was chosen)
+    block_steps: int = 10
+    # steps at the start of each block left out of its statistics (recorded): what a switch leaves behind
+    washout_steps: int = 2
+    # seed of the first block's side; null = seed * 1000 + repeat (a different draw per repeat, recorded)
+    seed: Optional[int] = None
+
+
+#: paired metrics repeat=auto may decide on (per-pair values of the analysis; units: % or ms)
+PRECISION_METRICS = ("projected_overhead_pct", "step_overhead_pct", "step_overhead_ms", "step_median_overhead_pct",
+                     "step_median_overhead_ms", "throughput_overhead_pct", "wall_overhead_pct",
+                     "switched_step_overhead_ms")
+
+
+@dataclass
+class PrecisionConfig:
+    """When ``repeat=auto`` stops adding pairs (ddpbench.analysis.sequential; docs/analysis.md)."""
+
+    # the paired metric the rule decides on (one of PRECISION_METRICS); % metrics are compared with
+    # budget_pct, ms metrics with budget_ms; projected_overhead_pct (per-step cost plus the fixed cost over a
+    # job of report.job_hours) is what the report's verdict is on; switched_step_overhead_ms (switching=blocks) is
+    # the within-trial per-step cost, one value per pair: the mode trial's own estimate
+    metric: str = "projected_overhead_pct"
+    # stop once the interval's half-width is at most this (the metric's unit); null = only a decisive
+    # verdict, max_pairs or max_minutes stop
+    halfwidth_pct: Optional[float] = 1.0
+    # never stop before this many pairs per condition (at least 2: an interval needs two)
+    min_pairs: int = 3
+    # never run more than this many pairs per condition
+    max_pairs: int = 12
+    # stop adding pairs once the sweep has run this long, minutes
+    max_minutes: float = 60.0
+    # how the error rate is spread over the looks: pocock (decides early) or obrien_fleming
+    spending: str = "pocock"
+    # budget for a ms metric, ms per step (null = a ms metric needs it set)
+    budget_ms: Optional[float] = None
+    # a pair whose trials' load shows other work disturbed it: rerun = not counted, the next repeat
+    # takes its place (it still uses up max_pairs and max_minutes); count = counted like any other
+    disturbed: str = "rerun"
+
+
+@dataclass
+class ReportConfig:
+    """How the report turns the trials' figures into a verdict (ddpbench.analysis.projection)."""
+
+    # length of the user's job, hours of training: the fixed costs (start-up, teardown) are paid once per
+    # job, the per-step cost all along; the verdict is on (per-step cost over the job + fixed cost) / job
+    job_hours: float = 1.0
