@@ -179,6 +179,12 @@ def _check_blocks(trial: dict, block_steps: int) -> None:
     assert trial["switching"]["estimate"]["quads"] == trial["steps"] // (4 * block_steps)
 
 
+def _on_block_mean_ms(trial: dict) -> float:
+    """The mean step of a trial's on-blocks, wash-out steps left out, ms (from the trial record's blocks)."""
+    kept = [(b["mean_ms"], b["steps"] - b["washout_steps"]) for b in trial["switching"]["blocks"] if b["side"] == "on"]
+    return sum(mean * n for mean, n in kept) / sum(n for _, n in kept)
+
+
 @pytest.mark.slow
 @pytest.mark.quiet
 def test_switched_injected_wait_is_recovered_within_the_trials(tmp_path: Path) -> None:
@@ -198,13 +204,22 @@ def test_switched_injected_wait_is_recovered_within_the_trials(tmp_path: Path) -
     (comparison,) = analysis["comparisons"]
     within, floor = comparison["switched"], comparison["switched_base"]
     assert within["overhead_ms"] == pytest.approx(20.0, rel=0.10)  # the injected cost, inside the processes
-    # and what paired trials see of the same steps (the inject trials' on-blocks against native's)
-    assert within["overhead_ms"] == pytest.approx(within["between_ms"], rel=0.10) and within["between_pairs"] == 2
+    # what paired trials see of the same steps, one value a pair: the inject trial's on-blocks against native's.
+    # It holds the wait plus whatever differs between two processes (here the inject trials' off-blocks ran 2-3x
+    # slower than native's steps, after their sleeps): it must see the wait, come from the records, and be named
+    # in the caveat only when the within-trial figure lies below its interval
+    by_run = {(t["repeat"], t["mode"]): _on_block_mean_ms(t) for t in trials}
+    per_pair = [by_run[(repeat, "inject")] - by_run[(repeat, "native")] for repeat in (1, 2)]
+    assert within["between_pairs"] == 2 and within["between_ms"] == pytest.approx(sum(per_pair) / 2, abs=1e-9)
+    assert within["between_low_ms"] <= within["between_ms"] <= within["between_high_ms"]
+    assert min(per_pair) > 10.0, per_pair  # the 20 ms wait is there between the trials too, in each pair
     calibrated = {item["name"]: item for item in comparison["calibration"]["items"]}
     assert calibrated["within-trial per-step cost"]["within_tolerance"] is True
     assert floor["ci_low_ms"] < within["ci_low_ms"] and abs(floor["overhead_ms"]) < 2.0  # the no-op switch: a floor
     report = (sweep / "report.md").read_text()
     assert "within-trial (switch `inject`" in report and "no-op switch (native, noise floor)" in report
+    below = within["overhead_ms"] < within["between_low_ms"]
+    assert ("lies below the between-trial interval" in report) == below, (within, report)
     (plot,) = (sweep / "plots").glob("*-blocks.png")  # block times by side over the trial
     assert plot.stat().st_size > 1000 and f"plots/{plot.name}" in report
 
