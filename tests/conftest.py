@@ -12,7 +12,6 @@ from typing import IO, Iterator, List
 import pytest
 from hydra.core.singleton import Singleton
 
-
 REPO = Path(__file__).resolve().parent.parent
 
 #: Hydra's process-wide state before any test module ran: Hydra's own test suites expect a fresh process, and

@@ -122,7 +122,7 @@ def validate_tool(tool: ToolConfig, mode: ModeConfig) -> None:
              "must use letters, digits, '.', '_', '-'", tool.wandb.project)
 
 
-def validate_switching(cfg: "DdpbenchConfig") -> None:
+def validate_switching(cfg: DdpbenchConfig) -> None:
     """Check switching.*; with switching=blocks, refuse a mode or workload that cannot be switched (one line)."""
     sw, mode = cfg.switching, cfg.mode
     _require(sw.kind in ("none", "blocks"), "switching.kind", "must be none or blocks", sw.kind)
@@ -142,7 +142,7 @@ def validate_switching(cfg: "DdpbenchConfig") -> None:
                           "only the built-in workloads (mlp, transformer, convnet) switch")
 
 
-def switching_seed(cfg: "DdpbenchConfig") -> int:
+def switching_seed(cfg: DdpbenchConfig) -> int:
     """The seed the first block's side of this trial is drawn from."""
     sw = cfg.switching
     return sw.seed if sw.seed is not None else cfg.seed * 1000 + parse_repeat(cfg.repeat)
