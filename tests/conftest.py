@@ -6,6 +6,7 @@ import copy
 import fcntl
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import IO, Iterator, List
 
@@ -114,6 +115,34 @@ def _run_lock_paths() -> tuple[Path, Path] | None:
     return base.with_suffix(".gate"), base.with_suffix(".run")
 
 
+def _quiet_done_path() -> Path | None:
+    """The file the worker of the quiet tests writes when they are over (parallel runs only)."""
+    paths = _run_lock_paths()
+    return paths[0].with_suffix(".quiet-done") if paths else None
+
+
+#: whether this run's selection holds a quiet test (set once collection, deselection included, is over)
+_quiet_selected: list[bool] = []
+#: seconds a test waits for the quiet tests to end before it starts anyway (their worker may have died)
+QUIET_FIRST_BOUND_S = 900.0
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    _quiet_selected[:] = [any(item.get_closest_marker("quiet") for item in session.items)]
+
+
+def _wait_for_the_quiet_tests() -> None:
+    """Before a parallel run's first other test: wait until the quiet tests (scheduled first) are over, so they
+    start on an idle machine instead of waiting for the tests already running to drain."""
+    done = _quiet_done_path()
+    if done is None or not _quiet_selected or not _quiet_selected[0]:
+        return
+    deadline = time.monotonic() + QUIET_FIRST_BOUND_S
+    while not done.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    _quiet_selected[:] = [False]
+
+
 #: the lock files of this worker while it holds the machine for consecutive quiet tests
 _held_quiet: list[IO[str]] = []
 
@@ -124,13 +153,16 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
     A readers-writer lock over the parallel run's workers, the writer first: a quiet test closes the gate
     (no test starts after it), waits for the running ones to end, and holds the machine to itself, on to the
-    end of the next test when that one is quiet too.
+    end of the next test when that one is quiet too. The quiet tests are handed out first, and the other
+    workers' first tests wait for them to end, so no running test has to drain before they start.
     """
     paths = _run_lock_paths()
     if paths is None:
         yield
         return
     quiet = item.get_closest_marker("quiet") is not None
+    if not quiet:
+        _wait_for_the_quiet_tests()
     if quiet and _held_quiet:
         files = list(_held_quiet)
         _held_quiet.clear()
@@ -152,3 +184,6 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         else:
             for file in files:
                 file.close()
+            done = _quiet_done_path()
+            if quiet and done is not None:
+                done.touch()

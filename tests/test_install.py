@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.cli import only_sweep_dir, trials_in
+from helpers.cli import ONE_RANK, only_sweep_dir, trials_in
 from helpers.processes import child_env, run_bounded
 
 REPO = Path(__file__).resolve().parent.parent
@@ -83,11 +83,12 @@ def test_the_install_runs_a_paired_sweep_with_its_report_from_an_empty_folder(in
     assert where.returncode == 0, where.stderr
     assert Path(where.stdout.strip()).resolve() == (package / "__init__.py").resolve(), f"{mode}: {where.stdout}"
     run = run_bounded([str(python), "-m", "ddpbench", "-m", "mode=native,traceml", "repeat=1", "model=tiny",
-                       "stop.steps=10"], timeout=300, env=_env(), cwd=user)
+                       "stop.steps=10", ONE_RANK], timeout=300, env=_env(), cwd=user)
     assert run.returncode == 0, f"{mode}: {run.output[-4000:]}"
     sweep = only_sweep_dir(user)
     trials = trials_in(sweep)
-    assert [(t["mode"], t["status"]) for t in trials] == [("native", "ok"), ("traceml", "ok")], run.output[-4000:]
+    assert [(t["mode"], t["status"], t["world_size"]) for t in trials] == [("native", "ok", 1), ("traceml", "ok", 1)], \
+        run.output[-4000:]
     report = (sweep / "report.md").read_text()
     assert "traceml vs native" in report
     plots = sorted((sweep / "plots").glob("*.png"))

@@ -22,7 +22,7 @@ from typing import Any, Iterator, List
 import pytest
 
 from ddpbench.analysis.sequential import boundaries, replay
-from helpers.cli import run_ddpbench, start_ddpbench, wait_or_kill
+from helpers.cli import ONE_RANK, start_ddpbench, wait_or_kill
 from helpers.processes import first_file, wait_for
 
 INJECTED_MS = 50.0
@@ -30,7 +30,7 @@ BUDGET_MS = 2.0
 DECIDE = ["mode=native,inject", "repeat=auto", "model=tiny", "stop.steps=20", "stop.warmup_steps=2",
           f"inject.step_ms={INJECTED_MS:g}", "inject.startup_s=0", "inject.teardown_s=0",
           "precision.metric=step_median_overhead_ms", f"precision.budget_ms={BUDGET_MS:g}",
-          "precision.halfwidth_pct=null", "baseline=native"]
+          "precision.halfwidth_pct=null", "baseline=native", ONE_RANK]
 
 
 def median_differences(sweep: Path, repeats: List[int]) -> List[float]:

@@ -8,16 +8,38 @@ import pytest
 
 from ddpbench.analysis.stats import (
     coefficient_of_variation,
+    f_sf,
     median,
     min_detectable_effect,
+    normal_cdf,
+    normal_isf,
+    normal_sf,
     paired_summary,
     sample_std,
     t_cdf,
+    t_isf,
     t_ppf,
+    t_sf,
 )
 
 # Two-sided 95 % critical values, t(0.975, df), from standard tables.
 T975 = {1: 12.7062047, 2: 4.3026527, 4: 2.7764451, 9: 2.2621572, 10: 2.2281389, 30: 2.0422725, 100: 1.9839715}
+
+
+def test_distribution_functions_equal_scipy_stats() -> None:
+    """The special functions give what scipy.stats gives, over each function's range."""
+    from scipy import stats
+
+    for df in (1, 2.5, 4, 30, 1e6):
+        for x in (-40.0, -2.0, -0.3, 0.0, 0.7, 3.1, 50.0):
+            assert t_cdf(x, df) == stats.t.cdf(x, df) and t_sf(x, df) == stats.t.sf(x, df)
+        for p in (1e-9, 0.025, 0.5, 0.8, 0.999):
+            assert t_ppf(p, df) == stats.t.ppf(p, df) and t_isf(p, df) == stats.t.isf(p, df)
+        assert f_sf(2.3, 3, df) == stats.f.sf(2.3, 3, df) and f_sf(0.0, 2, df) == 1.0
+    for z in (-9.0, -1.96, 0.0, 0.4, 6.0):
+        assert normal_cdf(z) == stats.norm.cdf(z) and normal_sf(z) == stats.norm.sf(z)
+    for p in (1e-12, 0.025, 0.5, 0.975):
+        assert normal_isf(p) == stats.norm.isf(p)
 
 
 @pytest.mark.parametrize("df,expected", sorted(T975.items()))

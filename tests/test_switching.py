@@ -186,9 +186,12 @@ def _on_block_mean_ms(trial: dict) -> float:
 
 
 @pytest.mark.slow
-@pytest.mark.quiet
 def test_switched_injected_wait_is_recovered_within_the_trials(tmp_path: Path) -> None:
-    """native (a no-op switch) and inject (the 20 ms wait switched): the within-trial figure finds the wait."""
+    """native (a no-op switch) and inject (the 20 ms wait switched): the within-trial figure finds the wait.
+
+    Not a quiet test: the on- and off-blocks share each process's load, so the figure holds beside other tests
+    (measured with two CPU-spinning processes beside it, three runs: 21.35, 21.44 and 21.41 ms; alone 21.19 ms;
+    the +7 % is this VM's slower work right after a sleep, docs/accuracy.md)."""
     run = run_ddpbench(["-m", "mode=native,inject", "repeat=1-2", "model=tiny", "stop.steps=400", "switching=blocks",
                         "switching.block_steps=10", "inject.step_ms=20", "inject.startup_s=0", "inject.teardown_s=0"],
                        tmp_path, timeout=400)

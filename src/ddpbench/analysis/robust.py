@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
-from scipy import stats as _st
+
+from ddpbench.analysis.stats import normal_cdf, normal_isf
 
 __all__ = [
     "EXACT_MAX_N",
@@ -121,8 +122,8 @@ def wilcoxon_interval(differences: Sequence[float] | np.ndarray, confidence: flo
         tail = float(cdf[k - 1]) if k > 0 else 0.0
     else:
         mu, sd = m / 2.0, math.sqrt(n * (n + 1) * (2 * n + 1) / 24.0)
-        k = max(0, int(math.floor(mu - float(_st.norm.isf(half_alpha)) * sd - 0.5)) + 1)
-        tail = float(_st.norm.cdf((k - 1 + 0.5 - mu) / sd)) if k > 0 else 0.0
+        k = max(0, int(math.floor(mu - normal_isf(half_alpha) * sd - 0.5)) + 1)
+        tail = normal_cdf((k - 1 + 0.5 - mu) / sd) if k > 0 else 0.0
     if k == 0:
         # the requested level is unreachable: the widest finite interval, [min, max]
         k, tail = 1, float(0.5**n)
@@ -161,6 +162,8 @@ def bootstrap_interval(
     method: str = "BCa",
 ) -> BootstrapInterval:
     """Seeded ``scipy.stats.bootstrap`` interval of the mean or median difference."""
+    from scipy import stats  # about a second to import: only a sweep of two pairs or more pays it
+
     _check_confidence(confidence)
     if statistic not in _STATISTICS:
         raise ValueError(f"unknown statistic {statistic!r}; choose mean or median")
@@ -180,7 +183,7 @@ def bootstrap_interval(
     for used in ((method, "percentile") if method == "BCa" else (method,)):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            res = _st.bootstrap((xs,), func, confidence_level=confidence, n_resamples=n_resamples,
+            res = stats.bootstrap((xs,), func, confidence_level=confidence, n_resamples=n_resamples,
                                 method=used, rng=np.random.default_rng(seed), vectorized=True, axis=-1)
         lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
         if math.isfinite(lo) and math.isfinite(hi):

@@ -55,7 +55,8 @@ from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
-from scipy import stats as _st
+
+from ddpbench.analysis.stats import normal_isf, normal_sf, t_isf, t_sf
 
 __all__ = [
     "SPENDING_FUNCTIONS",
@@ -140,7 +141,7 @@ def alpha_spent(t: float, alpha: float, spending: str = "pocock") -> float:
     if spending == "pocock":
         return alpha * math.log1p((math.e - 1.0) * t)
     if spending == "obrien_fleming":
-        return float(2.0 * _st.norm.sf(_st.norm.isf(alpha / 2.0) / math.sqrt(t)))
+        return 2.0 * normal_sf(normal_isf(alpha / 2.0) / math.sqrt(t))
     raise ValueError(f"unknown spending function {spending!r}; choose one of {', '.join(SPENDING_FUNCTIONS)}")
 
 
@@ -178,7 +179,7 @@ def boundaries(alpha: float, min_pairs: int, max_pairs: int, spending: str = "po
         crossing = int(round(level * SIMULATIONS))
         live = np.sort(stat[alive])
         if n == min_pairs:  # nothing crossed before: the exact t quantile, no simulation error
-            c = float(_st.t.isf(level / 2.0, n - 1))
+            c = t_isf(level / 2.0, n - 1)
         elif crossing <= 0 or live.size == 0:
             c = math.inf
         elif crossing >= live.size:
@@ -193,7 +194,7 @@ def boundaries(alpha: float, min_pairs: int, max_pairs: int, spending: str = "po
 def _critical_t(n: int, alpha: float, min_pairs: int, max_pairs: int, spending: str) -> tuple[float, float]:
     """(c_n, the two-sided per-look error of a fixed-n t interval that wide)."""
     c = boundaries(alpha, min_pairs, max_pairs, spending)[n - min_pairs]
-    return c, float(2.0 * _st.t.sf(c, n - 1))
+    return c, 2.0 * t_sf(c, n - 1)
 
 
 def _mean_sd(xs: Sequence[float]) -> tuple[float, float]:
@@ -222,9 +223,9 @@ def pairs_needed(mean: float, sd: float, budget: float, confidence: float = 0.95
     if sd == 0.0:
         return 2
     alpha = 1.0 - confidence
-    start = max(2, int((_st.norm.isf(alpha / 2.0) * sd / gap) ** 2))  # the normal bound: t needs at least this many
+    start = max(2, int((normal_isf(alpha / 2.0) * sd / gap) ** 2))  # the normal bound: t needs at least this many
     for n in range(start, PAIRS_NEEDED_LIMIT + 1):
-        if _st.t.isf(alpha / 2.0, n - 1) * sd / math.sqrt(n) < gap:
+        if t_isf(alpha / 2.0, n - 1) * sd / math.sqrt(n) < gap:
             return n
     return None
 
@@ -238,7 +239,7 @@ def pairs_needed_with_looks(fixed_n: int, alpha: float, min_pairs: int, max_pair
     function). An estimate for planning ``precision.max_pairs``, not a guarantee.
     """
     last = boundaries(alpha, min_pairs, max_pairs, spending)[-1]
-    inflation = (last / float(_st.t.isf(alpha / 2.0, max_pairs - 1))) ** 2 if max_pairs > 1 else 1.0
+    inflation = (last / t_isf(alpha / 2.0, max_pairs - 1)) ** 2 if max_pairs > 1 else 1.0
     return max(fixed_n, math.ceil(fixed_n * inflation))
 
 

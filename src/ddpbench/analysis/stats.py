@@ -11,8 +11,10 @@ knows about trials. Methods (see ``docs/analysis.md``):
   (the usual central-*t* approximation, Cohen 1988, ch. 2).
 - **Coefficient of variation**: sample standard deviation (n − 1) over the mean.
 
-The Student *t* CDF, quantile and tail come from ``scipy.stats.t`` (the robust intervals beside
-the t interval are in :mod:`ddpbench.analysis.robust`).
+The Student *t*, normal and *F* distribution functions are scipy's special functions (``stdtr``,
+``stdtrit``, ``ndtr``, ``ndtri``, ``fdtrc``): the very functions ``scipy.stats`` evaluates, without
+importing ``scipy.stats`` (about a second of start-up). The robust intervals beside the t interval are
+in :mod:`ddpbench.analysis.robust`.
 """
 
 from __future__ import annotations
@@ -21,18 +23,24 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from scipy import stats as _st
+from scipy import special as _special
 
 __all__ = [
     "PairedSummary",
     "coefficient_of_variation",
+    "f_sf",
     "mean",
     "median",
     "min_detectable_effect",
+    "normal_cdf",
+    "normal_isf",
+    "normal_sf",
     "paired_summary",
     "sample_std",
     "t_cdf",
+    "t_isf",
     "t_ppf",
+    "t_sf",
     "to_float",
 ]
 
@@ -91,19 +99,49 @@ def coefficient_of_variation(values: Sequence[float]) -> float:
 
 
 def t_cdf(t: float, df: float) -> float:
-    """P(T ≤ t) for Student's t distribution with ``df`` degrees of freedom (``scipy.stats.t``)."""
+    """P(T ≤ t) for Student's t distribution with ``df`` degrees of freedom (``scipy.stats.t.cdf``)."""
     if df <= 0:
         raise ValueError(f"df must be positive, got {df}")
-    return float(_st.t.cdf(t, df))
+    return float(_special.stdtr(df, t))
+
+
+def t_sf(t: float, df: float) -> float:
+    """P(T > t) for Student's t distribution with ``df`` degrees of freedom (``scipy.stats.t.sf``)."""
+    return t_cdf(-t, df)
 
 
 def t_ppf(p: float, df: float) -> float:
-    """The quantile t(p, df) of Student's t distribution (``scipy.stats.t``; inverse of :func:`t_cdf`)."""
+    """The quantile t(p, df) of Student's t distribution (``scipy.stats.t.ppf``; inverse of :func:`t_cdf`)."""
     if not 0.0 < p < 1.0:
         raise ValueError(f"p must be in (0, 1), got {p}")
     if df <= 0:
         raise ValueError(f"df must be positive, got {df}")
-    return float(_st.t.ppf(p, df))
+    return float(_special.stdtrit(df, p))
+
+
+def t_isf(p: float, df: float) -> float:
+    """The t with P(T > t) = p (``scipy.stats.t.isf``; inverse of :func:`t_sf`)."""
+    return -t_ppf(p, df)
+
+
+def normal_cdf(z: float) -> float:
+    """P(Z ≤ z) for the standard normal distribution (``scipy.stats.norm.cdf``)."""
+    return float(_special.ndtr(z))
+
+
+def normal_sf(z: float) -> float:
+    """P(Z > z) for the standard normal distribution (``scipy.stats.norm.sf``)."""
+    return normal_cdf(-z)
+
+
+def normal_isf(p: float) -> float:
+    """The z with P(Z > z) = p for the standard normal distribution (``scipy.stats.norm.isf``)."""
+    return -float(_special.ndtri(p))
+
+
+def f_sf(x: float, dfn: float, dfd: float) -> float:
+    """P(F > x) for the F distribution with ``dfn`` and ``dfd`` degrees of freedom (``scipy.stats.f.sf``)."""
+    return float(_special.fdtrc(dfn, dfd, x))
 
 
 def min_detectable_effect(sd: float, n: int, alpha: float = 0.05, power: float = 0.80) -> float:
@@ -165,6 +203,6 @@ def paired_summary(differences: Sequence[float], confidence: float = 0.95) -> Pa
         else:
             half = t_ppf(1.0 - (1.0 - confidence) / 2.0, df) * se
             lo, hi = m - half, m + half
-            p = min(1.0, 2.0 * float(_st.t.sf(abs(m) / se, df)))
+            p = min(1.0, 2.0 * t_sf(abs(m) / se, df))
         mde = min_detectable_effect(sd, n, alpha=1.0 - confidence)
     return PairedSummary(n, m, median(xs), min(xs), max(xs), sd, lo, hi, p, mde, confidence)

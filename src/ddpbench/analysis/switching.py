@@ -26,9 +26,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
-from scipy import stats as _st
-
-from ddpbench.analysis.stats import paired_summary, t_ppf
+from ddpbench.analysis.stats import f_sf, paired_summary, t_ppf
 
 HETEROGENEITY_P = 0.05
 """The F test's p-value below which the trials are combined as ``trials`` (their own spread) instead of ``pooled``."""
@@ -96,7 +94,7 @@ def _pooled(trials: Sequence[TrialSwitch]) -> tuple[float, float, float, float |
     p: float | None = None
     if len(trials) > 1 and s2 > 0:
         between = sum(n * (t.overhead_ms - est) ** 2 for t, n in zip(trials, q)) / (len(trials) - 1)
-        p = float(_st.f.sf(between / s2, len(trials) - 1, df))
+        p = f_sf(between / s2, len(trials) - 1, df)
     return est, se, float(df), p
 
 

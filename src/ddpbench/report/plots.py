@@ -1,4 +1,4 @@
-"""Seaborn PNG plots for the report (Agg backend; each file written atomically).
+"""PNG plots for the report (matplotlib, Agg backend; each file written atomically; the look in :mod:`.style`).
 
 One set per condition:
 
@@ -16,14 +16,16 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
+from typing import Literal
 
 import matplotlib
 
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from ddpbench.analysis.paired import Comparison  # noqa: E402
@@ -31,10 +33,9 @@ from ddpbench.collect.collector import load_step_times  # noqa: E402
 from ddpbench.io import atomic_path  # noqa: E402
 from ddpbench.report.plots_compare import has_phases, phase_plot  # noqa: E402
 from ddpbench.report.plots_switching import block_plot, has_blocks  # noqa: E402
+from ddpbench.report.style import RC, colors  # noqa: E402
 
 __all__ = ["plot_condition", "save_figure", "slug"]
-
-_STYLE = {"style": "whitegrid", "context": "notebook"}
 
 
 #: longest slug, characters: a plot's file name stays well under the 255-byte limit of file systems
@@ -66,35 +67,68 @@ def _mode_order(modes: list[str], baseline: str) -> list[str]:
 
 def slope_plot(comparison: Comparison) -> Figure:
     """Baseline → mode per repeat, wall seconds and steps/s side by side."""
-    rows = []
-    for p in comparison.pairs:
-        tag = f"r{p.repeat}" if len(comparison.sweep_dirs) == 1 else f"{Path(p.sweep_dir).name} r{p.repeat}"
-        rows.append({"pair": tag, "side": comparison.baseline, "wall_s": p.base_wall_s, "steps_per_s": p.base_steps_per_s})
-        rows.append({"pair": tag, "side": comparison.mode, "wall_s": p.mode_wall_s, "steps_per_s": p.mode_steps_per_s})
-    data = pd.DataFrame(rows)
-    with sns.axes_style(_STYLE["style"]), sns.plotting_context(_STYLE["context"]):
+    several_sweeps = len(comparison.sweep_dirs) > 1
+    with plt.rc_context(RC):
         fig, axes = plt.subplots(1, 2, figsize=(9, 4))
-        for ax, col, label in ((axes[0], "wall_s", "wall time (s)"), (axes[1], "steps_per_s", "throughput (steps/s)")):
-            sns.lineplot(data=data, x="side", y=col, hue="pair", marker="o", ax=ax, sort=False, legend=ax is axes[1])
-            ax.set_xlabel("")
+        for ax, label, sides in ((axes[0], "wall time (s)", lambda p: (p.base_wall_s, p.mode_wall_s)),
+                                 (axes[1], "throughput (steps/s)", lambda p: (p.base_steps_per_s, p.mode_steps_per_s))):
+            for p, color in zip(comparison.pairs, colors(len(comparison.pairs))):
+                tag = f"{Path(p.sweep_dir).name} r{p.repeat}" if several_sweeps else f"r{p.repeat}"
+                ax.plot([0, 1], list(sides(p)), marker="o", color=color, label=tag)
+            ax.set_xticks([0, 1], [comparison.baseline, comparison.mode])
+            ax.set_xlim(-0.2, 1.2)
             ax.set_ylabel(label)
-        if axes[1].get_legend() is not None:
-            sns.move_legend(axes[1], "upper left", bbox_to_anchor=(1.02, 1), title="repeat")
+        axes[1].legend(loc="upper left", bbox_to_anchor=(1.02, 1), title="repeat")
         fig.suptitle(f"{comparison.mode} vs {comparison.baseline}, paired per repeat\n{comparison.condition_id}", fontsize=10)
         fig.subplots_adjust(wspace=0.4)
     return fig
 
 
+def _half_violin(ax: Axes, values: list[float], x: float, width: float, side: str, color: str) -> None:
+    """One violin of ``values`` at ``x`` (``side``: "both", "left" or "right" half), its quartiles dashed; a
+    line where the values are all one (no density to draw)."""
+    lo = x - width / 2 if side != "right" else x
+    hi = x + width / 2 if side != "left" else x
+    if len(set(values)) < 2:
+        ax.hlines(values[0], lo, hi, colors=color, linewidth=2)
+        return
+    parts = ax.violinplot([values], positions=[x], widths=width, showextrema=False)
+    body = parts["bodies"][0]  # type: ignore[index]  # a dict of artists, typed as a Collection
+    path = body.get_paths()[0]
+    if side == "left":
+        path.vertices[:, 0] = np.minimum(path.vertices[:, 0], x)
+    elif side == "right":
+        path.vertices[:, 0] = np.maximum(path.vertices[:, 0], x)
+    body.set_facecolor(color)
+    body.set_edgecolor(".25")
+    body.set_alpha(1.0)
+    quartile_styles: tuple[tuple[float, Literal[":", "--"]], ...] = ((0.25, ":"), (0.5, "--"), (0.75, ":"))
+    for q, style in quartile_styles:
+        ax.hlines(float(np.quantile(values, q)), lo, hi, colors=".25", linestyles=style, linewidth=1)
+
+
 def step_distribution_plot(steps: pd.DataFrame, baseline: str) -> Figure:
-    """Every timed step (ms) per repeat and mode, as split violins clipped at the 99.5th percentile."""
+    """Every timed step (ms) per repeat and mode, as violins (split when two modes) clipped at the 99.5th
+    percentile, each scaled to the same width."""
     modes = _mode_order(steps["mode"].tolist(), baseline)
     cap = float(steps["step_ms"].quantile(0.995))
-    shown = steps[steps["step_ms"] <= cap].copy()
-    shown["repeat"] = shown["repeat"].map(lambda r: f"r{r}")
-    with sns.axes_style(_STYLE["style"]), sns.plotting_context(_STYLE["context"]):
+    shown = steps[steps["step_ms"] <= cap]
+    repeats = sorted(shown["repeat"].unique())
+    split = len(modes) == 2
+    with plt.rc_context(RC):
         fig, ax = plt.subplots(figsize=(8, 4))
-        sns.violinplot(data=shown, x="repeat", y="step_ms", hue="mode", hue_order=modes, split=len(modes) == 2,
-                       inner="quart", cut=0, density_norm="width", palette="deep", ax=ax)
+        for i, (mode, color) in enumerate(zip(modes, colors(len(modes)))):
+            for x, repeat in enumerate(repeats):
+                values = shown.loc[(shown["mode"] == mode) & (shown["repeat"] == repeat), "step_ms"].astype(float)
+                if values.empty:
+                    continue
+                if split:
+                    _half_violin(ax, values.tolist(), x, 0.8, "left" if i == 0 else "right", color)
+                else:
+                    width = 0.8 / len(modes)
+                    _half_violin(ax, values.tolist(), x + (i - (len(modes) - 1) / 2) * width, width, "both", color)
+            ax.fill_between([], [], color=color, label=mode)  # the legend's entry
+        ax.set_xticks(range(len(repeats)), [f"r{r}" for r in repeats])
         ax.set_xlabel("repeat")
         ax.set_ylabel("step time (ms)")
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, title="mode")
@@ -107,8 +141,8 @@ def step_time_plot(trials: pd.DataFrame, baseline: str) -> Figure:
     """Per-trial step-time spread (ms): p10–p90 bar, median dot, p99 tick, grouped by mode."""
     ok = trials[trials["status"] == "ok"].dropna(subset=["step_time_ms_median"])
     modes = _mode_order(ok["mode"].tolist(), baseline)
-    palette = dict(zip(modes, sns.color_palette("deep", len(modes))))
-    with sns.axes_style(_STYLE["style"]), sns.plotting_context(_STYLE["context"]):
+    palette = dict(zip(modes, colors(len(modes))))
+    with plt.rc_context(RC):
         fig, ax = plt.subplots(figsize=(8, 4))
         repeats = sorted(ok["repeat"].unique())
         width = 0.8 / max(1, len(modes))
@@ -133,11 +167,10 @@ def wall_decomposition_plot(trials: pd.DataFrame, baseline: str) -> Figure:
     order = {m: i for i, m in enumerate(_mode_order(ok["mode"].tolist(), baseline))}
     ok = ok.sort_values(["repeat", "mode"], key=lambda s: s.map(order) if s.name == "mode" else s)
     labels = [f"r{r} {m}" for r, m in zip(ok["repeat"], ok["mode"])]
-    colors = sns.color_palette("deep", 3)
-    with sns.axes_style(_STYLE["style"]), sns.plotting_context(_STYLE["context"]):
+    with plt.rc_context(RC):
         fig, ax = plt.subplots(figsize=(8, max(2.5, 0.35 * len(ok) + 1)))
         left = pd.Series(0.0, index=ok.index)
-        for color, part in zip(colors, ("startup_s", "train_s", "teardown_s")):
+        for color, part in zip(colors(3), ("startup_s", "train_s", "teardown_s")):
             values = ok[part].astype(float).fillna(0.0)
             ax.barh(labels, values, left=left, color=color, label=part.removesuffix("_s"))
             left = left + values
@@ -154,14 +187,16 @@ def wall_decomposition_plot(trials: pd.DataFrame, baseline: str) -> Figure:
 def throughput_plot(trials: pd.DataFrame, baseline: str) -> Figure:
     """steps/s per repeat, one line per mode."""
     ok = trials[trials["status"] == "ok"]
-    with sns.axes_style(_STYLE["style"]), sns.plotting_context(_STYLE["context"]):
+    modes = _mode_order(ok["mode"].tolist(), baseline)
+    with plt.rc_context(RC):
         fig, ax = plt.subplots(figsize=(7, 4))
-        sns.lineplot(
-            data=ok, x="repeat", y="steps_per_s", hue="mode", style="mode", markers=True,
-            hue_order=_mode_order(ok["mode"].tolist(), baseline), ax=ax, errorbar=None,
-        )
+        for mode, color, marker in zip(modes, colors(len(modes)), "osDv^<>ph*" * (len(modes) // 10 + 1)):
+            rows = ok[ok["mode"] == mode].sort_values("repeat")
+            ax.plot(rows["repeat"], rows["steps_per_s"].astype(float), marker=marker, color=color, label=mode)
         ax.set_xticks(sorted(ok["repeat"].unique()))
+        ax.set_xlabel("repeat")
         ax.set_ylabel("throughput (steps/s)")
+        ax.legend(title="mode")
         ax.set_title("Throughput per repeat", fontsize=10)
     return fig
 

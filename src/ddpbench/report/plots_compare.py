@@ -19,11 +19,11 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from ddpbench.analysis.results import Comparison  # noqa: E402
 from ddpbench.formats.rank_record import PHASES  # noqa: E402
+from ddpbench.report.style import RC, colors  # noqa: E402
 
 __all__ = ["has_phases", "phase_plot", "tool_plot"]
 
@@ -40,11 +40,10 @@ def phase_plot(trials: pd.DataFrame, baseline: str) -> Figure:
     modes = sorted(set(ok["mode"]), key=lambda m: (m != baseline, m))
     means = {m: [float(ok.loc[ok["mode"] == m, f"phase_time_ms_{p}_mean"].astype(float).mean()) for p in PHASES]
              for m in modes}
-    colors = sns.color_palette("deep", len(PHASES))
-    with sns.axes_style("whitegrid"), sns.plotting_context("notebook"):
+    with plt.rc_context(RC):
         fig, ax = plt.subplots(figsize=(max(5.0, 1.4 * len(modes) + 3), 4))
         bottom = [0.0] * len(modes)
-        for i, (phase, color) in enumerate(zip(PHASES, colors)):
+        for i, (phase, color) in enumerate(zip(PHASES, colors(len(PHASES)))):
             values = [0.0 if math.isnan(means[m][i]) else means[m][i] for m in modes]
             ax.bar(modes, values, bottom=bottom, color=color, label=phase)
             bottom = [b + v for b, v in zip(bottom, values)]
@@ -66,11 +65,10 @@ def tool_plot(ranked: Sequence[Comparison]) -> Figure:
         means.append(s.mean)
         lows.append(s.mean - s.ci_low if math.isfinite(s.ci_low) else 0.0)
         highs.append(s.ci_high - s.mean if math.isfinite(s.ci_high) else 0.0)
-    with sns.axes_style("whitegrid"), sns.plotting_context("notebook"):
+    with plt.rc_context(RC):
         fig, ax = plt.subplots(figsize=(7, max(2.5, 0.6 * len(labels) + 1.2)))
         ys = list(range(len(labels)))
-        colors = sns.color_palette("deep", len(labels))
-        ax.barh(ys, [0.0 if math.isnan(m) else m for m in means], color=colors, alpha=0.6)
+        ax.barh(ys, [0.0 if math.isnan(m) else m for m in means], color=colors(len(labels)), alpha=0.6)
         ax.errorbar([0.0 if math.isnan(m) else m for m in means], ys, xerr=[lows, highs], fmt="o", color="black",
                     capsize=4)
         ax.axvline(0.0, color="grey", linewidth=1)
