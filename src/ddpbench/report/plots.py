@@ -87,14 +87,16 @@ def slope_plot(comparison: Comparison) -> Figure:
 def _half_violin(ax: Axes, values: list[float], x: float, width: float, side: str, color: str) -> None:
     """One violin of ``values`` at ``x`` (``side``: "both", "left" or "right" half), its quartiles dashed; a
     line where the values are all one (no density to draw)."""
-    lo = x - width / 2 if side != "right" else x
-    hi = x + width / 2 if side != "left" else x
     if len(set(values)) < 2:
-        ax.hlines(values[0], lo, hi, colors=color, linewidth=2)
+        ax.hlines(values[0], x - width / 2 if side != "right" else x, x + width / 2 if side != "left" else x,
+                  colors=color, linewidth=2)
         return
     parts = ax.violinplot([values], positions=[x], widths=width, showextrema=False)
     body = parts["bodies"][0]  # type: ignore[index]  # a dict of artists, typed as a Collection
     path = body.get_paths()[0]
+    left_edge = path.vertices[path.vertices[:, 0] <= x]
+    order = np.argsort(left_edge[:, 1])
+    edge_y, edge_half_width = left_edge[order, 1], x - left_edge[order, 0]
     if side == "left":
         path.vertices[:, 0] = np.minimum(path.vertices[:, 0], x)
     elif side == "right":
@@ -104,7 +106,10 @@ def _half_violin(ax: Axes, values: list[float], x: float, width: float, side: st
     body.set_alpha(1.0)
     quartile_styles: tuple[tuple[float, Literal[":", "--"]], ...] = ((0.25, ":"), (0.5, "--"), (0.75, ":"))
     for q, style in quartile_styles:
-        ax.hlines(float(np.quantile(values, q)), lo, hi, colors=".25", linestyles=style, linewidth=1)
+        y = float(np.quantile(values, q))
+        half = float(np.interp(y, edge_y, edge_half_width))  # the violin's half-width there: the dash stays inside
+        ax.hlines(y, x - half if side != "right" else x, x + half if side != "left" else x, colors=".25",
+                  linestyles=style, linewidth=1)
 
 
 def step_distribution_plot(steps: pd.DataFrame, baseline: str) -> Figure:
