@@ -35,10 +35,14 @@ def test_distribution_functions_equal_scipy_stats() -> None:
             assert t_cdf(x, df) == stats.t.cdf(x, df) and t_sf(x, df) == stats.t.sf(x, df)
         for p in (1e-9, 0.025, 0.5, 0.8, 0.999):
             assert t_ppf(p, df) == stats.t.ppf(p, df) and t_isf(p, df) == stats.t.isf(p, df)
+        # the ends, where scipy.stats answers from the support (an O'Brien-Fleming look can spend nothing)
+        assert t_isf(0.0, df) == stats.t.isf(0.0, df) == math.inf and t_isf(1.0, df) == stats.t.isf(1.0, df) == -math.inf
+        assert math.isnan(t_isf(1.5, df)) and math.isnan(stats.t.isf(1.5, df))
+        assert t_sf(math.inf, df) == stats.t.sf(math.inf, df) == 0.0
         assert f_sf(2.3, 3, df) == stats.f.sf(2.3, 3, df) and f_sf(0.0, 2, df) == 1.0
     for z in (-9.0, -1.96, 0.0, 0.4, 6.0):
         assert normal_cdf(z) == stats.norm.cdf(z) and normal_sf(z) == stats.norm.sf(z)
-    for p in (1e-12, 0.025, 0.5, 0.975):
+    for p in (0.0, 1e-12, 0.025, 0.5, 0.975, 1.0):
         assert normal_isf(p) == stats.norm.isf(p)
 
 

@@ -120,8 +120,13 @@ def t_ppf(p: float, df: float) -> float:
 
 
 def t_isf(p: float, df: float) -> float:
-    """The t with P(T > t) = p (``scipy.stats.t.isf``; inverse of :func:`t_sf`)."""
-    return -t_ppf(p, df)
+    """The t with P(T > t) = p (``scipy.stats.t.isf``; inverse of :func:`t_sf`): +inf at p = 0 and -inf at
+    p = 1, as there (``stdtrit`` itself gives +inf at both ends); NaN outside [0, 1]."""
+    if df <= 0:
+        raise ValueError(f"df must be positive, got {df}")
+    if not 0.0 < p < 1.0:
+        return math.inf if p == 0.0 else -math.inf if p == 1.0 else NAN
+    return -float(_special.stdtrit(df, p))
 
 
 def normal_cdf(z: float) -> float:
