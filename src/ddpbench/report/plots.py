@@ -14,6 +14,7 @@ One set per condition:
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 from pathlib import Path
 from typing import Literal
@@ -87,9 +88,11 @@ def slope_plot(comparison: Comparison) -> Figure:
 def _half_violin(ax: Axes, values: list[float], x: float, width: float, side: str, color: str) -> None:
     """One violin of ``values`` at ``x`` (``side``: "both", "left" or "right" half), its quartiles dashed; a
     line where the values are all one (no density to draw)."""
+    def span(half: float) -> tuple[float, float]:  # a horizontal line across the drawn side(s)
+        return (x - half if side != "right" else x, x + half if side != "left" else x)
+
     if len(set(values)) < 2:
-        ax.hlines(values[0], x - width / 2 if side != "right" else x, x + width / 2 if side != "left" else x,
-                  colors=color, linewidth=2)
+        ax.hlines(values[0], *span(width / 2), colors=color, linewidth=2)
         return
     parts = ax.violinplot([values], positions=[x], widths=width, showextrema=False)
     body = parts["bodies"][0]  # type: ignore[index]  # a dict of artists, typed as a Collection
@@ -108,8 +111,7 @@ def _half_violin(ax: Axes, values: list[float], x: float, width: float, side: st
     for q, style in quartile_styles:
         y = float(np.quantile(values, q))
         half = float(np.interp(y, edge_y, edge_half_width))  # the violin's half-width there: the dash stays inside
-        ax.hlines(y, x - half if side != "right" else x, x + half if side != "left" else x, colors=".25",
-                  linestyles=style, linewidth=1)
+        ax.hlines(y, *span(half), colors=".25", linestyles=style, linewidth=1)
 
 
 def step_distribution_plot(steps: pd.DataFrame, baseline: str) -> Figure:
@@ -195,7 +197,7 @@ def throughput_plot(trials: pd.DataFrame, baseline: str) -> Figure:
     modes = _mode_order(ok["mode"].tolist(), baseline)
     with plt.rc_context(RC):
         fig, ax = plt.subplots(figsize=(7, 4))
-        for mode, color, marker in zip(modes, colors(len(modes)), "osDv^<>ph*" * (len(modes) // 10 + 1)):
+        for mode, color, marker in zip(modes, colors(len(modes)), itertools.cycle("osDv^<>ph*")):
             rows = ok[ok["mode"] == mode].sort_values("repeat")
             ax.plot(rows["repeat"], rows["steps_per_s"].astype(float), marker=marker, color=color, label=mode)
         ax.set_xticks(sorted(ok["repeat"].unique()))
