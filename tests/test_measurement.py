@@ -22,6 +22,7 @@ from ddpbench.workload import affinity
 from ddpbench.workload.timing import InjectedWait, wait_until_known
 
 from helpers.cli import run_ddpbench
+from helpers.processes import wait_for
 
 
 def _hog() -> subprocess.Popen:
@@ -122,10 +123,10 @@ def test_a_cpu_hog_outside_the_tree_is_counted() -> None:
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
     hog = _hog()
     try:
-        time.sleep(0.3)
+        wait_for(lambda: _cpu_s(hog.pid) > 0.05, 30, "the hog spinning")
         start = trial_load.sample(root_pid=sleeper.pid)
         hog_start = _cpu_s(hog.pid)
-        time.sleep(2.0)
+        wait_for(lambda: _cpu_s(hog.pid) - hog_start >= 0.5, 60, "half a CPU second of the hog in the window")
         hog_used = _cpu_s(hog.pid) - hog_start
         end = trial_load.sample(root_pid=sleeper.pid)
     finally:

@@ -32,10 +32,8 @@ def _squeue(cluster: SlurmCluster) -> List[List[str]]:
 
 
 def _assert_queue_empty(cluster: SlurmCluster, wait_s: float = 15.0) -> None:
-    end = time.monotonic() + wait_s
-    while _squeue(cluster) and time.monotonic() < end:
-        time.sleep(0.5)
-    assert not _squeue(cluster), f"SLURM jobs left: {_squeue(cluster)}"
+    wait_for(lambda: not _squeue(cluster), wait_s, "an empty SLURM queue", details=lambda: f"jobs left: {_squeue(cluster)}",
+             poll_s=0.5)
 
 
 @pytest.mark.slurm
@@ -147,18 +145,14 @@ def test_cancelled_jobs_are_failed_trials_and_the_sweep_goes_on(slurm_cluster: S
     # cancelled job's on SLURM's SIGTERM (SIGKILL follows after KillWait, 5 s in scripts/slurm-local.sh).
     for trial in trials:
         ranks = f"{trial['attempt']['dir']}/metrics"  # in every rank's command line (--metrics-dir)
-        assert _ranks_gone(ranks, within_s=15.0), f"rank processes of {trial['job_dir']} left: {processes_mentioning(ranks)}"
+        wait_for(lambda: not _ranks_of(ranks), 15.0, f"the end of every rank of {trial['job_dir']}",
+                 details=lambda: f"left: {processes_mentioning(ranks)}", poll_s=0.2)
     assert_nothing_left(str(sweep.name), grace_s=15)
 
 
-def _ranks_gone(marker: str, within_s: float) -> bool:
-    """Whether no workload process mentioning ``marker`` is alive, waiting up to ``within_s`` for the last to end."""
-    end = time.monotonic() + within_s
-    while [pid for pid in processes_mentioning(marker) if _is_rank(pid)]:
-        if time.monotonic() >= end:
-            return False
-        time.sleep(0.2)
-    return True
+def _ranks_of(marker: str) -> List[int]:
+    """The workload processes alive now whose command line mentions ``marker``."""
+    return [pid for pid in processes_mentioning(marker) if _is_rank(pid)]
 
 
 def _is_rank(pid: int) -> bool:

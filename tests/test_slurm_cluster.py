@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ddpbench.slurm import wait as slurm_state
+from helpers.processes import wait_for
 from helpers.slurm import REPO, SlurmCluster, slurm_cluster  # noqa: F401  (fixture)
 
 JOB_TIMEOUT_S = 60.0
@@ -26,15 +27,12 @@ def _sbatch(cluster: SlurmCluster, *args: str, cwd: Path) -> str:
     return proc.stdout.strip().split(";")[0]
 
 
-def _wait_state(job_id: str, want: set[str], timeout: float, env: dict[str, str]) -> str | None:
-    deadline = time.monotonic() + timeout
-    state = None
-    while time.monotonic() < deadline:
+def _wait_state(job_id: str, want: set[str], timeout: float, env: dict[str, str]) -> str:
+    def reached() -> str | None:
         state = slurm_state.job_state(job_id, env=env)
-        if state in want:
-            return state
-        time.sleep(0.2)
-    pytest.fail(f"job {job_id} not in {sorted(want)} within {timeout:g} s (last state {state})")
+        return state if state in want else None
+    return wait_for(reached, timeout, f"job {job_id} in {sorted(want)}",
+                    details=lambda: f"state now: {slurm_state.job_state(job_id, env=env)}", poll_s=0.2)
 
 
 def _alive(pid: int) -> bool:
@@ -91,13 +89,12 @@ def test_submitit_two_nodes(slurm_cluster: SlurmCluster, tmp_path: Path) -> None
     finally:
         cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
     # Bounded wait: submitit's own watcher relies on sacct, which this cluster lacks.
-    deadline = time.monotonic() + JOB_TIMEOUT_S
-    while not job.done():
-        if time.monotonic() > deadline:
-            job.cancel(check=False)
-            pytest.fail(f"submitit job {job.job_id} not done within {JOB_TIMEOUT_S:g} s "
-                        f"(state {slurm_state.job_state(job.job_id)}); stderr: {job.stderr()}")
-        time.sleep(0.2)
+    try:
+        wait_for(job.done, JOB_TIMEOUT_S, f"submitit job {job.job_id} done",
+                 details=lambda: f"state {slurm_state.job_state(job.job_id)}; stderr: {job.stderr()}", poll_s=0.2)
+    except AssertionError:
+        job.cancel(check=False)
+        raise
     results = job.results()
     assert sorted((r["node_id"], r["proc_id"], r["node"]) for r in results) == [
         ("0", "0", "n1"), ("1", "1", "n2")
@@ -110,11 +107,7 @@ def test_scancel_ends_job_and_is_detectable(slurm_cluster: SlurmCluster, tmp_pat
     job = _sbatch(slurm_cluster, "-o", str(tmp_path / "out.txt"),
                   "--wrap", f"echo $$ > {pid_file}; exec sleep 600", cwd=tmp_path)
     _wait_state(job, {"RUNNING"}, JOB_TIMEOUT_S, slurm_cluster.env)
-    deadline = time.monotonic() + 10
-    while not pid_file.exists() or not pid_file.read_text().strip():
-        assert time.monotonic() < deadline, "job did not write its pid"
-        time.sleep(0.1)
-    pid = int(pid_file.read_text())
+    pid = int(wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), 10, "the job's pid file"))
     assert _alive(pid)
     assert not slurm_state.is_finished(job, env=slurm_cluster.env)
 
@@ -126,9 +119,8 @@ def test_scancel_ends_job_and_is_detectable(slurm_cluster: SlurmCluster, tmp_pat
     squeue = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True,
                             env=slurm_cluster.env, timeout=30, check=False)
     assert squeue.stdout.strip() in {"", "CANCELLED"}
-    while _alive(pid):
-        assert time.monotonic() - t0 < 30, f"sleep (pid {pid}) still alive 30 s after scancel"
-        time.sleep(0.1)
+    wait_for(lambda: not _alive(pid), 30 - (time.monotonic() - t0), f"the end of sleep (pid {pid}) after scancel",
+             poll_s=0.1)
 
 
 @pytest.mark.slurm

@@ -21,6 +21,7 @@ from typing import Iterator, List, Sequence
 import pytest
 
 from helpers.cli import assert_nothing_left, run_ddpbench, start_ddpbench, trials_in, wait_or_kill
+from helpers.processes import wait_for
 
 FAST = ["model=tiny", "stop.steps=30", "stop.warmup_steps=3"]
 STATIC = ["cluster=static_2node", "cluster.rendezvous_timeout_s=10"]
@@ -200,10 +201,9 @@ def test_second_node0_driver_is_refused_by_the_lock_naming_the_holder(tmp_path: 
             "cluster.master_addr=127.0.0.1", f"sweep_name={name}"]
     first = start_ddpbench(args, tmp_path, log=tmp_path / "first.log")
     try:
-        deadline = time.monotonic() + 60
-        while "ddpbench: sweep of" not in _log(tmp_path / "first.log"):  # it holds the lock and serves the port
-            assert time.monotonic() < deadline and first.poll() is None, _log(tmp_path / "first.log")
-            time.sleep(0.2)
+        # it holds the lock and serves the port
+        wait_for(lambda: "ddpbench: sweep of" in _log(tmp_path / "first.log"), 60, "the first driver's sweep line",
+                 alive=[first], details=lambda: _log(tmp_path / "first.log"), poll_s=0.2)
         second = run_ddpbench(args, tmp_path, timeout=60)
         assert first.poll() is None, _log(tmp_path / "first.log")  # still waiting for node 1
     finally:
@@ -226,17 +226,14 @@ def test_node_killed_mid_trial_fails_that_trial_within_bound(pair: Pair, tmp_pat
     procs = _start_nodes(pair, args, [tmp_path, tmp_path], tmp_path)
     sweep = tmp_path / "outputs" / "multirun" / name
     try:
-        deadline = time.monotonic() + 60
-        while not any("fault: hang" in _log(p) for p in sweep.glob("*/attempts/*/logs/node1.stderr.log")):
-            assert time.monotonic() < deadline, _log(tmp_path / "driver0.log") + _log(tmp_path / "driver1.log")
-            assert procs[0].poll() is None and procs[1].poll() is None
-            time.sleep(0.2)
+        wait_for(lambda: any("fault: hang" in _log(p) for p in sweep.glob("*/attempts/*/logs/node1.stderr.log")), 60,
+                 "node 1's hang", alive=procs, details=lambda: _log(tmp_path / "driver0.log") + _log(tmp_path / "driver1.log"),
+                 poll_s=0.2)
         procs[1].send_signal(signal.SIGKILL)  # node 1's driver dies mid-trial; its guard takes its agent along
         killed_at = time.monotonic()
         first = next(sweep.glob("*/attempts/*/logs/node1.stderr.log")).parents[3] / "trial.json"
-        while not first.exists():
-            assert time.monotonic() - killed_at < 60, _log(tmp_path / "driver0.log")
-            time.sleep(0.2)
+        wait_for(first.exists, 60, "the first trial's record after node 1's driver was killed",
+                 details=lambda: _log(tmp_path / "driver0.log"), poll_s=0.2)
         first_after = time.monotonic() - killed_at
         code0 = wait_or_kill(procs[0], 90)
         finished_after = time.monotonic() - killed_at

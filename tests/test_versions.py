@@ -16,7 +16,7 @@ from typing import Iterator, List
 
 import pytest
 
-from helpers.cli import only_sweep_dir, run_ddpbench, trials_in
+from helpers.cli import ONE_RANK, only_sweep_dir, run_ddpbench, trials_in
 from ddpbench.errors import ConfigError
 from ddpbench.versions import envs
 from ddpbench.versions.spec import parse_spec
@@ -114,7 +114,7 @@ def test_versions_naming_an_unswept_mode_is_refused(env_cache: Path, tmp_path: P
 def test_two_releases_side_by_side(env_cache: Path, tmp_path: Path) -> None:
     env = {envs.CACHE_ENV: str(env_cache)}
     args = ["-m", "mode=native,traceml", "versions={traceml:[0.4.2,0.5.0]}", "repeat=1", "model=tiny",
-            "stop.steps=3", "stop.warmup_steps=1", "trial.log_every=0"]
+            "stop.steps=3", "stop.warmup_steps=1", "trial.log_every=0", ONE_RANK]
     run = run_ddpbench(args, tmp_path, timeout=600, env=env)
     assert run.returncode == 0, run.stdout + run.stderr
     sweep = only_sweep_dir(tmp_path)
@@ -125,8 +125,8 @@ def test_two_releases_side_by_side(env_cache: Path, tmp_path: Path) -> None:
     for version in ("0.4.2", "0.5.0"):
         arm = by_mode[f"traceml=={version}"]["arm"]
         assert arm["version"] == version and arm["same_packages"] is True and arm["package_diff"] == []
-        assert Path(sweep / f"mode=traceml=={version},model=tiny,repeat=1,stop.steps=3,stop.warmup_steps=1,"
-                    "trial.log_every=0").is_dir()
+        assert Path(sweep / f"cluster.nproc_per_node=1,mode=traceml=={version},model=tiny,repeat=1,stop.steps=3,"
+                    "stop.warmup_steps=1,trial.log_every=0").is_dir()
     assert by_mode["native"]["arm"] is None
     report = (sweep / "report.md").read_text()
     assert "## Versions compared" in report and "traceml==0.4.2 (0.4.2) → traceml==0.5.0 (0.5.0)" in report

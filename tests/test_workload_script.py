@@ -163,7 +163,7 @@ def test_recorder_step_blocks_warmup_and_the_steps_stop(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_native_vs_traceml_figures_from_the_scripts_output(user_dir: Path) -> None:
     run = script_run(user_dir, "mode=native,traceml", 'workload.args="--steps=12 --width 16"', STEPS_PATTERN,
-                     "workload.units.steps_per_s=steps/s", multirun=True)
+                     "workload.units.steps_per_s=steps/s", ONE_RANK, multirun=True)
     assert run.returncode == 0, run.output
     sweep = only_sweep_dir(user_dir)
     trials = trials_in(sweep)
