@@ -108,13 +108,15 @@ def read_accounting(data: bytes) -> List[Ended]:
     return ended
 
 
-def busy_ticks(stat_text: str) -> Tuple[int, int]:
-    """(busy, all) clock ticks of the aggregate ``cpu`` line of /proc/stat; busy leaves out idle, iowait, steal."""
-    fields = [int(x) for x in stat_text.split("\n", 1)[0].split()[1:]]
-    user, nice, system, idle, iowait, irq, softirq = fields[:7]
-    steal = fields[7] if len(fields) > 7 else 0
-    busy = user + nice + system + irq + softirq
-    return busy, busy + idle + iowait + steal
+def busy_ticks(stat_text: str) -> int:
+    """Busy clock ticks of the aggregate ``cpu`` line of /proc/stat: user + nice + system + irq + softirq (not
+    idle, iowait or steal)."""
+    user, nice, system, _idle, _iowait, irq, softirq = (int(x) for x in stat_text.split("\n", 1)[0].split()[1:8])
+    return user + nice + system + irq + softirq
+
+
+def _busy_now() -> int:
+    return busy_ticks(Path("/proc/stat").read_text())
 
 
 def kind_of_command(command: str) -> Optional[str]:
@@ -122,7 +124,8 @@ def kind_of_command(command: str) -> Optional[str]:
     return next((kind for pattern, kind in COMMAND_RULES if re.search(pattern, command)), None)
 
 
-def classify(ended: Sequence[Ended], commands: Dict[Tuple[int, float], str], slack_s: float = 1.5) -> Dict[str, List[Ended]]:
+def classify(ended: Sequence[Ended], commands: Dict[Tuple[int, float], str],
+             slack_s: float = 1.5) -> Dict[str, List[Ended]]:
     """Every ended process under one kind of ``KINDS``.
 
     A process's command line is the sampled one with its pid and a start within ``slack_s`` of its record's
@@ -176,10 +179,11 @@ def classify(ended: Sequence[Ended], commands: Dict[Tuple[int, float], str], sla
 
 def _sample(sampled: Sampled, stop: threading.Event, period_s: float, busy_every_s: float, t0: float) -> None:
     """Record new processes' command lines every ``period_s`` and the busy CPUs every ``busy_every_s``."""
-    boot = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime"))
+    boot = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                if line.startswith("btime"))
     tick = os.sysconf("SC_CLK_TCK")
     known: set[int] = set()
-    last_busy, last_at = busy_ticks(Path("/proc/stat").read_text()), time.monotonic()
+    last_busy, last_at = _busy_now(), time.monotonic()
     n_cpus = os.cpu_count() or 1
     while not stop.wait(period_s):
         pids = {int(p) for p in os.listdir("/proc") if p.isdigit()}
@@ -193,8 +197,8 @@ def _sample(sampled: Sampled, stop: threading.Event, period_s: float, busy_every
             sampled.commands[(pid, start)] = command.strip()
         known = pids
         if time.monotonic() - last_at >= busy_every_s:
-            now_busy, now = busy_ticks(Path("/proc/stat").read_text()), time.monotonic()
-            cpus = (now_busy[0] - last_busy[0]) / tick / (now - last_at)
+            now_busy, now = _busy_now(), time.monotonic()
+            cpus = (now_busy - last_busy) / tick / (now - last_at)
             sampled.busy.append((now - t0, min(cpus, n_cpus)))
             last_busy, last_at = now_busy, now
 
@@ -243,7 +247,8 @@ def report(args: argparse.Namespace, wall_s: float, exit_code: int, last_line: s
         per_minute: Dict[int, List[float]] = defaultdict(list)
         for at, cpus in sampled.busy:
             per_minute[int(at // 60)].append(cpus)
-        lines += ["Busy CPUs per minute: " + " ".join(f"{sum(v) / len(v):.1f}" for _, v in sorted(per_minute.items())), ""]
+        means = (sum(v) / len(v) for _, v in sorted(per_minute.items()))
+        lines += ["Busy CPUs per minute: " + " ".join(f"{m:.1f}" for m in means), ""]
     return "\n".join(lines)
 
 
@@ -261,15 +266,16 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
     if not Path("/proc/stat").is_file():
         parser.error("needs Linux's /proc")
     why_no_census = "switched off (--no-census)" if args.no_census else _accounting_problem()
-    acct_file = Path(tempfile.mkstemp(prefix="suite-time-", suffix=".acct")[1])
+    acct_file = None
     if why_no_census is None:
+        acct_file = Path(tempfile.mkstemp(prefix="suite-time-", suffix=".acct")[1])
         started = subprocess.run(["accton", str(acct_file)], capture_output=True, text=True)
         if started.returncode != 0:
             why_no_census = f"accton failed: {started.stderr.strip() or started.stdout.strip()}"
     sampled, stop = Sampled(), threading.Event()
     load_before = load()
     t0 = time.monotonic()
-    busy0 = busy_ticks(Path("/proc/stat").read_text())[0]
+    busy0 = _busy_now()
     sampler = threading.Thread(target=_sample, args=(sampled, stop, args.sample_s, 5.0, t0), daemon=True)
     sampler.start()
     try:
@@ -281,13 +287,14 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
         stop.set()
         sampler.join()
     wall_s = time.monotonic() - t0
-    busy_s = (busy_ticks(Path("/proc/stat").read_text())[0] - busy0) / os.sysconf("SC_CLK_TCK")
+    busy_s = (_busy_now() - busy0) / os.sysconf("SC_CLK_TCK")
     tail = [line for line in run.stdout.splitlines() if line.strip()]
     last_line = tail[-1].strip("= ") if tail else ""
     kinds = None
-    if why_no_census is None:
-        kinds = classify(read_accounting(acct_file.read_bytes()), sampled.commands)
-    acct_file.unlink(missing_ok=True)
+    if acct_file is not None:
+        if why_no_census is None:
+            kinds = classify(read_accounting(acct_file.read_bytes()), sampled.commands)
+        acct_file.unlink(missing_ok=True)
     text = report(args, wall_s, run.returncode, last_line, busy_s, sampled, kinds, why_no_census, load_before)
     print(text)
     write_out(args.out, text, {"wall_s": wall_s, "busy_cpu_s": busy_s, "exit_code": run.returncode,

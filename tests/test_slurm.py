@@ -32,8 +32,8 @@ def _squeue(cluster: SlurmCluster) -> List[List[str]]:
 
 
 def _assert_queue_empty(cluster: SlurmCluster, wait_s: float = 15.0) -> None:
-    wait_for(lambda: not _squeue(cluster), wait_s, "an empty SLURM queue", details=lambda: f"jobs left: {_squeue(cluster)}",
-             poll_s=0.5)
+    wait_for(lambda: not _squeue(cluster), wait_s, "an empty SLURM queue",
+             details=lambda: f"jobs left: {_squeue(cluster)}", poll_s=0.5)
 
 
 @pytest.mark.slurm

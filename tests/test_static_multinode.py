@@ -227,8 +227,8 @@ def test_node_killed_mid_trial_fails_that_trial_within_bound(pair: Pair, tmp_pat
     sweep = tmp_path / "outputs" / "multirun" / name
     try:
         wait_for(lambda: any("fault: hang" in _log(p) for p in sweep.glob("*/attempts/*/logs/node1.stderr.log")), 60,
-                 "node 1's hang", alive=procs, details=lambda: _log(tmp_path / "driver0.log") + _log(tmp_path / "driver1.log"),
-                 poll_s=0.2)
+                 "node 1's hang", alive=procs, poll_s=0.2,
+                 details=lambda: _log(tmp_path / "driver0.log") + _log(tmp_path / "driver1.log"))
         procs[1].send_signal(signal.SIGKILL)  # node 1's driver dies mid-trial; its guard takes its agent along
         killed_at = time.monotonic()
         first = next(sweep.glob("*/attempts/*/logs/node1.stderr.log")).parents[3] / "trial.json"
