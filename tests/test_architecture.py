@@ -1,10 +1,12 @@
-"""The architecture as a checked contract: import layers (import-linter) and file sizes."""
+"""The architecture as a checked contract: import layers (import-linter), types (mypy) and file sizes."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 #: most lines a source file may have unless it holds one idea
@@ -24,6 +26,19 @@ def test_import_layers_hold() -> None:
                           timeout=300)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "0 broken" in proc.stdout, proc.stdout[-2000:]
+
+
+@pytest.mark.slow
+def test_types_hold() -> None:
+    """mypy over src/ with pyproject.toml's [tool.mypy] settings, on the interpreter under test.
+
+    Slow (about 80 CPU s without a cache: it reads torch's own annotations), so it runs beside the other tests
+    instead of before them.
+    """
+    proc = subprocess.run([sys.executable, "-m", "mypy", "src"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert proc.stdout.startswith("Success: no issues found in "), proc.stdout[-2000:]
 
 
 def test_source_files_stay_small() -> None:

@@ -131,12 +131,13 @@ def test_unsynchronised_stop_with_skew_ends_failed_or_timeout_never_hangs(tmp_pa
 
 
 def test_two_sweeps_at_once_both_complete(tmp_path: Path) -> None:
-    args = ["-m", "mode=native", "repeat=1-2", *FAST, ONE_RANK]
+    """Two sweeps started in the same second in one folder: two sweep dirs, no shared port, both finish."""
+    args = ["-m", "mode=native", "repeat=1", *FAST, ONE_RANK]
     with ThreadPoolExecutor(max_workers=2) as pool:
         runs = list(pool.map(lambda _: run_ddpbench(args, tmp_path), range(2)))
     assert all(r.returncode == 0 for r in runs), [r.output for r in runs]
     sweeps = [p for p in (tmp_path / "outputs" / "multirun").iterdir() if p.is_dir()]
     assert len(sweeps) == 2
     for sweep in sweeps:
-        assert [t["status"] for t in trials_in(sweep)] == ["ok", "ok"]
+        assert [t["status"] for t in trials_in(sweep)] == ["ok"]
     assert_nothing_left(str(tmp_path))
