@@ -7,5 +7,6 @@ set -euo pipefail
 [ $# -eq 1 ] || { echo "copy-checkout: error: usage: scripts/copy-checkout.sh DEST" >&2; exit 2; }
 mkdir -p "$1"
 tar -C "$(dirname "$0")/.." --exclude=./build --exclude=./dist --exclude=./.git --exclude=./outputs --exclude=./.whl \
-    --exclude=./.venv --exclude=./.mypy_cache --exclude=./.pytest_cache --exclude=./.slurm --exclude=./.import_linter_cache \
+    --exclude=./.venv --exclude=./.mypy_cache --exclude=./.pytest_cache --exclude=./.import_linter_cache \
+    --exclude=./.slurm \
     --exclude='*.egg-info' --exclude=__pycache__ -cf - . | tar -xf - -C "$1"
