@@ -5,6 +5,7 @@ Nothing of ddpbench in it: under ddpbench the recorder attaches itself to the Tr
 """
 
 import argparse
+import gc
 
 import lightning.pytorch as pl
 import torch
@@ -35,6 +36,9 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=32)
     parser.add_argument("--grad-accum", type=int, default=1)
     parser.add_argument("--crash-at-step", type=int, default=None)
+    parser.add_argument("--end-process-group", action="store_true",
+                        help="free the model and end the process group after fit, as a careful script does "
+                             "(without ddpbench's recorder nothing else ends it before the interpreter exits)")
     args = parser.parse_args()
 
     generator = torch.Generator().manual_seed(0)
@@ -44,6 +48,11 @@ def main() -> None:
                          accumulate_grad_batches=args.grad_accum, logger=False, enable_checkpointing=False,
                          enable_progress_bar=False, enable_model_summary=False)
     trainer.fit(Regressor(args.width, args.crash_at_step), loader)
+    if args.end_process_group and torch.distributed.is_initialized():
+        del trainer
+        gc.collect()
+        torch.distributed.barrier()
+        torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import os
 from typing import Any, Mapping, Optional
 
 from ddpbench.workload.frameworks import ENV_PROFILER_SCHEDULE
+from ddpbench.workload.frameworks.clean_exit import end_process_group_at_exit
 from ddpbench.workload.recorder import ENV_STOP_DURATION_S, ENV_STOP_STEPS, ENV_WARMUP_STEPS, Recorder
 
 UNBOUNDED = -1
@@ -58,7 +59,8 @@ class TrainerSteps:
         return self.recorder.should_stop()
 
     def finish(self) -> None:
-        """Write this rank's record (nothing if training never started)."""
+        """Write this rank's record (nothing if training never started); end the process group at exit."""
+        end_process_group_at_exit()
         if self.recorder is not None:
             loss = self.loss.detach().float().cpu() if hasattr(self.loss, "detach") else self.loss
             self.recorder.finish(loss=loss)
