@@ -3,11 +3,10 @@
 Neither Lightning under ``torchrun`` nor the HF Trainer destroys the default process group at the end of
 training: the group and the DDP reducer that holds it are freed during interpreter shutdown. On gloo a
 rank can then tear down its pairs while a peer's gloo threads still use them, and the rank dies with
-SIGABRT ("terminate called without an active exception") after training finished: seen in 3 of 37
-short 2-rank Lightning trials on this 2-core VM with three trials running side by side (torch 2.13,
-Lightning 2.6). The trial then fails although it trained. The harness frees its model and ends its group
-before returning (:func:`ddpbench.workload.harness.release_model`); this module does the same for a
-Trainer, once its training has ended on this rank.
+SIGABRT ("terminate called without an active exception") after training finished, and the trial fails
+although it trained (how often: docs/workload.md). The harness frees its model and ends its group before
+returning (:func:`ddpbench.workload.harness.release_model`); this module does the same for a Trainer, once
+its training has ended on this rank.
 """
 
 from __future__ import annotations
@@ -20,15 +19,11 @@ import sys
 #: the longest a rank waits at exit for its peers to end training too, s; past it the rank ends its group alone
 BARRIER_TIMEOUT_S = 60.0
 
-_registered = False
-
 
 def end_process_group_at_exit() -> None:
     """Arrange, once per process, for :func:`end_process_group` to run when the interpreter exits normally."""
-    global _registered
-    if not _registered:
-        atexit.register(end_process_group)
-        _registered = True
+    atexit.unregister(end_process_group)  # a second Trainer's end moves it, it does not add one
+    atexit.register(end_process_group)
 
 
 def end_process_group(timeout_s: float = BARRIER_TIMEOUT_S) -> None:
