@@ -80,15 +80,26 @@ print(sum(1 for node in ray.nodes() if node["Alive"]))
 EOF
 }
 
-wait_nodes() {  # wait until the cluster reports $1 nodes alive
-    local want=$1 deadline=$((SECONDS + TIMEOUT)) have=0
+node_ready() {  # "ALIVE OFFERED": nodes alive, and 1 when the scheduler offers node $1's resource node<N>, else 0
+    RAY_ADDRESS="$HOST:$PORT" N="$1" timeout 30 "$(dirname "$(ray_bin)")/python" - <<'EOF' 2>/dev/null || echo "0 0"
+import os
+import ray
+ray.init(address="auto", logging_level="ERROR", log_to_driver=False)
+alive = sum(1 for node in ray.nodes() if node["Alive"])
+offered = ray.available_resources().get(f"node{os.environ['N']}", 0) >= 1  # the view a placement group waits on
+print(alive, int(offered))
+EOF
+}
+
+wait_nodes() {  # wait until the cluster reports $1 nodes alive and its scheduler offers node $1-1's resources
+    local want=$1 last=$(($1 - 1)) deadline=$((SECONDS + TIMEOUT)) have=0 offered=0
     while [ $SECONDS -lt $deadline ]; do
-        alive "$DIR/node$((want - 1)).pid" || die "node$((want - 1)) exited while starting: $(tail -n1 "$DIR/node$((want - 1)).log")"
-        have=$(nodes_alive | tail -n1)
-        [ "$have" = "$want" ] && return 0
+        alive "$DIR/node$last.pid" || die "node$last exited while starting: $(tail -n1 "$DIR/node$last.log")"
+        read -r have offered < <(node_ready "$last" | tail -n1)
+        [ "$have" = "$want" ] && [ "$offered" = 1 ] && return 0
         sleep 1
     done
-    die "the cluster reports $have of $want node(s) alive after ${TIMEOUT} s (see $DIR/node*.log)"
+    die "the cluster reports $have of $want node(s) alive and node$last's resources $([ "$offered" = 1 ] || echo "not ")offered after ${TIMEOUT} s (see $DIR/node*.log)"
 }
 
 stop_node() {  # SIGTERM node $1's process group, then SIGKILL what is left of it

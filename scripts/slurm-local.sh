@@ -14,6 +14,8 @@
 #   SLURM_LOCAL_CTLD_PORT  slurmctld port             (default 6817)
 #   SLURM_LOCAL_NODE_PORT  first of two slurmd ports  (default 17001; n2 gets +1)
 #   SLURM_LOCAL_TIMEOUT    seconds to wait for each start/stop phase (default 30)
+#   SLURM_LOCAL_MUNGE_SOCKET  the munged socket the cluster uses (default /run/munge/munge.socket.2); another
+#                          path gives the cluster a munged of its own (its pid, seed and log files beside it)
 set -u -o pipefail
 
 PROG=slurm-local
@@ -22,7 +24,19 @@ NODES=(n1 n2)
 CTLD_PORT=${SLURM_LOCAL_CTLD_PORT:-6817}
 NODE_PORT=${SLURM_LOCAL_NODE_PORT:-17001}
 TIMEOUT=${SLURM_LOCAL_TIMEOUT:-30}
-MUNGE_PIDFILE=/run/munge/munged.pid
+DEFAULT_MUNGE_SOCKET=/run/munge/munge.socket.2
+MUNGE_SOCKET=${SLURM_LOCAL_MUNGE_SOCKET:-$DEFAULT_MUNGE_SOCKET}
+if [ "$MUNGE_SOCKET" = "$DEFAULT_MUNGE_SOCKET" ]; then
+    MUNGE_PIDFILE=/run/munge/munged.pid
+    MUNGED_FILES=()
+else
+    MUNGE_PIDFILE=$MUNGE_SOCKET.pid
+    MUNGED_FILES=("--socket=$MUNGE_SOCKET" "--pid-file=$MUNGE_PIDFILE" "--seed-file=$MUNGE_SOCKET.seed"
+                  "--log-file=$MUNGE_SOCKET.log")
+fi
+# Held while one start decides whether to start munged and starts its daemons, and while one stop decides
+# whether to stop munged: two starts at the same moment would otherwise both find no munged and start one each.
+MUNGE_LOCK=$MUNGE_SOCKET.slurm-local.lock
 
 say() { echo "$PROG: $*" >&2; }
 die() { echo "$PROG: error: $*" >&2; exit 1; }
@@ -89,7 +103,26 @@ count_running() {
     echo "$running $total"
 }
 
-munge_ok() { timeout 5 munge -n 2>/dev/null | timeout 5 unmunge >/dev/null 2>&1; }
+munge_ok() { timeout 5 munge -S "$MUNGE_SOCKET" -n 2>/dev/null | timeout 5 unmunge -S "$MUNGE_SOCKET" >/dev/null 2>&1; }
+
+# lock_munge: take MUNGE_LOCK on fd 9 (bounded; a no-op when this process holds it); unlock_munge: let it go.
+# Every daemon is started with fd 9 closed, or it would hold the lock for its whole life.
+MUNGE_LOCKED=0
+lock_munge() {
+    [ "$MUNGE_LOCKED" = 1 ] && return 0
+    mkdir -p "$(dirname "$MUNGE_LOCK")" || die "cannot create $(dirname "$MUNGE_LOCK")"
+    exec 9>>"$MUNGE_LOCK" || die "cannot open $MUNGE_LOCK"
+    flock -w $((2 * TIMEOUT)) 9 || die "another slurm-local start or stop held $MUNGE_LOCK for over $((2 * TIMEOUT))s"
+    MUNGE_LOCKED=1
+}
+unlock_munge() { [ "$MUNGE_LOCKED" = 1 ] && exec 9>&-; MUNGE_LOCKED=0; }
+
+# conf_socket CONF: the munged socket a slurm.conf names (AuthInfo=socket=...), else the default one.
+conf_socket() {
+    local s
+    s=$(sed -n 's/^AuthInfo=.*socket=\([^,]*\).*/\1/p' "$1" 2>/dev/null | head -n 1)
+    echo "${s:-$DEFAULT_MUNGE_SOCKET}"
+}
 
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
@@ -115,9 +148,17 @@ cmd_install() {
     say "installed slurm-wlm and munge in $(elapsed_since "$t0") s"
 }
 
-start_munge() {
+start_munge() {  # call with MUNGE_LOCK held
+    local until; until=$(deadline_in "$TIMEOUT")
+    if ! munge_ok && pid_alive "$(pidfile_pid "$MUNGE_PIDFILE")" munged; then
+        say "munged (pid $(pidfile_pid "$MUNGE_PIDFILE")) runs but does not answer yet: waiting for it"
+        until munge_ok; do
+            deadline_passed "$until" && die "munged (pid $(pidfile_pid "$MUNGE_PIDFILE")) did not answer on $MUNGE_SOCKET within ${TIMEOUT}s"
+            sleep 0.1
+        done
+    fi
     if munge_ok; then
-        say "munged already answers; using it (stop will leave it running)"
+        say "munged already answers on $MUNGE_SOCKET; using it (stop will leave it running)"
         rm -f "$RUN/munged.ours"
         return 0
     fi
@@ -130,16 +171,15 @@ start_munge() {
         chown munge:munge /etc/munge /etc/munge/munge.key && chmod 700 /etc/munge && chmod 600 /etc/munge/munge.key
     fi
     local d
-    for d in /run/munge /var/log/munge /var/lib/munge; do
+    for d in "$(dirname "$MUNGE_SOCKET")" /var/log/munge /var/lib/munge; do
         mkdir -p "$d" && chown munge:munge "$d" || die "cannot prepare $d for the munge user"
     done
-    chmod 755 /run/munge
+    chmod 755 "$(dirname "$MUNGE_SOCKET")"
     # munged refuses to run as root with Debian's key ("Keyfile is insecure"): run it as munge.
-    runuser -u munge -- /usr/sbin/munged </dev/null >"$LOG/munged.stderr" 2>&1 \
+    runuser -u munge -- /usr/sbin/munged "${MUNGED_FILES[@]}" </dev/null >"$LOG/munged.stderr" 2>&1 9>&- \
         || die "munged failed to start: $(tail -n 1 "$LOG/munged.stderr" 2>/dev/null)"
-    local until; until=$(deadline_in "$TIMEOUT")
     until munge_ok; do
-        deadline_passed "$until" && die "munged did not answer within ${TIMEOUT}s (see /var/log/munge/munged.log)"
+        deadline_passed "$until" && die "munged did not answer on $MUNGE_SOCKET within ${TIMEOUT}s (see its log)"
         sleep 0.1
     done
     local pid; pid=$(pidfile_pid "$MUNGE_PIDFILE")
@@ -175,6 +215,7 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
+$([ "$MUNGE_SOCKET" = "$DEFAULT_MUNGE_SOCKET" ] || echo "AuthInfo=socket=$MUNGE_SOCKET")
 StateSaveLocation=${DIR}/state
 SlurmdSpoolDir=${DIR}/spool/%n
 SlurmctldPidFile=${RUN}/slurmctld.pid
@@ -206,7 +247,7 @@ EOF
 start_daemon() { # name comm pidfile cmd...
     local name=$1 comm=$2 pf=$3; shift 3
     rm -f "$pf"
-    SLURM_CONF="$CONF" "$@" </dev/null >"$LOG/$name.stderr" 2>&1 \
+    SLURM_CONF="$CONF" "$@" </dev/null >"$LOG/$name.stderr" 2>&1 9>&- \
         || { cmd_stop_quiet; die "$name failed to start: $(tail -n 1 "$LOG/$name.stderr" 2>/dev/null) (see $LOG/$name.log)"; }
     local until; until=$(deadline_in "$TIMEOUT")
     until pid_alive "$(pidfile_pid "$pf")" "$comm"; do
@@ -232,6 +273,7 @@ cmd_start() {
         say "partly running in $DIR ($running of $total daemons): stopping it first"
         cmd_stop_quiet
     fi
+    lock_munge
     local p
     for p in "$CTLD_PORT" "$NODE_PORT" $((NODE_PORT + 1)); do
         port_in_use "$p" && die "port $p is in use (another SLURM cluster? stop it, or set SLURM_LOCAL_CTLD_PORT / SLURM_LOCAL_NODE_PORT)"
@@ -248,6 +290,7 @@ cmd_start() {
     for n in "${NODES[@]}"; do
         start_daemon "slurmd-$n" slurmd "$RUN/slurmd-$n.pid" slurmd -f "$CONF" -N "$n"
     done
+    unlock_munge  # its daemons run: a stop elsewhere now sees them using munged
     local until states; until=$(deadline_in "$TIMEOUT")
     while :; do
         states=$(node_states)
@@ -262,21 +305,29 @@ cmd_start() {
     print_env
 }
 
-# other_slurm_pids: live slurmctld/slurmd/slurmstepd processes on this host not named by this DIR's pid files.
+# other_slurm_pids: live slurmctld/slurmd processes on this host, not named by this DIR's pid files, whose
+# slurm.conf (their -f, else /etc/slurm/slurm.conf) uses this cluster's munged socket; with the default socket,
+# slurmstepd processes too (their slurm.conf cannot be told).
 other_slurm_pids() {
-    local ours=" " name comm pf p c
+    local ours=" " name comm pf p c conf
     while read -r name comm pf; do ours+="$(pidfile_pid "$pf") "; done < <(daemon_list)
     for p in /proc/[0-9]*; do
         p=${p#/proc/}
         c=$(cat "/proc/$p/comm" 2>/dev/null) || continue
         case "$c" in slurmctld | slurmd | slurmstepd) ;; *) continue ;; esac
         case "$ours" in *" $p "*) continue ;; esac
+        if [ "$c" = slurmstepd ]; then
+            [ "$MUNGE_SOCKET" = "$DEFAULT_MUNGE_SOCKET" ] || continue
+        else
+            conf=$(tr '\0' '\n' <"/proc/$p/cmdline" 2>/dev/null | sed -n '/^-f$/{n;p;q}')
+            [ "$(conf_socket "${conf:-/etc/slurm/slurm.conf}")" = "$MUNGE_SOCKET" ] || continue
+        fi
         pid_alive "$p" "$c" && echo "$p"
     done
 }
 
-# hand_over_munged PID: let another cluster of this script (found via its slurmctld's `-f DIR/slurm.conf`)
-# own the munged we started, so that its stop ends munged.
+# hand_over_munged PID: let another cluster of this script that uses the same munged (found via its slurmctld's
+# `-f DIR/slurm.conf`) own the munged we started, so that its stop ends munged.
 hand_over_munged() {
     local p conf other
     for p in $(other_slurm_pids); do
@@ -304,6 +355,7 @@ do_stop() {
     fi
     while read -r name comm pf; do
         pid=$(pidfile_pid "$pf")
+        [ "$name" = munged ] && lock_munge  # no start elsewhere takes this munged up while it is stopped
         if [ "$name" = munged ] && pid_alive "$pid" "$comm" && [ -n "$(other_slurm_pids)" ]; then
             say "leaving munged (pid $pid) running: other SLURM daemons on this host use it ($(other_slurm_pids | tr '\n' ' '))"
             hand_over_munged "$pid"

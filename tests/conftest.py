@@ -62,27 +62,54 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 #: the worker group of the quiet tests that need no shared fixture
 QUIET_GROUP = "quiet"
 
+#: the worker group of each shared resource, by the fixture that gives it. A session fixture is made once per
+#: worker, so every test that needs one resource must run on one worker, or the run starts it twice (two
+#: SLURM clusters, two caches of tool environments). The first resource a test needs, in this order, decides.
+RESOURCE_GROUPS = {
+    "slurm_cluster": "slurm",
+    "ray_cluster": "ray",
+    "env_cache": "tool-environments",
+    "downloads": "tool-environments",
+}
+#: the worker group of the tests a marker says need a resource, with or without its fixture
+MARKER_GROUPS = {"slurm": "slurm"}
+
+
+def worker_group(item: pytest.Item) -> str | None:
+    """The ``xdist_group`` a test runs in, by what it needs: its resource (:data:`RESOURCE_GROUPS`, then
+    :data:`MARKER_GROUPS`), else its other session-scoped fixture, else its module when a module-scoped fixture
+    is shared, else the quiet group for a quiet test; None when it can run anywhere."""
+    needs = set(getattr(item, "fixturenames", ()))
+    for fixture, group in RESOURCE_GROUPS.items():
+        if fixture in needs:
+            return group
+    for marker, group in MARKER_GROUPS.items():
+        if item.get_closest_marker(marker):
+            return group
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    scoped = sorted((fixture_defs[-1].scope, name) for name, fixture_defs in defs.items()
+                    if fixture_defs and fixture_defs[-1].scope in ("session", "module") and name != "tmp_path_factory"
+                    and not name.startswith(("_", "worker_id", "testrun_uid")))
+    sessions = [name for scope, name in scoped if scope == "session"]
+    if sessions:
+        return sessions[0]
+    if scoped:
+        return item.module.__name__ if item.module else item.nodeid
+    if item.get_closest_marker("quiet"):
+        return QUIET_GROUP
+    return None
+
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
-    """Under ``pytest -n N --dist loadgroup``: the tests of one session-scoped resource (the SLURM cluster,
-    the tool-version environments) share a worker, as do the tests of a module with a
-    module-scoped fixture (its sweep runs once), and the ``quiet`` tests (one after the other, first). A test's
-    own ``xdist_group`` mark stays."""
+    """Under ``pytest -n N --dist loadgroup``: each test joins the worker group of what it needs
+    (:func:`worker_group`). A test's own ``xdist_group`` mark stays."""
     for item in items:
         if item.get_closest_marker("xdist_group"):
             continue
-        defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
-        scoped = sorted((fixture_defs[-1].scope, name) for name, fixture_defs in defs.items()
-                        if fixture_defs and fixture_defs[-1].scope in ("session", "module") and name != "tmp_path_factory"
-                        and not name.startswith(("_", "worker_id", "testrun_uid")))
-        sessions = [name for scope, name in scoped if scope == "session"]
-        if sessions:
-            item.add_marker(pytest.mark.xdist_group(sessions[0]))
-        elif scoped:
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))
-        elif item.get_closest_marker("quiet"):
-            item.add_marker(pytest.mark.xdist_group(QUIET_GROUP))
+        group = worker_group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
     if os.environ.get("PYTEST_XDIST_WORKER"):
         _schedule_order(items)
 

@@ -24,8 +24,9 @@ from helpers.processes import wait_for
 from helpers.ray_cluster import RayCluster, ray_cluster  # noqa: F401  (the module's cluster)
 
 FAST = ["model=tiny", "stop.steps=30", "stop.warmup_steps=3"]
-RAY_2NODE = ["cluster=ray_cpu_2node", "cluster.nproc_per_node=2", "cluster.ray.node_resources=[{node0:1},{node1:1}]",
-             "cluster.ray.placement_timeout_s=10"]
+RAY_2NODE = ["cluster=ray_cpu_2node", "cluster.nproc_per_node=2", "cluster.ray.node_resources=[{node0:1},{node1:1}]"]
+#: the placement bound of a test whose trial's placement group can never fit (seconds)
+NEVER_FITS_S = 20
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +68,8 @@ def _start_sweep_hung_on_node_1(tmp_path: Path, repeat: str) -> Tuple[str, subpr
     """A sweep of native trials on both Ray nodes whose rank 2 (node 1) hangs at timed step 5 of every trial, the
     others waiting for it in the all-reduce: (sweep name, driver, its log, sweep dir) once node 1 says it hangs."""
     name = f"ray-{uuid.uuid4().hex[:8]}"
-    args = ["-m", "mode=native", f"repeat={repeat}", *FAST, *RAY_2NODE, "fault.hang_at_step=5", "fault.rank=2",
+    args = ["-m", "mode=native", f"repeat={repeat}", *FAST, *RAY_2NODE, f"cluster.ray.placement_timeout_s={NEVER_FITS_S}",
+            "fault.hang_at_step=5", "fault.rank=2",
             "trial.collective_timeout_s=60", "trial.timeout_s=120", f"sweep_name={name}"]
     log = tmp_path / "driver.log"
     driver = start_ddpbench(args, tmp_path, log=log)
@@ -103,10 +105,25 @@ def test_node_stopped_mid_trial_fails_it_and_the_sweep_goes_on(ray_cluster: RayC
     assert "Ray actor died" in trials[0]["error"], trials[0]["error"]
     # the sweep went on: with one node left the next trial's placement group never fits, within its bound
     assert "no Ray nodes offer" in trials[1]["error"], trials[1]["error"]
-    assert finished_after < 10 + 10 + 30, finished_after
+    assert finished_after < 10 + NEVER_FITS_S + 30, finished_after
     assert "[2/2]" in output
     assert_nothing_left(name)
     assert restarted.returncode == 0, restarted.stderr
+
+
+@pytest.mark.slow
+def test_a_placement_that_times_out_fails_the_trial_and_leaves_no_placement_group(ray_cluster: RayCluster,
+                                                                                   tmp_path: Path) -> None:
+    name = f"ray-{uuid.uuid4().hex[:8]}"
+    run = run_ddpbench(["-m", "mode=native", "repeat=1", *FAST, "cluster=ray_cpu", "cluster.nproc_per_node=1",
+                        "cluster.ray.node_resources=[{no_such_node:1}]", "cluster.ray.placement_timeout_s=3",
+                        f"sweep_name={name}"], tmp_path, timeout=120)
+    assert run.returncode == 1, run.output
+    [trial] = trials_in(tmp_path / "outputs" / "multirun" / name)
+    assert trial["status"] == "failed" and "no Ray nodes offer" in trial["error"], trial["error"]
+    groups = _ddpbench_groups(ray_cluster.address)
+    assert groups and all(g["state"] == "REMOVED" for g in groups), groups
+    assert_nothing_left(name)
 
 
 def test_ray_address_that_does_not_answer_stops_before_any_trial(tmp_path: Path) -> None:

@@ -5,15 +5,17 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import shutil
 import textwrap
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 
 from ddpbench.slurm import wait as slurm_state
 from helpers.processes import wait_for
-from helpers.slurm import REPO, SlurmCluster, slurm_cluster  # noqa: F401  (fixture)
+from helpers.slurm import REPO, SCRIPT, SlurmCluster, available, free_ports, script, slurm_cluster  # noqa: F401
 
 JOB_TIMEOUT_S = 60.0
 
@@ -129,6 +131,41 @@ def test_job_state_unknown_job(slurm_cluster: SlurmCluster) -> None:
     assert slurm_state.is_terminal(None)
     with pytest.raises(ValueError):
         slurm_state.job_state("1; rm -rf /")
+
+
+@pytest.mark.slurm
+def test_two_clusters_started_at_the_same_moment_share_one_munged(tmp_path: Path) -> None:
+    """Two starts in two folders, released together, with a munged socket no other cluster uses: both find no
+    munged, one starts it and the other waits for it. Each cluster runs a job; stopping both ends munged."""
+    available()
+    socket = Path(f"/run/ddpbench-munge-{uuid.uuid4().hex[:8]}") / "munge.socket"
+    first = free_ports()
+    second = free_ports(taken=tuple(int(port) for port in first.values()) + (int(first["SLURM_LOCAL_NODE_PORT"]) + 1,))
+    go = tmp_path / "go"
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    starts = [subprocess.Popen(["bash", "-c", f'until [ -e "{go}" ]; do sleep 0.01; done; exec bash "{SCRIPT}" start "{d}"'],
+                               env={**os.environ, **ports, "SLURM_LOCAL_MUNGE_SOCKET": str(socket)}, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+              for d, ports in zip(dirs, (first, second))]
+    env = {**os.environ, "SLURM_LOCAL_MUNGE_SOCKET": str(socket)}
+    try:
+        go.touch()
+        outputs = [start.communicate(timeout=120) for start in starts]
+        assert [start.returncode for start in starts] == [0, 0], outputs
+        assert sum((d / "run" / "munged.ours").is_file() for d in dirs) == 1, outputs  # one munged, started once
+        for d in dirs:
+            job = subprocess.run(["srun", "-N", "2", "hostname"], env={**env, "SLURM_CONF": str(d / "slurm.conf")},
+                                 capture_output=True, text=True, timeout=60)
+            assert job.returncode == 0 and len(job.stdout.split()) == 2, (job.stdout, job.stderr)
+        munged = int((socket.parent / "munge.socket.pid").read_text())
+    finally:
+        for start in starts:
+            if start.poll() is None:
+                start.kill()
+        stops = [script("stop", str(d), env=env, timeout=120) for d in dirs]
+        shutil.rmtree(socket.parent, ignore_errors=True)
+    assert [stop.returncode for stop in stops] == [0, 0], [stop.stderr for stop in stops]
+    assert not _alive(munged)  # the second stop ended the munged the first handed over
 
 
 _FIXTURE_USER = textwrap.dedent(

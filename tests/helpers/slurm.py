@@ -84,16 +84,26 @@ def _port_free(port: int) -> bool:
     return True
 
 
-def _free_ports() -> dict[str, str]:
-    """slurmctld port and the first of two consecutive slurmd ports, all free now."""
-    ctld = next((p for p in [6817, *range(6830, 6900)] if _port_free(p)), None)
-    node = next((p for p in range(17001, 17201, 2) if _port_free(p) and _port_free(p + 1)), None)
+def free_ports(taken: tuple[int, ...] = ()) -> dict[str, str]:
+    """slurmctld port and the first of two consecutive slurmd ports, all free now and none of ``taken``."""
+    ctld = next((p for p in [6817, *range(6830, 6900)] if p not in taken and _port_free(p)), None)
+    node = next((p for p in range(17001, 17201, 2)
+                 if not {p, p + 1} & set(taken) and _port_free(p) and _port_free(p + 1)), None)
     if ctld is None or node is None:
         pytest.fail("no free ports for the local SLURM cluster", pytrace=False)
     return {"SLURM_LOCAL_CTLD_PORT": str(ctld), "SLURM_LOCAL_NODE_PORT": str(node)}
 
 
-def _script(*args: str, env: dict[str, str] | None = None, timeout: float) -> subprocess.CompletedProcess[str]:
+def available() -> None:
+    """Skip (fail under CI=true) unless this machine can start a local cluster: sbatch installed, root."""
+    if shutil.which("sbatch") is None:
+        _unavailable("sbatch not found (install SLURM: sudo scripts/slurm-local.sh install)")
+    if os.geteuid() != 0:
+        _unavailable("the local SLURM cluster needs root (scripts/slurm-local.sh starts daemons)")
+
+
+def script(*args: str, env: dict[str, str] | None = None, timeout: float) -> subprocess.CompletedProcess[str]:
+    """``scripts/slurm-local.sh ARGS...``, its output captured."""
     return subprocess.run(
         ["bash", str(SCRIPT), *args],
         capture_output=True,
@@ -111,25 +121,21 @@ def _last_line(text: str) -> str:
 
 
 def _start(config: pytest.Config) -> SlurmCluster:
-    if shutil.which("sbatch") is None:
-        _unavailable("sbatch not found (install SLURM: sudo scripts/slurm-local.sh install)")
-    if os.geteuid() != 0:
-        _unavailable("the local SLURM cluster needs root (scripts/slurm-local.sh starts daemons)")
-
+    available()
     fixed = os.environ.get("DDPBENCH_SLURM_DIR")
     if fixed:
         cluster_dir = Path(fixed).resolve()
-        if _script("status", str(cluster_dir), timeout=30).returncode == 0:
+        if script("status", str(cluster_dir), timeout=30).returncode == 0:
             return _cluster(cluster_dir, started_here=False)
         env = dict(os.environ)
     else:
         cluster_dir = Path(tempfile.mkdtemp(prefix="ddpbench-slurm-", dir="/tmp"))
-        env = {**os.environ, **_free_ports()}
+        env = {**os.environ, **free_ports()}
 
     try:
-        proc = _script("start", str(cluster_dir), env=env, timeout=START_TIMEOUT_S)
+        proc = script("start", str(cluster_dir), env=env, timeout=START_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        _script("stop", str(cluster_dir), timeout=STOP_TIMEOUT_S)
+        script("stop", str(cluster_dir), timeout=STOP_TIMEOUT_S)
         pytest.fail(f"scripts/slurm-local.sh start took over {START_TIMEOUT_S:g} s (logs: {cluster_dir}/log)",
                     pytrace=False)
     if proc.returncode != 0:
@@ -157,7 +163,7 @@ def _stop(cluster: SlurmCluster, session: pytest.Session, old_conf: str | None) 
     if not cluster.started_here:
         return
     try:
-        proc = _script("stop", str(cluster.dir), timeout=STOP_TIMEOUT_S)
+        proc = script("stop", str(cluster.dir), timeout=STOP_TIMEOUT_S)
         ok = proc.returncode == 0
         if not ok:
             sys.stderr.write(f"\nslurm-local stop failed: {_last_line(proc.stderr)}\n")

@@ -46,6 +46,8 @@ MASTER_ADDR_TOKEN = "@DDPBENCH_RAY_MASTER_ADDR@"
 RAY_CURRENT_CLUSTER = Path("/tmp/ray/ray_current_cluster")
 #: seconds between the trial process's checks of its actors
 POLL_S = 0.5
+#: seconds the trial process waits for Ray to remove its placement group (removal is asynchronous)
+REMOVE_WAIT_S = 30.0
 
 
 # --------------------------------------------------------------------------- the driver side (registry)
@@ -260,9 +262,26 @@ class TrialProcess:
                     pass
             if self.pg is not None:
                 remove_placement_group(self.pg)
+                _wait_removed(self.pg, REMOVE_WAIT_S)
                 self.pg = None
         except Exception as error:  # the cluster went away: Ray frees a dead driver's group itself
             print(f"ddpbench: ray: cleanup: {_first_line(error)}", file=sys.stderr, flush=True)
+
+
+def _wait_removed(pg: Any, bound_s: float) -> None:
+    """Return once Ray lists ``pg`` as REMOVED (removal is asynchronous), or after ``bound_s`` seconds with one
+    line on stderr: a trial's placement group never outlives its trial process unseen."""
+    from ray.util.placement_group import placement_group_table
+
+    deadline = time.monotonic() + bound_s
+    state = placement_group_table(pg).get("state")
+    while state != "REMOVED":
+        if time.monotonic() > deadline:
+            print(f"ddpbench: ray: cleanup: placement group {pg.id.hex()} still {state} after {bound_s:g} s",
+                  file=sys.stderr, flush=True)
+            return
+        time.sleep(0.05)
+        state = placement_group_table(pg).get("state")
 
 
 def _first_line(error: BaseException) -> str:
@@ -336,6 +355,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     except Exception as failed:  # a Ray error outside the actors' results: one line, no traceback
         error = f"ray: {type(failed).__name__}: {_first_line(failed)}"
     finally:
+        for signum in (signal.SIGTERM, signal.SIGINT):  # a second signal must not cut the cleanup short
+            signal.signal(signum, signal.SIG_IGN)
         trial.close()
     _write_peer_records(trial, results, len(spec["bundles"]), error, started)
     _copy_node0_output(trial)
