@@ -217,7 +217,7 @@ def test_json_export_is_strict_json() -> None:
     payload = analysis_to_dict(analyze(frame_of(trials)))
     text = json.dumps(payload, allow_nan=False)
     back = json.loads(text)
-    assert back["schema"] == "ddpbench.analysis" and back["schema_version"] == 4
+    assert back["schema"] == "ddpbench.analysis" and back["schema_version"] == 5
     comp = back["comparisons"][0]
     assert comp["metrics"]["throughput_overhead_pct"]["ci_low"] is None  # n = 1
     assert comp["verdict"]["status"] == "inconclusive"

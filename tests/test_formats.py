@@ -82,3 +82,4 @@ def test_analysis_record_round_trip(tmp_path: Path) -> None:
     assert "unknown schema_version" in str(analysis_record.read_analysis_record(path)[1])
     path.write_text(json.dumps({k: v for k, v in payload.items() if k != "comparisons"}))
     assert analysis_record.read_analysis_record(path)[1] == "partial record: missing comparisons"
+

@@ -278,3 +278,14 @@ def test_a_trial_record_before_ray_train_reads_with_ray_startup_null(tmp_path: P
                                 "status": "failed"}))
     record, problem = read_trial_record(path)
     assert problem is None and record is not None and record["ray_startup_s"] is None
+
+
+def test_no_ray_address_names_the_command_that_sets_one(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from ddpbench.cluster import ray_backend
+    from ddpbench.errors import ConfigError
+
+    monkeypatch.setattr(ray_backend, "RAY_CURRENT_CLUSTER", tmp_path / "none")
+    with pytest.raises(ConfigError) as caught:
+        ray_backend.resolve_address("auto", env={})
+    assert 'eval "$(scripts/ray-local.sh start)"' in str(caught.value)
+    assert "\n" not in str(caught.value)

@@ -57,7 +57,7 @@ def test_every_output_written_and_referenced(full_report) -> None:
     refs = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
     assert all((out / r).is_file() for r in refs)
     payload = json.loads((out / "analysis.json").read_text())
-    assert payload["schema"] == "ddpbench.analysis" and payload["schema_version"] == 4
+    assert payload["schema"] == "ddpbench.analysis" and payload["schema_version"] == 5
     assert payload["skipped"][0]["reason"].startswith("unknown schema_version 99")
 
 

@@ -250,12 +250,21 @@ def test_section_per_workload_and_pairs_never_mix_workloads() -> None:
     assert mixed.n_pairs == 0 and "sides ran different workloads (mlp, convnet)" in mixed.excluded[0].reason
 
 
-def test_analysis_record_v4_and_earlier_versions_still_read(tmp_path: Path) -> None:
+def test_analysis_record_v5_and_earlier_versions_still_read(tmp_path: Path) -> None:
     payload = analysis_to_dict(analyze(frame_of(paired(lambda m, r: {}, repeats=3))))
-    assert payload["schema_version"] == 4 and payload["comparisons"][0]["robust"]["step_overhead_ms"]["n"] == 3
+    assert payload["schema_version"] == 5 and payload["comparisons"][0]["robust"]["step_overhead_ms"]["n"] == 3
     assert payload["job_hours"] == 1.0 and payload["comparisons"][0]["metrics"]["projected_overhead_pct"]["n"] == 3
     json.dumps(payload, allow_nan=False)
     assert payload["comparisons"][0]["switched"] is None  # these trials did not switch
+    v4 = {**payload, "schema_version": 4,
+          "comparisons": [{**c, "verdict": {k: v for k, v in c["verdict"].items() if k in ("status", "budget_pct", "reason",
+                                                                                         "per_metric")}}
+                          for c in payload["comparisons"]]}
+    (tmp_path / "v4.json").write_text(json.dumps(v4))
+    record, why = analysis_record.read_analysis_record(tmp_path / "v4.json")
+    verdict = record["comparisons"][0]["verdict"]
+    assert why is None and verdict["decided_by"] == [] and verdict["assumption_holds"] is None
+    assert verdict["lower_bound_pct"] is None and verdict["status"] == payload["comparisons"][0]["verdict"]["status"]
     v3 = {**payload, "schema_version": 3,
           "comparisons": [{k: v for k, v in c.items() if k not in ("switched", "switched_base")} for c in payload["comparisons"]]}
     (tmp_path / "v3.json").write_text(json.dumps(v3))

@@ -82,7 +82,7 @@ def test_short_trials_over_budget_on_wall_time_are_within_for_the_job(tmp_path: 
     assert c.verdict.status == "within" and outcome.exit_code(fail_over_budget=True) == 0
     text = outcome.report_path.read_text()
     line = next(l for l in text.splitlines() if l.startswith("- traceml vs native"))
-    assert re.search(r"\*\*within\*\* — per-step \+0\.500 ms \[[^]]+\] \(\+0\.50 % \[[^]]+\]\): within; "
+    assert re.search(r"\*\*within\*\* \(decided by: between-trial per-step, projected onto the job\) — per-step \+0\.500 ms \[[^]]+\] \(\+0\.50 % \[[^]]+\]\): within; "
                      r"fixed \+7\.00 s \[[^]]+\] per run \(start-up \+4\.20 s, teardown \+2\.80 s\); "
                      r"over a 1 h job: \+0\.69 % \[[^]]+\]: within\. These 106\.0 s trials' own wall overhead: \+7\.0", line), line
     assert "budget 2 % of a 1 h job" in text and "over a 1 h job %" in text  # the default is stated
@@ -136,7 +136,7 @@ def test_a_real_sweeps_headline_states_per_step_and_fixed_cost_apart(tmp_path: P
     text = (only_sweep_dir(tmp_path) / "report.md").read_text()
     assert "budget 2 % of a 2 h job" in text
     line = next(l for l in text.splitlines() if l.startswith("- traceml vs native"))
-    assert re.search(r": \*\*(within|over|inconclusive)\*\* — per-step [+-]\d+\.\d{3} ms \[[^]]+\] \([+-]\d+\.\d\d % "
+    assert re.search(r": \*\*(within|over|inconclusive)\*\*( \(decided by: [^)]+\))? — per-step [+-]\d+\.\d{3} ms \[[^]]+\] \([+-]\d+\.\d\d % "
                      r"\[[^]]+\]\): (within|over|inconclusive); fixed [+-]\d+\.\d\d s \[[^]]+\] per run \(start-up "
                      r"[+-]\d+\.\d\d s, teardown [+-]\d+\.\d\d s\); over a 2 h job: [+-]\d+\.\d\d % \[[^]]+\]: "
                      r"(within|over|inconclusive)\. These \d+\.\d s trials' own wall overhead: ", line), line

@@ -204,3 +204,16 @@ def test_an_inconclusive_stop_says_how_many_pairs_a_verdict_needs() -> None:
     decided = decide([20.0, 21.0, 19.0, 20.5], 2.0, min_pairs=3, max_pairs=5)
     assert decided.reason == "over" and decided.pairs_needed is None and decided.pairs_needed_auto is None
     assert "needs about" not in decided.message
+
+
+def test_the_within_trial_lower_bound_stops_as_over_but_never_as_within() -> None:
+    from ddpbench.analysis.sequential import decide_with_lower_bound
+
+    whole = [1.0, 6.0, -2.0, 5.0]  # straddles the 2 % budget
+    assert not decide_with_lower_bound(whole, [], 2.0, min_pairs=3, max_pairs=12).stop
+    over = decide_with_lower_bound(whole, [3.1, 3.0, 2.9, 3.0], 2.0, min_pairs=3, max_pairs=12)
+    assert over.reason == "over" and over.message.startswith("within-trial lower bound")
+    low = decide_with_lower_bound(whole, [0.1, 0.0, -0.1, 0.0], 2.0, min_pairs=3, max_pairs=12)
+    assert not low.stop  # wholly below the budget, but a lower bound cannot prove "within"
+    within = decide_with_lower_bound([0.5, 0.4, 0.6, 0.5], [0.1, 0.0, -0.1, 0.0], 2.0, min_pairs=3, max_pairs=12)
+    assert within.reason == "within" and not within.message.startswith("within-trial")

@@ -11,7 +11,10 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import select
+import socket
 import subprocess
+import sys
 import time
 import uuid
 from dataclasses import dataclass
@@ -116,19 +119,49 @@ def _hostnames(pair: Pair) -> List[str] | None:
     return [h.hostname for h in pair.hosts] if pair.namespaces else None  # type: ignore[misc]
 
 
+#: a client on node 1 that connects to node 0's coordinator, never sends its line, and says when it was dropped
+SILENT_CLIENT = """
+import socket, sys, time
+deadline = time.monotonic() + 60
+while True:
+    try:
+        sock = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=2)
+        break
+    except OSError:
+        if time.monotonic() > deadline:
+            sys.exit("never connected")
+        time.sleep(0.1)
+connected = time.monotonic()
+sock.settimeout(120)
+data = sock.recv(64)
+print("dropped after %.1f s" % (time.monotonic() - connected) if data == b"" else "answered %r" % data, flush=True)
+"""
+
+
 @pytest.mark.slow
 def test_two_drivers_paired_sweep_in_lockstep(pair: Pair, tmp_path: Path) -> None:
+    from ddpbench.cluster.ports import derived_ports
+    from ddpbench.cluster.static import READ_TIMEOUT_S
+
     name = f"static-{uuid.uuid4().hex[:8]}"
     args = ["-m", "mode=native,traceml", "repeat=1", *FAST, *STATIC, f"sweep_name={name}"]
     procs = _start_nodes(pair, args, [tmp_path, tmp_path], tmp_path)
+    port = derived_ports(f"{name}/coordinator", 1)[0]
+    silent = subprocess.Popen([*pair.hosts[1].prefix, sys.executable, "-c", SILENT_CLIENT, pair.master_addr, str(port)],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         codes = [wait_or_kill(p, 150) for p in procs]
+        said = silent.communicate(timeout=30)[0]
     finally:
         for p in procs:
             if p.poll() is None:
                 os.killpg(p.pid, signal.SIGKILL)
+        if silent.poll() is None:
+            silent.kill()
     output = "\n".join(f"--- driver{r} ---\n{_log(tmp_path / f'driver{r}.log')}" for r in range(2))
     assert codes == [0, 0], output
+    dropped = float(said.split("dropped after ")[1].split(" s")[0]) if "dropped after " in said else None
+    assert dropped is not None and 0 <= dropped < READ_TIMEOUT_S + 5, said  # a silent client holds no thread for long
     trials = trials_in(tmp_path / "outputs" / "multirun" / name)
     assert [(t["mode"], t["repeat"]) for t in trials] == [("native", 1), ("traceml", 1)], output
     for t in trials:
@@ -175,6 +208,48 @@ def test_unshared_sweep_dirs_gather_rank_records(pair: Pair, tmp_path: Path) -> 
     assert trial["wall_s"] == pytest.approx(node0["wall_s"])
     assert not list((cwds[1] / "outputs" / "multirun" / name).glob("*/trial.json"))
     assert_nothing_left(name)
+
+
+def test_the_coordinator_bounds_its_connections_and_drops_silent_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ddpbench.cluster import static
+
+    monkeypatch.setattr(static._Handler, "timeout", 1.0)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    coordinator = static.Coordinator("s", port, "127.0.0.1")
+    silent = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(static.MAX_CONNECTIONS + 3)]
+    try:
+        refused: set = set()
+        deadline = time.monotonic() + 0.5  # well inside the read timeout
+        while (left := deadline - time.monotonic()) > 0:
+            readable, _, _ = select.select([s for s in silent if s not in refused], [], [], left)
+            refused.update(readable)
+        assert len(refused) == 3 and all(s.recv(1) == b"" for s in refused)  # beyond the bound: closed, unanswered
+        assert all(s.recv(1) == b"" for s in silent)  # the others dropped after the read timeout
+        coordinator.open(4)
+        assert wait_for(lambda: _asked(port), 10, "an answer once the silent clients are gone")["trial"] == 4
+    finally:
+        for s in silent:
+            s.close()
+        coordinator.close()
+
+
+def _asked(port: int) -> dict | None:
+    from ddpbench.cluster.static import ask_owner
+
+    try:
+        return ask_owner("127.0.0.1", port, "s", 1, 4)
+    except (OSError, ValueError):
+        return None
+
+
+def test_a_node0_address_that_is_not_this_host_s_is_one_line() -> None:
+    from ddpbench.cluster.static import Coordinator
+    from ddpbench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="cluster.master_addr=192.0.2.1 is not an address of node 0"):
+        Coordinator("s", 29999, "192.0.2.1")
 
 
 def test_traceml_without_shared_dir_is_refused_before_the_sweep(tmp_path: Path) -> None:

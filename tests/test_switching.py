@@ -144,6 +144,14 @@ def test_within_trial_figure_below_the_between_trial_one_names_what_stays_on() -
     text = render_report(analysis, frame, {}, ["/s"])
     assert "within-trial (switch `trace_step`, 5 trial(s), 50 quads" in text and "**Within-trial**" in text
     assert all(math.isfinite(pair_value(p, "switched_step_overhead_ms", 3600.0)) for p in c.pairs)
+    # the verdict: the on-blocks' between-trial figure (not the whole run's mix) and the within-trial lower bound
+    v = c.verdict
+    assert v.status == "over" and {"on_step_overhead_pct", "switched_overhead_pct"} <= set(v.decided_by), v
+    assert "step_overhead_pct" not in v.per_metric and v.assumption_holds is True
+    assert c.metrics["on_step_overhead_ms"].ci_low > 2.0 and v.lower_bound_confidence == 0.975
+    line = next(line for line in text.splitlines() if line.startswith("- traceml vs native"))
+    assert "**over** (decided by: between-trial per-step of the on-blocks" in line, line
+    assert "per-step, on-blocks +" in line and "within-trial lower bound +" in line and "(97.5 %): over" in line, line
 
 
 # --- the formats ---

@@ -18,8 +18,10 @@ mode) each metric gets a :class:`~ddpbench.analysis.stats.PairedSummary` (Studen
 paired t test, MDE at 80 % power) and a robust view (Hodges–Lehmann estimate with the Wilcoxon
 signed-rank interval; a bootstrap interval of the median for the per-step metrics). A percentage
 whose baseline is near zero is dropped, with a note (:mod:`ddpbench.analysis.rows`). The verdict
-against the budget uses the intervals of the per-step and the projected overhead (rules in
-:func:`verdict_for`): a short trial's wall overhead, mostly fixed cost, decides nothing.
+against the budget uses every figure that may decide: the per-step and the projected overhead and, in a
+``switching=blocks`` sweep, the within-trial lower bound (rules in :mod:`ddpbench.analysis.verdict`); a short
+trial's wall overhead, mostly fixed cost, decides nothing. ``switching=blocks`` adds ``on_step_overhead_ms``/``_pct``
+(the on-blocks' between-trial per-step cost, the tool fully on).
 
 Roles: each mode declares one (``config.mode.role``, the ``role`` column). A ``calibration`` mode is
 checked against the ``--inject-*`` workload arguments it really passed (``config.inject``, which every
@@ -68,6 +70,7 @@ from ddpbench.analysis.stats import (
 )
 from ddpbench.analysis.tools import tool_artifacts, tool_ranking
 from ddpbench.analysis.switching import switched_of_pairs
+from ddpbench.analysis.verdict import INCONCLUSIVE, OVER, WITHIN, lower_bound_confidence, verdict_for
 from ddpbench.formats.analysis_record import build_analysis_record
 
 __all__ = [
@@ -82,6 +85,9 @@ __all__ = [
     "PairRecord",
     "Stability",
     "Verdict",
+    "INCONCLUSIVE",
+    "OVER",
+    "WITHIN",
     "analysis_to_dict",
     "analyze",
     "applied_injection",
@@ -106,7 +112,11 @@ METRIC_UNITS: dict[str, str] = {
     "teardown_diff_pct": "%",
     "fixed_diff_s": "s",
     "projected_overhead_pct": "%",
+    "on_step_overhead_ms": "ms",
+    "on_step_overhead_pct": "%",
 }
+#: metrics only a switching sweep (switching=blocks) measures: left out of a comparison whose trials did not switch
+SWITCHING_METRICS = ("on_step_overhead_ms", "on_step_overhead_pct")
 #: metrics computed from the others rather than read from the pair (:mod:`ddpbench.analysis.projection`)
 DERIVED_METRICS = (PROJECTED,)
 #: each percentage metric → (its absolute metric, the side figure its baseline is, unit): the
@@ -121,11 +131,7 @@ PCT_BASES = {
 }
 #: metrics whose robust view adds a bootstrap interval of the median difference
 BOOTSTRAP_METRICS = ("step_overhead_ms", "step_median_overhead_ms")
-#: what the verdict decides on: the per-step cost, and the per-step plus fixed cost over the job
-VERDICT_METRICS = ("step_overhead_pct", PROJECTED)
 ROLE_ORDER = {"tool": 0, "calibration": 1, "aa": 2}
-
-WITHIN, OVER, INCONCLUSIVE = "within", "over", "inconclusive"
 
 
 def _role(rows: Iterable[dict[str, Any]], mode: str) -> str:
@@ -137,44 +143,6 @@ def _role(rows: Iterable[dict[str, Any]], mode: str) -> str:
 def _int(value: Any) -> int | None:
     v = to_float(value)
     return int(v) if math.isfinite(v) else None
-
-
-def verdict_for(metrics: dict[str, PairedSummary], budget_pct: float) -> Verdict:
-    """Verdict on the per-step and the projected overhead intervals (:data:`VERDICT_METRICS`) against ``budget_pct``.
-
-    Per metric: ``over`` when the interval lies wholly above the budget, ``within`` when wholly
-    below, else (straddling, or no interval because n < 2) ``inconclusive``. A metric no pair
-    measured (n = 0: a foreign script without a start-up/teardown split has no projection) is left
-    out when the other is known. Overall: ``over`` if any metric is over, ``within`` if all are
-    within, else ``inconclusive``.
-    """
-    known = [m for m in VERDICT_METRICS if metrics.get(m) is not None and metrics[m].n > 0]
-    per: dict[str, str] = {}
-    for name in known or VERDICT_METRICS:
-        s = metrics.get(name)
-        if s is None or not (math.isfinite(s.ci_low) and math.isfinite(s.ci_high)):
-            per[name] = INCONCLUSIVE
-        elif s.ci_low > budget_pct:
-            per[name] = OVER
-        elif s.ci_high < budget_pct:
-            per[name] = WITHIN
-        else:
-            per[name] = INCONCLUSIVE
-    if OVER in per.values():
-        status = OVER
-    elif all(v == WITHIN for v in per.values()):
-        status = WITHIN
-    else:
-        status = INCONCLUSIVE
-    parts = []
-    for name, v in per.items():
-        s = metrics.get(name)
-        if s is not None and math.isfinite(s.ci_low):
-            parts.append(f"{name} CI [{s.ci_low:+.2f}, {s.ci_high:+.2f}] % is {v}")
-        else:
-            parts.append(f"{name} has no interval (n={s.n if s else 0})")
-    parts += [f"{name} unknown (no pair measured it)" for name in VERDICT_METRICS if name not in per]
-    return Verdict(status, budget_pct, f"budget {budget_pct:g} %: " + "; ".join(parts), per)
 
 
 def _first_str(rows: Iterable[dict[str, Any]], key: str) -> str | None:
@@ -220,8 +188,11 @@ def _comparison(
 ) -> Comparison:
     """One mode against the baseline in one condition (noise floor filled in later)."""
     values = {m: [getattr(p, m) for p in cp] for m in METRIC_UNITS if m not in DERIVED_METRICS}
-    values[PROJECTED] = projected_values(values["step_overhead_pct"], values["fixed_diff_s"], job_s)
+    values[PROJECTED] = projected_values([p.full_on_step_pct for p in cp], values["fixed_diff_s"], job_s)
     metrics = {m: paired_summary(v, confidence) for m, v in values.items()}
+    for name in SWITCHING_METRICS:
+        if metrics[name].n == 0:
+            del metrics[name], values[name]
     figures = _side_figures(cp, cs)
     side_summ = {k: paired_summary(v, confidence) for k, v in figures.items()}
     pct_notes = {}
@@ -243,7 +214,8 @@ def _comparison(
         n_pairs=len(cp),
         metrics=metrics,
         sides=side_summ,
-        verdict=verdict_for(metrics, budget_pct),
+        verdict=verdict_for(metrics, budget_pct, switched_of_pairs(cs, lower_bound_confidence(confidence))[0],
+                            lower_bound_confidence(confidence)),
         order_effects=order_effects(cp),
         stability=(stability(baseline, [b for b, _ in cs]), stability(mode, [x for _, x in cs])),
         excluded=cx,

@@ -47,6 +47,18 @@ class PairRecord:
     fixed_diff_s: float = math.nan
     # added with analysis record v4: the mode trial's within-trial per-step cost (switching=blocks), ms; NaN otherwise
     switched_step_overhead_ms: float = math.nan
+    # added with analysis record v5 (switching=blocks; NaN otherwise): the on-blocks' between-trial per-step cost, ms
+    # and % of the baseline trial's on-blocks' mean step (the same step positions: both trials of a repeat switch alike)
+    on_step_overhead_ms: float = math.nan
+    on_step_overhead_pct: float = math.nan
+    # the mode trial's within-trial estimate, % of its off-blocks' step (what repeat=auto's lower bound decides on)
+    switched_step_overhead_pct: float = math.nan
+
+    @property
+    def full_on_step_pct(self) -> float:
+        """The per-step cost with the tool fully on, %: the on-blocks' figure where the trials switched, else the
+        whole run's."""
+        return self.on_step_overhead_pct if math.isfinite(self.on_step_overhead_pct) else self.step_overhead_pct
 
 
 #: causes of an excluded pair: pairing could not use it (a side missing, not ok, lacking its wall time, or of
@@ -83,12 +95,21 @@ class FailedTrial:
 
 @dataclass(frozen=True)
 class Verdict:
-    """``within``, ``over`` or ``inconclusive`` against ``budget_pct`` (percent), with the reason."""
+    """``within``, ``over`` or ``inconclusive`` against ``budget_pct`` (percent), with the reason; each figure's own
+    status (``per_metric``), the figures that decided (``decided_by``, empty when inconclusive) and whether the
+    within-trial figure's assumption held where it could be checked (:mod:`ddpbench.analysis.verdict`)."""
 
     status: str
     budget_pct: float
     reason: str
     per_metric: dict[str, str] = field(default_factory=dict)
+    # added with analysis record v5
+    decided_by: tuple[str, ...] = ()
+    assumption_holds: bool | None = None
+    # the within-trial lower bound the verdict weighed: (mean, low, high) % of the step, its interval's level; None
+    # when the trials did not switch
+    lower_bound_pct: tuple[float, float, float] | None = None
+    lower_bound_confidence: float | None = None
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ budget, the half-width and the interval are the metric's (percent or millisecond
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Sequence
 
@@ -66,6 +66,7 @@ __all__ = [
     "alpha_spent",
     "check_rule",
     "decide",
+    "decide_with_lower_bound",
     "look_level",
     "pairs_needed",
     "pairs_needed_with_looks",
@@ -324,6 +325,36 @@ def decide(
                     f"{needed} for a fixed-n {100 * confidence:g} % interval)")
     return StopDecision(reason is not None, reason, look, m, lo, hi, confidence, 1.0 - a_n, budget,
                         f"{interval}: {why}", needed, needed_auto)
+
+
+def decide_with_lower_bound(
+    overheads: Sequence[float],
+    lower_bounds: Sequence[float],
+    budget: float,
+    confidence: float = 0.95,
+    halfwidth: float | None = None,
+    min_pairs: int = 3,
+    max_pairs: int = 20,
+    elapsed_minutes: float = 0.0,
+    max_minutes: float = math.inf,
+    spending: str = "pocock",
+) -> StopDecision:
+    """:func:`decide` on the whole-cost ``overheads``, or ``over`` from the within-trial ``lower_bounds`` (one value
+    per pair, the same unit) when that sequence's interval lies wholly above the budget first.
+
+    The report's combined rule (:mod:`ddpbench.analysis.verdict`) under optional stopping: the whole cost's repeated
+    intervals at ``confidence`` miss on their low side with probability at most α/2, the lower bound's, at
+    1 − α/2, with at most α/4, so a false ``over`` has probability at most 3α/4; only the whole cost can stop as
+    ``within``. Without ``min_pairs`` lower bounds the decision is :func:`decide`'s alone.
+    """
+    whole = decide(overheads, budget, confidence, halfwidth, min_pairs, max_pairs, elapsed_minutes, max_minutes,
+                   spending)
+    if whole.reason == "over" or len(lower_bounds) < min_pairs:
+        return whole
+    bound = decide(lower_bounds, budget, 1.0 - (1.0 - confidence) / 2.0, None, min_pairs, max_pairs, spending=spending)
+    if bound.reason != "over":
+        return whole
+    return replace(bound, message=f"within-trial lower bound, {bound.message}")
 
 
 def replay(

@@ -63,7 +63,8 @@ def resolve_address(address: str, env: Optional[Dict[str, str]] = None) -> str:
             value = RAY_CURRENT_CLUSTER.read_text().strip()
         if not value:
             raise ConfigError("cluster.ray.address=auto: RAY_ADDRESS is not set and no Ray cluster was started on "
-                              "this host (start one: scripts/ray-local.sh start, or set cluster.ray.address=HOST:PORT)")
+                              "this host (start one and set it: eval \"$(scripts/ray-local.sh start)\"; or set "
+                              "cluster.ray.address=HOST:PORT)")
     if value.startswith("ray://"):
         raise ConfigError(f"cluster.ray.address={value}: Ray Client addresses are not supported; give the GCS "
                           "address HOST:PORT (run ddpbench on a node of the cluster)")
@@ -81,7 +82,7 @@ def check_answers(address: str, timeout_s: float) -> None:
             pass
     except OSError as error:
         raise DdpbenchError(f"cluster.kind=ray: the Ray cluster at {address} does not answer "
-                            f"({error.strerror or error}); start it (scripts/ray-local.sh start) or fix "
+                            f"({error.strerror or error}); start it (eval \"$(scripts/ray-local.sh start)\") or fix "
                             "cluster.ray.address") from None
 
 

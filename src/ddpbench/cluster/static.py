@@ -26,6 +26,7 @@ Lockstep (see docs/multinode.md):
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import re
@@ -46,6 +47,10 @@ JOIN_MARGIN_S = 5.0
 POLL_S = 0.5
 #: extra seconds node 0 waits for a peer's node record beyond the rendezvous timeout
 PEER_RECORD_MARGIN_S = 5.0
+#: seconds the coordinator waits for a question's line before it drops the connection
+READ_TIMEOUT_S = 5.0
+#: connections the coordinator serves at once; more are closed unanswered (the asking node retries)
+MAX_CONNECTIONS = 16
 #: the sweep names the app makes up when none is given (``ddpbench_unique``)
 _GENERATED_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2}_\d+$")
 
@@ -113,6 +118,8 @@ def run_token(sweep_name: str, job_num: int) -> str:
 
 
 class _Handler(socketserver.StreamRequestHandler):
+    timeout = READ_TIMEOUT_S  # a client that never sends its line holds its thread this long, no longer
+
     def handle(self) -> None:  # one JSON line in, one JSON line out
         try:
             self.rfile.readline(4096)
@@ -129,23 +136,45 @@ class _Handler(socketserver.StreamRequestHandler):
 class _Server(socketserver.ThreadingTCPServer):
     allow_reuse_address = True
     daemon_threads = True
+    request_queue_size = 4 * MAX_CONNECTIONS  # connections waiting to be accepted (socketserver's default is 5)
+
+    def __init__(self, address: Tuple[str, int]) -> None:
+        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        super().__init__(address, _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self.slots.acquire(blocking=False):  # bounded: a flood of connections cannot take every thread
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
 
 
 class Coordinator:
-    """Node 0's answer to "which trial are you at?": served from a thread of node 0's driver."""
+    """Node 0's answer to "which trial are you at?": served from a thread of node 0's driver, on node 0's address
+    (``host``: ``cluster.master_addr``, the address the other nodes reach it at)."""
 
-    def __init__(self, sweep_name: str, port: int) -> None:
+    def __init__(self, sweep_name: str, port: int, host: str) -> None:
         self.sweep_name = sweep_name
         self.port = port
+        self.host = host
         self._lock = threading.Lock()
         self._trial = -1
         self._opened = time.monotonic()
         try:
-            self._server = _Server(("0.0.0.0", port), _Handler)
+            self._server = _Server((host, port))
         except OSError as error:
+            if error.errno == errno.EADDRNOTAVAIL:
+                raise ConfigError(f"cluster.master_addr={host} is not an address of node 0 (cluster.node_rank=0): "
+                                  "give the address the other nodes reach this host at") from None
             raise DdpbenchError(
                 f"cluster.kind=static: node 0 cannot listen on its coordinator port {port}: {error.strerror} "
-                "(another sweep still running? set cluster.base_port)"
+                f"(on {host}; another sweep still running? set cluster.base_port)"
             ) from None
         self._server.coordinator = self  # type: ignore[attr-defined]
         self._thread = threading.Thread(target=self._server.serve_forever, name="ddpbench-coordinator", daemon=True)
@@ -169,14 +198,15 @@ class Coordinator:
 _COORDINATOR: Optional[Coordinator] = None
 
 
-def coordinator_for(sweep_name: str, port: int) -> Coordinator:
-    """This driver's coordinator (one per process; replaced when the sweep or port changes)."""
+def coordinator_for(sweep_name: str, port: int, host: str) -> Coordinator:
+    """This driver's coordinator (one per process; replaced when the sweep, port or address changes)."""
     global _COORDINATOR
-    if _COORDINATOR is not None and (_COORDINATOR.sweep_name, _COORDINATOR.port) != (sweep_name, port):
+    if _COORDINATOR is not None and (_COORDINATOR.sweep_name, _COORDINATOR.port, _COORDINATOR.host) != (
+            sweep_name, port, host):
         _COORDINATOR.close()
         _COORDINATOR = None
     if _COORDINATOR is None:
-        _COORDINATOR = Coordinator(sweep_name, port)
+        _COORDINATOR = Coordinator(sweep_name, port, host)
     return _COORDINATOR
 
 
@@ -253,7 +283,7 @@ def plan_static(cfg: DdpbenchConfig, job: TrialSlot, timeout_s: float) -> NodePl
     owner = node_rank == 0
     skip_reason: Optional[str] = None
     if owner:
-        coordinator_for(sweep_name, port)
+        coordinator_for(sweep_name, port, c.master_addr)
     else:
         peer_wait = join_s + PEER_RECORD_MARGIN_S if shared else 0.0
         behind_s = timeout_s + peer_wait + join_s + 30.0
@@ -288,14 +318,14 @@ class StaticBackend(Backend):
 
     def prepare_sweep(self, cfg: DdpbenchConfig) -> None:
         if cfg.cluster.node_rank == 0:
-            coordinator_for(cfg.sweep_name, coordinator_port(cfg))
+            coordinator_for(cfg.sweep_name, coordinator_port(cfg), cfg.cluster.master_addr)
 
     def plan(self, cfg: DdpbenchConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
         return plan_static(cfg, job, timeout_s)
 
     def tell_peers(self, cfg: DdpbenchConfig, plan: NodePlan, job: TrialSlot, resumed: bool) -> None:
         if plan.owner and not resumed:  # the other nodes may join this trial now
-            coordinator_for(cfg.sweep_name, coordinator_port(cfg)).open(job.job_num)
+            coordinator_for(cfg.sweep_name, coordinator_port(cfg), cfg.cluster.master_addr).open(job.job_num)
 
     def rendezvous_env(self, cfg: DdpbenchConfig, run_name: str) -> Dict[str, str]:
         return rendezvous_env(cfg, run_name)  # bounded torchrun join, rendezvous id = trial

@@ -31,6 +31,16 @@ Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice
   ``switched_base`` (the baseline's no-op switch: the method's noise floor), each null when its trials did
   not switch; its ``pairs`` add ``switched_step_overhead_ms`` (the mode trial's within-trial estimate, null when
   it did not switch). An earlier record is upgraded with ``switched`` and ``switched_base`` null.
+- 5: the verdict uses every figure that may decide (:mod:`ddpbench.analysis.verdict`). Each comparison's
+  ``verdict`` adds ``decided_by`` (the metrics that decided; empty when inconclusive) and ``assumption_holds``
+  (whether the within-trial figure's assumption survived the data; null where it could not be checked),
+  ``lower_bound_pct`` ([mean, low, high] of the within-trial lower bound the verdict weighed, null without
+  switching) and ``lower_bound_confidence`` (its interval's level), and its
+  ``per_metric`` may hold ``on_step_overhead_pct`` (instead of ``step_overhead_pct``, in a switching sweep) and
+  ``switched_overhead_pct`` (the within-trial lower bound); its ``metrics`` and ``pairs`` add
+  ``on_step_overhead_ms`` and ``on_step_overhead_pct`` in a switching sweep (the on-blocks' between-trial per-step
+  cost), its ``pairs`` add ``switched_step_overhead_pct``, and in such a sweep ``projected_overhead_pct`` is built on the on-blocks' figure. An earlier record is
+  upgraded with ``decided_by`` empty and ``assumption_holds`` null; its verdicts stay those it was written with.
 """
 
 from __future__ import annotations
@@ -42,7 +52,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from ddpbench.formats.reader import Format
 
 SCHEMA = "ddpbench.analysis"
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 #: the record's file name in a report's output dir
 ANALYSIS_FILE = "analysis.json"
 
@@ -103,8 +113,16 @@ def _v3_to_v4(record: Dict[str, Any]) -> Dict[str, Any]:
     return {**record, "comparisons": comparisons}
 
 
+def _v4_to_v5(record: Dict[str, Any]) -> Dict[str, Any]:
+    comparisons = [{**c, "verdict": {"decided_by": [], "assumption_holds": None, "lower_bound_pct": None,
+                                     "lower_bound_confidence": None, **c["verdict"]}}
+                   if isinstance(c, dict) and isinstance(c.get("verdict"), dict) else c
+                   for c in record["comparisons"]]
+    return {**record, "comparisons": comparisons}
+
+
 #: the format as the reader contract (:mod:`ddpbench.formats.reader`) reads it; a new version adds its step
-FORMAT = Format(SCHEMA, SCHEMA_VERSION, oldest=1, upgrades={1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}, check=_check)
+FORMAT = Format(SCHEMA, SCHEMA_VERSION, oldest=1, upgrades={1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5}, check=_check)
 
 
 def validate_analysis_record(record: Any) -> Optional[str]:

@@ -11,6 +11,12 @@ With ``precision.disturbed=rerun`` (the default) a pair whose trials' ``load`` s
 disturbed (:mod:`ddpbench.analysis.rerun`) is not counted: the decision uses the other pairs and
 the next repeat takes its place; it still uses up ``max_pairs`` and ``max_minutes``.
 ``stopping.json`` records why each condition stopped and which pairs it left out; the report shows it.
+
+The same combined rule as the report's verdict (:mod:`ddpbench.analysis.verdict`): in a ``switching=blocks`` sweep
+a % metric's per-pair values are the tool-fully-on ones (the on-blocks' per-step cost, or the projection built on
+it), and the within-trial lower bound, one value per pair (the mode trial's estimate), runs a sequence of its own
+that may stop the condition as ``over`` (never ``within``); each sequence spends the whole α, so a false ``over``
+has probability at most α (each misses on its low side with at most α/2).
 """
 
 from __future__ import annotations
@@ -129,9 +135,8 @@ class AdaptiveStop:
     def after_pair(self, overrides: Sequence[str], job_dirs: Sequence[str]) -> ConditionState:
         """Record a finished pair (its jobs' dirs) of the job's condition and decide; writes stopping.json."""
         from ddpbench.analysis.pairing import pair_table
-        from ddpbench.analysis.projection import pair_value
         from ddpbench.analysis.rerun import RERUN, disturbed_repeats
-        from ddpbench.analysis.sequential import decide
+        from ddpbench.analysis.sequential import decide_with_lower_bound
         from ddpbench.collect.collector import collect_trials
 
         key = condition_key(overrides)
@@ -147,16 +152,20 @@ class AdaptiveStop:
         disturbed = disturbed_repeats(pairs, sides, self.baseline) if self.disturbed == RERUN else {}
         state.excluded = [{"repeat": repeat, "why": why} for repeat, why in sorted(disturbed.items())]
         by_mode: Dict[str, List[float]] = {}
+        lower_by_mode: Dict[str, List[float]] = {}
         counted = set()
         for pair in pairs:
-            value = pair_value(pair, self.metric, self.job_s)
+            value = decision_value(pair, self.metric, self.job_s)
             if pair.repeat not in disturbed and math.isfinite(value):
                 by_mode.setdefault(pair.mode, []).append(value)
                 counted.add(pair.repeat)
+                if self.metric.endswith("_pct") and math.isfinite(pair.switched_step_overhead_pct):
+                    lower_by_mode.setdefault(pair.mode, []).append(pair.switched_step_overhead_pct)
         state.counted = sorted(counted)
         elapsed = (time.monotonic() - self.started) / 60.0
-        decisions = {mode: decide(values, self.budget, 0.95, self.halfwidth, self.min_pairs, self.max_pairs,
-                                  elapsed, self.max_minutes, self.spending)
+        decisions = {mode: decide_with_lower_bound(values, lower_by_mode.get(mode, []), self.budget, 0.95,
+                                                   self.halfwidth, self.min_pairs, self.max_pairs, elapsed,
+                                                   self.max_minutes, self.spending)
                      for mode, values in sorted(by_mode.items())}
         state.comparisons = {mode: _decision_dict(d) for mode, d in decisions.items()}
         if decisions and all(d.stop for d in decisions.values()):
@@ -180,6 +189,16 @@ class AdaptiveStop:
                        "excluded": s.excluded, "counted": s.counted, "reason": s.reason or "running",
                        "comparisons": s.comparisons} for s in self.conditions.values()]
         write_stopping_record(self.sweep_dir, build_stopping_record(rule, conditions))
+
+
+def decision_value(pair: Any, metric: str, job_s: float) -> float:
+    """One pair's value of ``metric`` for the decision: the per-step % is the tool-fully-on one (the on-blocks'
+    where the trials switched), as in the report's verdict."""
+    from ddpbench.analysis.projection import pair_value
+
+    if metric == "step_overhead_pct":
+        return float(pair.full_on_step_pct)
+    return pair_value(pair, metric, job_s)
 
 
 def _decision_dict(decision: Any) -> Dict[str, Any]:

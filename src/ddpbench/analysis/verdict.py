@@ -1,0 +1,183 @@
+"""The verdict against the budget: every figure that may decide, the rule, and which figure decided. Pure.
+
+Each figure is an interval of the tool's per-step cost, % of the baseline's step, over the pairs of one
+condition:
+
+- **whole-cost figures** (the tool fully on, between trials): the per-step cost (``step_overhead_pct``) and that
+  cost projected onto a job of ``job_hours`` with the fixed cost paid once (``projected_overhead_pct``,
+  :mod:`ddpbench.analysis.projection`). In a ``switching=blocks`` sweep the trials' whole-run figures mix on- and
+  off-blocks, so the per-step figure is the on-blocks' between-trial one (``on_step_overhead_pct``: the same step
+  positions in both trials of a pair) and the projection is built on it.
+- **a lower bound** (``switching=blocks``): the within-trial figure (``switched_overhead_pct``: the combined
+  estimate of :mod:`ddpbench.analysis.switching`, % of the off-blocks' step), the cost of the work the mode's switch
+  turns off, measured inside the same processes. The tool's whole cost is at least
+  this much *if what stays on costs nothing negative* (its threads and aggregator do not make the switched work
+  cheaper). It can prove ``over``; it never proves ``within``, which needs the whole cost.
+
+The rule: **over** when any usable figure's interval lies wholly above the budget; **within** when every
+whole-cost figure's interval lies wholly below it; else **inconclusive**. ``decided_by`` names the figures
+that decided (those above the budget for ``over``, the whole-cost ones for ``within``).
+
+The assumption is checked where both figures exist: the on-blocks' between-trial figure should lie at or above
+the within-trial one. When its interval lies wholly below the within-trial estimate, the assumption is
+contradicted, the within-trial figure is left out of the verdict and the verdict says so.
+
+Error rates, with two-sided intervals at confidence c: a false ``over`` (true cost at or below the budget) needs
+an interval that misses on its low side, probability at most (1 − c)/2 for each figure; the per-step and the
+projected figures differ only by the fixed cost over the job, so they miss together, and the within-trial
+figure adds at most (1 − c)/2: a false ``over`` at most 1 − c in all. A false ``within`` needs the whole-cost
+figures to miss on their high side: at most (1 − c)/2. ``benchmarks/verdict_error_rates.py`` measures both on
+simulated sweeps (docs/analysis.md).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Mapping, Sequence
+
+from ddpbench.analysis.projection import PROJECTED
+from ddpbench.analysis.results import Verdict
+from ddpbench.analysis.stats import PairedSummary
+from ddpbench.analysis.switching import SwitchedEstimate
+
+__all__ = ["FIGURE_NAMES", "INCONCLUSIVE", "LOWER_BOUND", "ON_STEP", "OVER", "WITHIN", "Figure", "assumption_holds",
+           "combine", "lower_bound", "lower_bound_confidence", "verdict_for", "whole_cost_metrics"]
+
+WITHIN, OVER, INCONCLUSIVE = "within", "over", "inconclusive"
+#: the per-step whole-cost figure of a switching sweep: the on-blocks' between-trial cost
+ON_STEP = "on_step_overhead_pct"
+#: the within-trial figure, a lower bound on the tool's per-step cost
+LOWER_BOUND = "switched_overhead_pct"
+#: what each figure is called in the verdict's words
+FIGURE_NAMES: dict[str, str] = {
+    "step_overhead_pct": "between-trial per-step",
+    ON_STEP: "between-trial per-step of the on-blocks",
+    PROJECTED: "projected onto the job",
+    LOWER_BOUND: "within-trial lower bound",
+}
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure the verdict may use: its metric name, interval (% of the step) and number of pairs, and whether
+    it is the tool's whole cost (may decide ``within`` too) or a lower bound (``over`` only)."""
+
+    metric: str
+    mean: float
+    low: float
+    high: float
+    n: int
+    whole_cost: bool
+
+    @property
+    def has_interval(self) -> bool:
+        """Whether the figure has a finite interval (two pairs or more)."""
+        return math.isfinite(self.low) and math.isfinite(self.high)
+
+    def status(self, budget_pct: float) -> str:
+        """``over`` when the interval lies wholly above ``budget_pct``, ``within`` wholly below (whole-cost figures
+        only), else ``inconclusive``."""
+        if not self.has_interval:
+            return INCONCLUSIVE
+        if self.low > budget_pct:
+            return OVER
+        if self.high < budget_pct and self.whole_cost:
+            return WITHIN
+        return INCONCLUSIVE
+
+    def text(self) -> str:
+        """``+x.xx % [lo, hi]`` or ``no interval (n=k)``."""
+        if not self.has_interval:
+            return f"no interval (n={self.n})"
+        return f"{self.mean:+.2f} % [{self.low:+.2f}, {self.high:+.2f}]"
+
+
+def _figure(metric: str, s: PairedSummary | None, whole_cost: bool) -> Figure | None:
+    if s is None or s.n == 0:
+        return None
+    return Figure(metric, s.mean, s.ci_low, s.ci_high, s.n, whole_cost)
+
+
+def whole_cost_metrics(metrics: Mapping[str, PairedSummary]) -> tuple[str, ...]:
+    """The whole-cost metrics the verdict uses: the on-blocks' per-step figure in a switching sweep (it has pairs),
+    else the whole-run one; and the projection."""
+    on = metrics.get(ON_STEP)
+    return ((ON_STEP if on is not None and on.n > 0 else "step_overhead_pct"), PROJECTED)
+
+
+def assumption_holds(on_step: Figure | None, lower_bound: Figure | None) -> bool | None:
+    """Whether "what stays on costs nothing negative" survives the data: the on-blocks' between-trial interval does
+    not lie wholly below the within-trial interval. None when either figure lacks an interval."""
+    if on_step is None or lower_bound is None or not (on_step.has_interval and lower_bound.has_interval):
+        return None
+    return not on_step.high < lower_bound.low
+
+
+def combine(figures: Sequence[Figure], budget_pct: float, assumption: bool | None = None,
+            bound_confidence: float | None = None) -> Verdict:
+    """The verdict of :func:`verdict_for` from ready figures (the rule in the module doc).
+
+    ``assumption`` False leaves the lower-bound figures out (they are still listed, as ``not used``);
+    ``bound_confidence`` is the level of the lower bound's interval, recorded with it.
+    """
+    used = [f for f in figures if f.whole_cost or assumption is not False]
+    per = {f.metric: f.status(budget_pct) for f in used}
+    over = [f for f in used if per[f.metric] == OVER]
+    whole = [f for f in used if f.whole_cost]
+    if over:
+        status, deciding = OVER, over
+    elif whole and all(per[f.metric] == WITHIN for f in whole):
+        status, deciding = WITHIN, whole
+    else:
+        status, deciding = INCONCLUSIVE, []
+    parts = [f"{f.metric} {f.text()} % is {per[f.metric]}" if f.has_interval else f"{f.metric} has {f.text()}"
+             for f in used]
+    parts += [f"{f.metric} {f.text()} not used: the on-blocks' between-trial figure lies below it, so what stays on "
+              "is not free" for f in figures if f not in used]
+    reason = f"budget {budget_pct:g} %: " + "; ".join(parts)
+    if deciding:
+        reason += "; decided by: " + ", ".join(FIGURE_NAMES.get(f.metric, f.metric) for f in deciding)
+    bound = next((f for f in figures if not f.whole_cost), None)
+    return Verdict(status, budget_pct, reason, per, tuple(f.metric for f in deciding),
+                   None if assumption is None else bool(assumption),
+                   (bound.mean, bound.low, bound.high) if bound is not None else None,
+                   bound_confidence if bound is not None else None)
+
+
+def lower_bound_confidence(confidence: float) -> float:
+    """The level of the lower bound's interval for a verdict at ``confidence``: 1 − α/2 (the error rates above)."""
+    return 1.0 - (1.0 - confidence) / 2.0
+
+
+def lower_bound(switched: SwitchedEstimate | None) -> Figure | None:
+    """The within-trial figure as a lower bound (% of the off-blocks' step); None when the trials did not switch.
+    ``switched`` carries its interval at :func:`lower_bound_confidence` of the verdict's confidence."""
+    if switched is None:
+        return None
+    return Figure(LOWER_BOUND, switched.overhead_pct, switched.ci_low_pct, switched.ci_high_pct, switched.n_trials,
+                  False)
+
+
+def verdict_for(metrics: Mapping[str, PairedSummary], budget_pct: float,
+                switched: SwitchedEstimate | None = None, bound_confidence: float | None = None) -> Verdict:
+    """The verdict on every figure that may decide (:data:`FIGURE_NAMES`) against ``budget_pct``.
+
+    Whole-cost figures come from ``metrics`` (:func:`whole_cost_metrics`); a whole-cost metric no pair measured
+    (n = 0: a foreign script without a start-up/teardown split has no projection) is left out when another is
+    known. The within-trial figure ``switched`` (its interval at :func:`lower_bound_confidence`, recorded as
+    ``bound_confidence``) joins when the trials switched.
+    """
+    chosen = whole_cost_metrics(metrics)
+    whole = [f for f in (_figure(m, metrics.get(m), True) for m in chosen) if f is not None]
+    unmeasured = [m for m in chosen if m not in {f.metric for f in whole}]
+    if not whole:  # nothing measured: the verdict still names what it lacks
+        whole, unmeasured = [Figure(m, math.nan, math.nan, math.nan, 0, True) for m in chosen], []
+    lower = lower_bound(switched)
+    on = next((f for f in whole if f.metric == ON_STEP), None)
+    verdict = combine(whole + ([lower] if lower is not None else []), budget_pct, assumption_holds(on, lower),
+                      bound_confidence)
+    if unmeasured:
+        verdict = replace(verdict, reason=verdict.reason + "".join(f"; {m} unknown (no pair measured it)"
+                                                                   for m in unmeasured))
+    return verdict
