@@ -50,3 +50,16 @@ def test_source_files_stay_small() -> None:
     too_long = {name: n for name, n in sizes.items() if n > MAX_LINES and name not in ONE_IDEA}
     assert not too_long, f"files over {MAX_LINES} lines (split them at their seams, or name their one idea): {too_long}"
     assert {name for name in ONE_IDEA if sizes.get(name, 0) <= MAX_LINES} == set(), "an exception no file needs"
+
+
+def test_every_package_is_in_a_layer() -> None:
+    """The layer contract names every package and top-level module of ddpbench: nothing sits outside it."""
+    import tomllib
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    layers = next(c["layers"] for c in contracts if c["type"] == "layers")
+    named = {name.strip() for layer in layers for name in layer.split("|")}
+    source = ROOT / "src" / "ddpbench"
+    parts = {f"ddpbench.{p.name}" for p in source.iterdir() if (p / "__init__.py").is_file()}
+    parts |= {f"ddpbench.{p.stem}" for p in source.glob("*.py") if p.stem not in ("__init__", "__main__")}
+    assert parts - named == set(), f"outside every layer of pyproject.toml's [tool.importlinter]: {sorted(parts - named)}"

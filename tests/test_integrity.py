@@ -22,7 +22,7 @@ from ddpbench.collect import collect_trials, load_step_times
 from ddpbench.errors import StorageError
 from ddpbench.formats.rank_record import read_rank_record
 from ddpbench.io import write_json_atomic
-from ddpbench.sweep_lock import TOKEN_ENV, SweepLock, SweepLockedError, hold_sweep_lock, lock_path
+from ddpbench.sweep.lock import TOKEN_ENV, SweepLock, SweepLockedError, hold_sweep_lock, lock_path
 from ddpbench.trial.attempts import CURRENT_FILE, attempt_of_launch, join_attempt, start_attempt
 from helpers.cli import ONE_RANK, assert_nothing_left, cli_env, run_ddpbench, wait_or_kill
 from helpers.processes import wait_for, wait_for_file, wait_for_text
@@ -162,7 +162,7 @@ def test_one_driver_per_sweep_dir_and_a_killed_drivers_lock_never_blocks_the_res
 def test_lock_names_a_live_holder_and_is_free_once_it_dies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(TOKEN_ENV, raising=False)  # restored after the test: taking a lock sets it
     holder_code = ("import sys, time; from pathlib import Path; "
-                   "from ddpbench.sweep_lock import hold_sweep_lock; "
+                   "from ddpbench.sweep.lock import hold_sweep_lock; "
                    "hold_sweep_lock(Path(sys.argv[1]), 0); "
                    "print('held', flush=True); time.sleep(60)")
     holder = subprocess.Popen([sys.executable, "-c", holder_code, str(tmp_path)], stdout=subprocess.PIPE, text=True,

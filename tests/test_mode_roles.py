@@ -8,7 +8,7 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
-from ddpbench.cluster.static import validate_static
+from ddpbench.cluster.static.backend import validate_static
 from ddpbench.errors import ConfigError
 from ddpbench.formats.trial_record import MODE_ROLES
 from helpers.cli import run_ddpbench

@@ -281,7 +281,7 @@ def test_a_trial_record_before_ray_train_reads_with_ray_startup_null(tmp_path: P
 
 
 def test_no_ray_address_names_the_command_that_sets_one(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from ddpbench.cluster import ray_backend
+    from ddpbench.cluster.ray import backend as ray_backend
     from ddpbench.errors import ConfigError
 
     monkeypatch.setattr(ray_backend, "RAY_CURRENT_CLUSTER", tmp_path / "none")

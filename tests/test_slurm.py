@@ -169,7 +169,7 @@ def test_g4dn_2node_launcher_settings() -> None:
     import ddpbench.app  # noqa: F401  (registers the configs)
     from hydra import compose, initialize_config_module
 
-    from ddpbench.slurm.submit import Submitter
+    from ddpbench.launcher.slurm.submit import Submitter
     from ddpbench.trial import command as commands
 
     with initialize_config_module("ddpbench.conf", version_base="1.3"):
@@ -203,7 +203,7 @@ def _slurm_cfg() -> DictConfig:
 
 def test_plan_slurm_outside_an_allocation_is_a_one_line_error(tmp_path: Path) -> None:
     from ddpbench.errors import DdpbenchError
-    from ddpbench.slurm.backend import SlurmBackend
+    from ddpbench.cluster.slurm.backend import SlurmBackend
     from ddpbench.trial.job import JobInfo
 
     job = JobInfo(job_dir=tmp_path, sweep_dir=tmp_path, job_num=0, overrides=[], choices={}, multirun=True)
@@ -216,7 +216,7 @@ def test_plan_slurm_in_a_task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     """Node 1 of job 42: node 0's host is the master, ports come from the job id, node 0 owns the trial and
     tells node 1 whether it launches."""
     from ddpbench.cluster.ports import derived_ports
-    from ddpbench.slurm import backend
+    from ddpbench.cluster.slurm import backend
     from ddpbench.trial.job import JobInfo
 
     monkeypatch.setattr(backend, "allocation_hosts", lambda nodelist, timeout=0: ["gpu-a", "gpu-b"])
@@ -242,7 +242,7 @@ def test_one_allocation_runs_the_whole_sweep_in_one_job(slurm_cluster: SlurmClus
     run = run_ddpbench(
         ["-m", "cluster=slurm_cpu_2node", "cluster.slurm.one_allocation=true", "mode=native", "repeat=1-2",
          "model=tiny", "stop.steps=20", "stop.warmup_steps=2", f"hydra.launcher.partition={slurm_cluster.partition}"],
-        cwd=tmp_path, timeout=120, env=_env(slurm_cluster),
+        cwd=tmp_path, timeout=300, env=_env(slurm_cluster),  # two trials: ~20 s alone, 90 s on a loaded 2-core host
     )
     assert run.returncode == 0, run.output
     sweep = only_sweep_dir(tmp_path)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ddpbench.slurm import wait as slurm_state
+from ddpbench.cluster.slurm import wait as slurm_state
 from helpers.processes import wait_for
 from helpers.slurm import REPO, SCRIPT, SlurmCluster, available, free_ports, script, slurm_cluster  # noqa: F401
 

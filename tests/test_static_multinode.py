@@ -141,7 +141,7 @@ print("dropped after %.1f s" % (time.monotonic() - connected) if data == b"" els
 @pytest.mark.slow
 def test_two_drivers_paired_sweep_in_lockstep(pair: Pair, tmp_path: Path) -> None:
     from ddpbench.cluster.ports import derived_ports
-    from ddpbench.cluster.static import READ_TIMEOUT_S
+    from ddpbench.cluster.static.coordinator import READ_TIMEOUT_S
 
     name = f"static-{uuid.uuid4().hex[:8]}"
     args = ["-m", "mode=native,traceml", "repeat=1", *FAST, *STATIC, f"sweep_name={name}"]
@@ -211,7 +211,7 @@ def test_unshared_sweep_dirs_gather_rank_records(pair: Pair, tmp_path: Path) -> 
 
 
 def test_the_coordinator_bounds_its_connections_and_drops_silent_ones(monkeypatch: pytest.MonkeyPatch) -> None:
-    from ddpbench.cluster import static
+    from ddpbench.cluster.static import coordinator as static
 
     monkeypatch.setattr(static._Handler, "timeout", 1.0)
     with socket.socket() as probe:
@@ -236,7 +236,7 @@ def test_the_coordinator_bounds_its_connections_and_drops_silent_ones(monkeypatc
 
 
 def _asked(port: int) -> dict | None:
-    from ddpbench.cluster.static import ask_owner
+    from ddpbench.cluster.static.coordinator import ask_owner
 
     try:
         return ask_owner("127.0.0.1", port, "s", 1, 4)
@@ -245,7 +245,7 @@ def _asked(port: int) -> dict | None:
 
 
 def test_a_node0_address_that_is_not_this_host_s_is_one_line() -> None:
-    from ddpbench.cluster.static import Coordinator
+    from ddpbench.cluster.static.coordinator import Coordinator
     from ddpbench.errors import ConfigError
 
     with pytest.raises(ConfigError, match="cluster.master_addr=192.0.2.1 is not an address of node 0"):

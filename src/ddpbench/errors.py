@@ -1,13 +1,25 @@
-"""Errors that reach the user as one line and a non-zero exit, never as a traceback; :func:`fail` prints that line."""
+"""Errors that reach the user as one line and a non-zero exit, never as a traceback.
+
+:func:`error_line` prints that line for every ddpbench command (``PROG: error: message`` on stderr), and returns
+the exit status, for a ``main`` that returns it; :func:`fail` prints it and ends the process.
+"""
 
 import sys
 from typing import NoReturn
 
+#: the program name most errors carry: the Hydra app, and the processes it starts
+PROG = "ddpbench"
 
-def fail(message: str, code: int = 2) -> NoReturn:
-    """End the process as every ddpbench error does: ``ddpbench: error: message`` on stderr, exit status ``code``."""
-    print(f"ddpbench: error: {message}", file=sys.stderr, flush=True)
-    raise SystemExit(code)
+
+def error_line(message: str, code: int = 2, prog: str = PROG) -> int:
+    """Print ``prog: error: message`` (one line) on stderr; return ``code``, the exit status that goes with it."""
+    print(f"{prog}: error: {' '.join(str(message).split())}", file=sys.stderr, flush=True)
+    return code
+
+
+def fail(message: str, code: int = 2, prog: str = PROG) -> NoReturn:
+    """End the process as every ddpbench error does: :func:`error_line`, then exit status ``code``."""
+    raise SystemExit(error_line(message, code, prog))
 
 
 class DdpbenchError(Exception):

@@ -63,7 +63,6 @@ from ddpbench.analysis.stats import (
     INTERVAL_METHOD,
     MDE_METHOD,
     TEST_METHOD,
-    PairedSummary,
     mean,
     paired_summary,
     to_float,

@@ -1,23 +1,32 @@
 """Cluster backends: where a trial's node agents run and how they find each other.
 
-Every backend implements :class:`~ddpbench.cluster.base.Backend` in a module of its own and registers
-itself by its ``cluster.kind``: ``local`` runs every node agent of a trial on this host; ``static`` runs
-one ddpbench driver per node in lockstep; ``slurm`` (:mod:`ddpbench.slurm`, a package of its own with the
-submission) runs inside a SLURM job. Callers ask :func:`backend_for` (or the helpers below) and never test the kind themselves.
+Every backend implements :class:`~ddpbench.cluster.base.Backend` in a folder of its own and registers itself
+by its ``cluster.kind`` when this package is imported: ``local`` runs every node agent of a trial on this host;
+``static`` runs one ddpbench driver per node in lockstep; ``slurm`` runs inside a SLURM job (its submission
+from outside, which needs the trial layer, is :mod:`ddpbench.launcher.slurm`); ``ray`` places the agents as
+actors on a Ray cluster. Callers ask :func:`backend_for` (or the helpers below) and never test the kind
+themselves.
 """
 
 from __future__ import annotations
 
 from ddpbench.cluster.base import (
-    BUILTIN_KINDS,
     NODE_RANK_TOKEN,
     Backend,
     NodePlan,
     TrialSlot,
     backend_for,
     register,
+    registered_kinds,
 )
+from ddpbench.cluster.local import backend as _local  # noqa: F401  (each built-in backend registers itself)
+from ddpbench.cluster.ray import backend as _ray  # noqa: F401
+from ddpbench.cluster.slurm import backend as _slurm  # noqa: F401
+from ddpbench.cluster.static import backend as _static  # noqa: F401
 from ddpbench.config import DdpbenchConfig
+
+#: the backends that ship with ddpbench, by kind
+BUILTIN_KINDS = registered_kinds()
 
 __all__ = [
     "BUILTIN_KINDS", "NODE_RANK_TOKEN", "Backend", "NodePlan", "TrialSlot", "backend_for",

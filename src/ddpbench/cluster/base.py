@@ -1,8 +1,9 @@
 """The backend interface: what a cluster backend decides for one trial, and the registry of backends by name.
 
 A backend is one module that subclasses :class:`Backend`, names its ``kind`` and calls :func:`register`
-at import time. ``cluster.kind: X`` in a cluster YAML selects it: :func:`backend_for` imports
-the module :data:`BUILTIN_KINDS` names for ``X``, or else the module ``X`` of your own (whose backend's ``kind`` is ``X``), on first use.
+at import time. ``cluster.kind: X`` in a cluster YAML selects it. The built-in backends live in a folder each
+under :mod:`ddpbench.cluster` and register when that package is imported; for any other ``X``
+:func:`backend_for` imports the module ``X`` of your own (whose backend's ``kind`` is ``X``) on first use.
 The backend owns its validation, node planning, rendezvous environment, ports and sweep preparation;
 the trial layer (:mod:`ddpbench.trial.runner`) only calls these methods.
 """
@@ -120,25 +121,23 @@ def register(backend: Backend) -> Backend:
 
 
 def backend_for(cfg: DdpbenchConfig) -> Backend:
-    """The backend ``cfg.cluster.kind`` names, importing its module on first use; ConfigError when there is none."""
+    """The backend ``cfg.cluster.kind`` names, importing a module of your own by that name on first use;
+    ConfigError when there is none."""
     kind = cfg.cluster.kind
-    for module in (BUILTIN_KINDS.get(kind, ""), kind):
-        if kind in _BACKENDS:
-            break
-        try:
-            importlib.import_module(module)
-        except ImportError as error:  # no such module: try the next name; a backend's own import error propagates
-            if error.name is None or not module.startswith(error.name):
-                raise
-        except ValueError:  # not a module name ("", "a..b")
-            continue
     if kind not in _BACKENDS:
-        known = ", ".join(sorted(set(_BACKENDS) | set(BUILTIN_KINDS)))
+        try:
+            importlib.import_module(kind)
+        except ImportError as error:  # no such module; a backend's own import error propagates
+            if error.name is None or not kind.startswith(error.name):
+                raise
+        except (ValueError, TypeError):  # not a module name ("", "a..b")
+            pass
+    if kind not in _BACKENDS:
+        known = ", ".join(sorted(_BACKENDS))
         raise ConfigError(f"cluster.kind={kind!r}: must be {known}, or the module path of your own backend")
     return _BACKENDS[kind]
 
 
-#: the backends that ship with ddpbench: kind -> its module, imported on first use
-BUILTIN_KINDS = {"local": "ddpbench.cluster.local", "ray": "ddpbench.cluster.ray_backend",
-                 "slurm": "ddpbench.slurm.backend",
-                 "static": "ddpbench.cluster.static"}
+def registered_kinds() -> tuple[str, ...]:
+    """The kinds registered so far (the built-in ones once :mod:`ddpbench.cluster` is imported), sorted."""
+    return tuple(sorted(_BACKENDS))

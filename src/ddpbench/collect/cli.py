@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ddpbench.collect.collector import collect_trials, write_results
+from ddpbench.errors import error_line
 
 PROG = "ddpbench-collect"
 
@@ -25,28 +26,23 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _error(message: str) -> int:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
-    return 2
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
     args = _parser().parse_args(argv)
     missing = [p for p in args.paths if not os.path.exists(p)]
     if missing:
-        return _error(f"no such path: {missing[0]}")
+        return error_line(f"no such path: {missing[0]}", prog=PROG)
     result = collect_trials(args.paths)
     for path, reason in result.skipped:
         print(f"{PROG}: skipped {path}: {reason}", file=sys.stderr)
     if result.frame.empty:
-        return _error(f"no usable trial.json found under {', '.join(args.paths)}")
+        return error_line(f"no usable trial.json found under {', '.join(args.paths)}", prog=PROG)
     first = Path(args.paths[0])
     out = args.out if args.out is not None else (first if first.is_dir() else first.parent)
     try:
         written = write_results(result.frame, out)
     except OSError as exc:
-        return _error(f"cannot write to {out}: {exc.strerror or exc}")
+        return error_line(f"cannot write to {out}: {exc.strerror or exc}", prog=PROG)
     print(
         f"{len(result.frame)} trials collected, {len(result.skipped)} skipped -> "
         + ", ".join(str(p) for p in written)

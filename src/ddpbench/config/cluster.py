@@ -36,13 +36,13 @@ class SlurmConfig:
     peer_record_wait_s: float = 60.0
     # true: the sweep submits ONE job (nodes = cluster.nnodes) whose batch script runs the whole sweep in
     # order on the same nodes (each trial is one `srun` step, one agent per node), instead of one job per
-    # trial: both arms of every pair run on the same machines (ddpbench.slurm.steps)
+    # trial: both arms of every pair run on the same machines (ddpbench.cluster.slurm.steps)
     one_allocation: bool = False
 
 
 @dataclass
 class RayConfig:
-    """Ray settings of a ``kind: ray`` cluster (ddpbench.cluster.ray_backend, docs/ray.md)."""
+    """Ray settings of a ``kind: ray`` cluster (ddpbench.cluster.ray.backend, docs/ray.md)."""
 
     # the running cluster's GCS address HOST:PORT; auto = $RAY_ADDRESS, else the cluster `ray start` left here
     address: str = "auto"

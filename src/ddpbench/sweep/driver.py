@@ -20,7 +20,7 @@ from ddpbench import state
 from ddpbench.config import typed
 from ddpbench.errors import DdpbenchError, fail
 from ddpbench.formats.condition import SWEEPER_KEYS
-from ddpbench.slurm import allocation
+from ddpbench.launcher.slurm import allocation
 from ddpbench.sweep import adaptive
 from ddpbench.sweep.order import SweepOrderError
 from ddpbench.sweep.progress import Progress, succeeded, summary_from
@@ -62,7 +62,7 @@ class SweepDriver:
     def sweep(self, arguments: Sequence[str]) -> Any:
         """Check, then run every trial; the launcher's returns per batch."""
         from ddpbench.io import storage_error, writable_dir_problem
-        from ddpbench.sweep_lock import hold_sweep_lock, live_holder_refusal
+        from ddpbench.sweep.lock import hold_sweep_lock, live_holder_refusal
         from ddpbench.trial.runner import trial_timeout_s
 
         try:

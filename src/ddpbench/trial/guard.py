@@ -24,6 +24,7 @@ import sys
 import time
 from typing import List, Optional
 
+from ddpbench.errors import error_line
 from ddpbench.io import write_json_atomic
 from ddpbench.workload.lifetime import become_subreaper, signal_on_parent_death
 
@@ -92,8 +93,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     """Run the command after ``--``; see the module docstring."""
     args = list(sys.argv[1:] if argv is None else argv)
     if "--" not in args:
-        print("ddpbench.trial.guard: error: usage: --record FILE --parent PID -- CMD...", file=sys.stderr)
-        return 2
+        return error_line("usage: --record FILE --parent PID -- CMD...", prog="ddpbench.trial.guard")
     split = args.index("--")
     options, command = args[:split], args[split + 1 :]
     record_path = options[options.index("--record") + 1]

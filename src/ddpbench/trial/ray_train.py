@@ -96,7 +96,7 @@ def placement(cfg: DdpbenchConfig) -> str:
 def driver_command(cfg: DdpbenchConfig, python: str, job_dir: str, run_name: str, fill: Any,
                    workload_args: List[str]) -> List[str]:
     """The driver's argv: the mode's trainer (placeholders filled by ``fill``), the scaling, then the harness's args."""
-    from ddpbench.cluster.ray_backend import resolve_address
+    from ddpbench.cluster.ray.backend import resolve_address
 
     c = cfg.cluster
     assert cfg.mode.ray_trainer is not None and cfg.workload.trains is not None

@@ -33,6 +33,8 @@ import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any, Dict, List, Optional, Sequence  # noqa: E402
 
+from ddpbench.errors import error_line  # noqa: E402
+
 #: the driver's environment variables every worker gets (the mode's settings for the harness)
 FORWARDED_PREFIX = "DDPBENCH_"
 #: the value of ``--address`` that starts a Ray instance of the driver's own
@@ -153,8 +155,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         import ray
     except ImportError:
-        print("ddpbench: error: workload=ray_train needs Ray Train: pip install 'ddpbench[ray]'", file=sys.stderr)
-        return 2
+        return error_line("workload=ray_train needs Ray Train: pip install 'ddpbench[ray]'")
     error: Optional[str] = None
     try:
         connect(args.address, args.num_workers * args.cpus_per_worker + 1)
@@ -172,8 +173,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         except Exception:  # noqa: BLE001 - the cluster went away; Ray frees a dead driver's job itself
             pass
     if error:
-        print(f"ddpbench: error: ray_train: {error}", file=sys.stderr, flush=True)
-        return 1
+        return error_line(f"ray_train: {error}", 1)
     return 0
 
 

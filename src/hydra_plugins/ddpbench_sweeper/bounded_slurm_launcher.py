@@ -2,7 +2,7 @@
 
 For any Hydra app: one SLURM job per Hydra job, at most ``array_parallelism`` at once, awaited with deadlines;
 a job past its deadline is cancelled. ddpbench's own ``hydra/launcher=ddpbench`` (conf/hydra/launcher/)
-fills it from ``cluster.slurm`` / ``cluster.nnodes``. The substance lives in :mod:`ddpbench.slurm`
+fills it from ``cluster.slurm`` / ``cluster.nnodes``. The substance lives in :mod:`ddpbench.launcher.slurm`
 (imported when a sweep launches, so Hydra's plugin scan stays fast); the bounds are described in docs/slurm.md.
 """
 
@@ -46,12 +46,12 @@ class BoundedSlurmLauncher(SlurmLauncher):
     """SlurmLauncher whose every wait is bounded; a job that left no result becomes a failed job (or trial)."""
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        from ddpbench.slurm.submit import Submitter
+        from ddpbench.launcher.slurm.submit import Submitter
 
         return Submitter(self).launch(job_overrides, initial_job_idx)
 
     def run_one_allocation(self, config: DictConfig, sweep_name: str, trial_timeouts_s: Sequence[float]) -> int:
         """A ddpbench sweep with ``cluster.slurm.one_allocation=true`` as one SLURM job; its exit status."""
-        from ddpbench.slurm.allocation import run
+        from ddpbench.launcher.slurm.allocation import run
 
         return run(self.params, config, sweep_name, trial_timeouts_s)

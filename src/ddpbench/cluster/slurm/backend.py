@@ -1,6 +1,6 @@
 """SLURM backend (``cluster.kind: slurm``): this driver runs inside a SLURM job.
 
-One job per trial (``hydra/launcher=ddpbench``, :mod:`ddpbench.slurm.submit`): ``nodes = cluster.nnodes``,
+One job per trial (``hydra/launcher=ddpbench``, :mod:`ddpbench.launcher.slurm.submit`): ``nodes = cluster.nnodes``,
 one task per node, and the Hydra job function runs once per task, i.e. once per node:
 
 - node rank = ``SLURM_NODEID``; master address = the first host of the allocation;
@@ -14,8 +14,8 @@ it tells its decision in ``.slurm/<job id>.ready`` and the other nodes wait for 
 node 0 never moves a peer's fresh logs and a resumed trial launches nothing on any node.
 
 With ``cluster.slurm.one_allocation=true`` the whole sweep runs inside one job instead
-(:mod:`ddpbench.slurm.allocation`): each trial is one agent, an ``srun`` step over every node whose node
-task (:mod:`ddpbench.slurm.steps`) fills in its own node rank; ports come from the job id and the trial.
+(:mod:`ddpbench.launcher.slurm.allocation`): each trial is one agent, an ``srun`` step over every node whose node
+task (:mod:`ddpbench.cluster.slurm.steps`) fills in its own node rank; ports come from the job id and the trial.
 
 The environment's names are those submitit's ``SlurmJobEnvironment`` reads, with the older aliases SLURM
 still sets; the allocation's hosts come from ``scontrol show hostnames`` (bounded).
@@ -160,7 +160,7 @@ class SlurmBackend(Backend):
                                                          "time": time.time()})
 
     def wrap_agent(self, cfg: DdpbenchConfig, plan: NodePlan, argv: List[str], attempt_dir: Path) -> List[str]:
-        """One allocation: ``argv`` as one srun step over every node, one task each (:mod:`ddpbench.slurm.steps`)."""
+        """One allocation: ``argv`` as one srun step over every node, one task each (:mod:`ddpbench.cluster.slurm.steps`)."""
         if not plan.agent_spans_nodes:
             return argv
         slurm = cfg.cluster.slurm
@@ -169,7 +169,7 @@ class SlurmBackend(Backend):
             step.append(f"--cpus-per-task={slurm.cpus_per_task}")  # 22.05's srun does not inherit it from sbatch
         if slurm.gpus_per_node:
             step.append(f"--gpus-per-node={slurm.gpus_per_node}")
-        return [*step, sys.executable, "-m", "ddpbench.slurm.steps", "--job-dir", str(attempt_dir), "--", *argv]
+        return [*step, sys.executable, "-m", "ddpbench.cluster.slurm.steps", "--job-dir", str(attempt_dir), "--", *argv]
 
 
 register(SlurmBackend())

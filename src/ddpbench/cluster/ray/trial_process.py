@@ -1,24 +1,20 @@
-"""Ray backend (``cluster.kind: ray``): a trial's node agents as Ray actors on a running Ray cluster.
+"""The Ray trial process: one trial's node agents placed, run and awaited on the Ray cluster.
 
-The driver (this host) runs each trial as ONE agent, ``python -m ddpbench.cluster.ray_backend`` (the
-"trial process", :func:`main`), which
+``python -m ddpbench.cluster.ray.trial_process --job-dir DIR --spec JSON -- COMMAND...`` (the agent the Ray backend
+wraps each trial in, :mod:`ddpbench.cluster.ray.backend`):
 
-1. connects to the cluster (``cluster.ray.address``; ``auto`` = ``$RAY_ADDRESS``, else the cluster
-   ``ray start`` left on this host);
-2. reserves one bundle per node in a placement group (``STRICT_SPREAD`` when ``cluster.nnodes`` > 1, so
-   every node agent gets a Ray node of its own), waiting at most ``cluster.ray.placement_timeout_s``;
-3. starts one :class:`NodeAgent` actor in each bundle; each runs the mode's node command (torchrun,
-   ``traceml run``, a wrapper) under a keeper and ddpbench's guard (:mod:`ddpbench.cluster.ray_node`), with the node rank (``NODE_RANK_TOKEN``) and the
-   rendezvous address (``MASTER_ADDR_TOKEN``: bundle 0's node) filled in;
-4. waits for them; a lost node or a killed actor ends the trial at once (the other actors are killed),
-   with one line on stderr; it writes the other nodes' ``nodes/node<r>.json`` for node 0's trial record;
-5. removes the placement group on every exit, SIGTERM and Ctrl-C included. The guard under each actor ends
-   its command when the actor's worker dies, so nothing outlives the trial on any node; when
-   this process is killed outright, Ray kills its actors (they fate-share with their owner).
-
-Every node writes its logs and rank records into the sweep dir, so the nodes must share it
-(``cluster.shared_dir: true``: NFS, EFS, or one machine such as ``scripts/ray-local.sh``'s cluster).
-Ray is imported only here and only when ``cluster.kind: ray`` is used (``pip install 'ddpbench[ray]'``).
+1. connects to the cluster (the spec's address);
+2. reserves one bundle per node in a placement group (``STRICT_SPREAD`` when there are several nodes, so every
+   node agent gets a Ray node of its own), waiting at most the spec's ``placement_timeout_s``;
+3. starts one :class:`~ddpbench.cluster.ray.node.NodeAgent` actor in each bundle; each runs the node's command
+   under a keeper and ddpbench's guard, with the node rank (``NODE_RANK_TOKEN``) and the rendezvous address
+   (``MASTER_ADDR_TOKEN``: bundle 0's node) filled in;
+4. waits for them; a lost node or a killed actor ends the trial at once (the other actors are killed), with one
+   line on stderr; it writes the other nodes' ``nodes/node<r>.json`` for node 0's trial record;
+5. removes the placement group on every exit, SIGTERM and Ctrl-C included, and waits (bounded) until Ray lists
+   it removed. The guard under each actor ends its command when the actor's worker dies, so nothing outlives the
+   trial on any node; when this process is killed outright, Ray kills its actors (they fate-share with their
+   owner).
 """
 
 from __future__ import annotations
@@ -28,138 +24,19 @@ import json
 import logging
 import os
 import signal
-import socket
 import sys
 import time
-import uuid
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from ddpbench.cluster.base import NODE_RANK_TOKEN, Backend, NodePlan, TrialSlot, register
-from ddpbench.cluster.ports import derived_ports
-from ddpbench.config import DdpbenchConfig
-from ddpbench.errors import ConfigError, DdpbenchError, ToolMissingError
+from ddpbench.cluster.base import NODE_RANK_TOKEN
+from ddpbench.cluster.ray.backend import MASTER_ADDR_TOKEN
+from ddpbench.errors import DdpbenchError, error_line
 
-#: stands for the rendezvous address in a trial's node command; the trial process fills in bundle 0's node
-MASTER_ADDR_TOKEN = "@DDPBENCH_RAY_MASTER_ADDR@"
-#: the file ``ray start --head`` leaves with the address of the cluster it started on this host
-RAY_CURRENT_CLUSTER = Path("/tmp/ray/ray_current_cluster")
 #: seconds between the trial process's checks of its actors
 POLL_S = 0.5
 #: seconds the trial process waits for Ray to remove its placement group (removal is asynchronous)
 REMOVE_WAIT_S = 30.0
-
-
-# --------------------------------------------------------------------------- the driver side (registry)
-
-
-def resolve_address(address: str, env: Optional[Dict[str, str]] = None) -> str:
-    """HOST:PORT of the cluster ``address`` names (``auto``: ``$RAY_ADDRESS``, else ``ray start``'s file)."""
-    e = os.environ if env is None else env
-    value = str(address).strip()
-    if value == "auto":
-        value = str(e.get("RAY_ADDRESS") or "").strip()
-        if not value and RAY_CURRENT_CLUSTER.is_file():
-            value = RAY_CURRENT_CLUSTER.read_text().strip()
-        if not value:
-            raise ConfigError("cluster.ray.address=auto: RAY_ADDRESS is not set and no Ray cluster was started on "
-                              "this host (start one and set it: eval \"$(scripts/ray-local.sh start)\"; or set "
-                              "cluster.ray.address=HOST:PORT)")
-    if value.startswith("ray://"):
-        raise ConfigError(f"cluster.ray.address={value}: Ray Client addresses are not supported; give the GCS "
-                          "address HOST:PORT (run ddpbench on a node of the cluster)")
-    host, _, port = value.rpartition(":")
-    if not host or not port.isdigit():
-        raise ConfigError(f"cluster.ray.address={value!r}: must be HOST:PORT (a Ray cluster's GCS address) or auto")
-    return value
-
-
-def check_answers(address: str, timeout_s: float) -> None:
-    """Raise DdpbenchError (one line) when nothing listens at ``address`` within ``timeout_s`` seconds."""
-    host, _, port = address.rpartition(":")
-    try:
-        with socket.create_connection((host, int(port)), timeout=timeout_s):
-            pass
-    except OSError as error:
-        raise DdpbenchError(f"cluster.kind=ray: the Ray cluster at {address} does not answer "
-                            f"({error.strerror or error}); start it (eval \"$(scripts/ray-local.sh start)\") or fix "
-                            "cluster.ray.address") from None
-
-
-def bundles(cfg: DdpbenchConfig) -> List[Dict[str, float]]:
-    """One placement-group bundle per node rank: its CPUs, its GPUs (cuda) and ``node_resources[r]``."""
-    c = cfg.cluster
-    cpus = float(c.ray.cpus_per_node) if c.ray.cpus_per_node is not None else float(c.nproc_per_node)
-    out = []
-    for node_rank in range(int(c.nnodes)):
-        bundle: Dict[str, float] = {"CPU": cpus}
-        if str(c.device) == "cuda":
-            bundle["GPU"] = float(c.nproc_per_node)
-        if node_rank < len(c.ray.node_resources):
-            bundle.update({str(k): float(v) for k, v in dict(c.ray.node_resources[node_rank]).items()})
-        out.append(bundle)
-    return out
-
-
-def places_itself(cfg: DdpbenchConfig) -> bool:
-    """Whether the workload's own driver places its workers on the cluster (workload=ray_train: Ray Train does)."""
-    return cfg.workload.trains is not None
-
-
-class RayBackend(Backend):
-    """One agent per trial on this host, the trial process, which places one actor per node on the Ray cluster."""
-
-    kind = "ray"
-
-    def validate(self, cfg: DdpbenchConfig) -> None:
-        c = cfg.cluster
-        if not c.shared_dir:
-            raise ConfigError("cluster.shared_dir=false with cluster.kind=ray: every node writes its logs and rank "
-                              "records into the sweep dir, so the Ray nodes must share it (set shared_dir=true)")
-        if len(c.ray.node_resources) > int(c.nnodes):
-            raise ConfigError(f"cluster.ray.node_resources: {len(c.ray.node_resources)} entries for "
-                              f"cluster.nnodes={c.nnodes}; give at most one per node")
-        for node_rank, extra in enumerate(c.ray.node_resources):
-            bad = [k for k, v in dict(extra).items() if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0]
-            if bad:
-                raise ConfigError(f"cluster.ray.node_resources[{node_rank}].{bad[0]}: must be a number >= 0 (a Ray "
-                                  "resource amount)")
-        if float(c.ray.placement_timeout_s) <= 0 or float(c.ray.connect_timeout_s) <= 0:
-            raise ConfigError("cluster.ray.placement_timeout_s and connect_timeout_s must be > 0")
-        resolve_address(str(c.ray.address))
-
-    def prepare_sweep(self, cfg: DdpbenchConfig) -> None:
-        check_answers(resolve_address(str(cfg.cluster.ray.address)), float(cfg.cluster.ray.connect_timeout_s))
-        try:
-            import ray  # noqa: F401
-        except ImportError:
-            raise ToolMissingError("cluster.kind=ray needs Ray: pip install 'ddpbench[ray]'") from None
-
-    def plan(self, cfg: DdpbenchConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
-        token = uuid.uuid4().hex[:8]
-        master_port, aggregator_port = derived_ports(f"ray-{token}", 2, int(cfg.cluster.base_port))
-        if places_itself(cfg):  # Ray Train places its workers: one driver here; the nodes are known from the ranks
-            return NodePlan(node_ranks=[0], master_addr="127.0.0.1", master_port=master_port,
-                            aggregator_port=aggregator_port, owner=True, retry_on_port_clash=False, run_token=token,
-                            peer_records=False)
-        return NodePlan(node_ranks=[0], master_addr=MASTER_ADDR_TOKEN, master_port=master_port,
-                        aggregator_port=aggregator_port, owner=True, retry_on_port_clash=True, run_token=token,
-                        peer_record_wait_s=10.0, agent_spans_nodes=True)
-
-    def wrap_agent(self, cfg: DdpbenchConfig, plan: NodePlan, argv: List[str], attempt_dir: Path) -> List[str]:
-        if places_itself(cfg):
-            return argv
-        spec = {"address": resolve_address(str(cfg.cluster.ray.address)), "bundles": bundles(cfg),
-                "placement_timeout_s": float(cfg.cluster.ray.placement_timeout_s),
-                "name": f"ddpbench-{plan.run_token}"}
-        return [sys.executable, "-m", "ddpbench.cluster.ray_backend", "--job-dir", str(attempt_dir),
-                "--spec", json.dumps(spec), "--", *argv]
-
-
-register(RayBackend())
-
-
-# --------------------------------------------------------------------------- the trial process
 
 
 def _fill(text: str, node_rank: int, master_addr: str) -> str:
@@ -209,7 +86,7 @@ class TrialProcess:
         import ray
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-        from ddpbench.cluster.ray_node import NodeAgent  # by reference: each node imports it
+        from ddpbench.cluster.ray.node import NodeAgent  # by reference: each node imports it
 
         # max_concurrency=2: stop() runs while run() waits; Ray's stubs type remote() for functions only
         agent: Any = ray.remote(max_restarts=0, max_concurrency=2)(NodeAgent)  # type: ignore[call-overload]
@@ -251,7 +128,7 @@ class TrialProcess:
             import ray
             from ray.util.placement_group import remove_placement_group
 
-            from ddpbench.cluster.ray_node import STOP_GRACE_S
+            from ddpbench.cluster.ray.node import STOP_GRACE_S
 
             stops = [actor.stop.remote(STOP_GRACE_S) for actor in self.actors]
             if stops:  # a lost node's actor never answers: bounded
@@ -324,7 +201,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     """
     args_in = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(prog="python -m ddpbench.cluster.ray_backend")
+    parser = argparse.ArgumentParser(prog="python -m ddpbench.cluster.ray.trial_process")
     parser.add_argument("--job-dir", required=True)
     parser.add_argument("--spec", required=True)
     parser.add_argument("command", nargs=argparse.REMAINDER)
@@ -362,7 +239,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     _write_peer_records(trial, results, len(spec["bundles"]), error, started)
     _copy_node0_output(trial)
     if error:
-        print(f"ddpbench: error: {error}", file=sys.stderr, flush=True)
+        error_line(error)
     node0 = results.get(0)
     if node0 is not None and node0["exit_code"] != 0:
         code = int(node0["exit_code"])

@@ -1,7 +1,7 @@
 """The node side of the Ray backend: each node's actor (:class:`NodeAgent`) and its keeper (:func:`keep`).
 
-The trial process (:mod:`ddpbench.cluster.ray_backend`) places one :class:`NodeAgent` per node; its
-``run`` starts ``python -m ddpbench.cluster.ray_node RECORD -- CMD`` (the keeper, a session of its own),
+The trial process (:mod:`ddpbench.cluster.ray.backend`) places one :class:`NodeAgent` per node; its
+``run`` starts ``python -m ddpbench.cluster.ray.node RECORD -- CMD`` (the keeper, a session of its own),
 which runs CMD (the node command: torchrun, ``traceml run``, a wrapper) under ddpbench's guard. Nothing of
 Ray is imported here: Ray imports this module on each node by reference.
 """
@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from ddpbench.errors import error_line
 from ddpbench.workload.lifetime import signal_on_parent_death
 
 #: seconds a node's guard gets to end its command before its actor is killed
@@ -39,7 +40,7 @@ def run_node(argv: List[str], env: Dict[str, str], cwd: str, stdout: str, stderr
             child_env.pop(key, None)
     Path(stdout).parent.mkdir(parents=True, exist_ok=True)
     record = Path(stdout).parent / f".{Path(stdout).name}.guard.json"
-    keeper = [sys.executable, "-m", "ddpbench.cluster.ray_node", str(record), "--", *argv]
+    keeper = [sys.executable, "-m", "ddpbench.cluster.ray.node", str(record), "--", *argv]
     spawn_epoch = time.time()
     start = time.monotonic()
     with open(stdout, "wb") as out, open(stderr, "wb") as err:
@@ -106,11 +107,10 @@ def keep(record: str, command: List[str]) -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """``python -m ddpbench.cluster.ray_node RECORD -- CMD...``: a node's keeper (:func:`keep`)."""
+    """``python -m ddpbench.cluster.ray.node RECORD -- CMD...``: a node's keeper (:func:`keep`)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) < 3 or args[1] != "--":
-        print("ddpbench.cluster.ray_node: error: usage: RECORD -- CMD...", file=sys.stderr)
-        return 2
+        return error_line("usage: RECORD -- CMD...", prog="ddpbench.cluster.ray.node")
     return keep(args[0], args[2:])
 
 

@@ -2,8 +2,8 @@
 
 The submitting driver (through its launcher's ``run_one_allocation``) writes ``<sweep>/.slurm/allocation.sbatch``
 and submits it with ``sbatch``. Its batch step runs the same sweep with the basic launcher in the same sweep
-dir, where each trial is one ``srun`` step over every node (:mod:`ddpbench.slurm.steps`); that inner sweep
-writes report.md. The submitter waits with :func:`ddpbench.slurm.wait.await_job` (queue timeout, then the
+dir, where each trial is one ``srun`` step over every node (:mod:`ddpbench.cluster.slurm.steps`); that inner sweep
+writes report.md. The submitter waits with :func:`ddpbench.cluster.slurm.wait.await_job` (queue timeout, then the
 time limit + 60 s), adds the job's id, state and log to every trial.json the job wrote, and prints the inner
 sweep's progress lines.
 """
@@ -23,9 +23,9 @@ from typing import Any, Dict, List, Sequence
 from omegaconf import DictConfig
 
 from ddpbench.config import DdpbenchConfig
-from ddpbench.errors import DdpbenchError
+from ddpbench.errors import DdpbenchError, error_line
 from ddpbench.formats.trial_record import TRIAL_FILE
-from ddpbench.slurm.wait import RESULT_GRACE_S, SLURM_CALL_TIMEOUT_S, Bounds, await_job
+from ddpbench.cluster.slurm.wait import RESULT_GRACE_S, SLURM_CALL_TIMEOUT_S, Bounds, await_job
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +128,7 @@ def run(params: Dict[str, Any], config: DictConfig, sweep_name: str, trial_timeo
     except OSError:
         pass
     if problem:
-        print(f"ddpbench: error: {problem}; see {out} and {err}", file=sys.stderr, flush=True)
+        error_line(f"{problem}; see {out} and {err}")
     return rc
 
 

@@ -2,7 +2,7 @@
 
 hydra-submitit-launcher ends with ``job.results()``, which waits forever for a job that died without
 writing its result (scancel, out of memory, time limit, node failure) on a cluster without accounting.
-Here each job is submitted on its own and awaited with :func:`ddpbench.slurm.wait.await_job`; at most
+Here each job is submitted on its own and awaited with :func:`ddpbench.cluster.slurm.wait.await_job`; at most
 ``array_parallelism`` jobs of a batch are queued or running at once (1: the next is submitted only after
 the previous one ended). Any Hydra app can use it; for a ddpbench trial (a config with ``trial``) it also:
 
@@ -32,7 +32,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from ddpbench.formats.trial_record import TRIAL_FILE
 
-from ddpbench.slurm.wait import SLURM_CALL_TIMEOUT_S, Bounds, JobWait, SlurmStateError, await_job, is_terminal, \
+from ddpbench.cluster.slurm.wait import SLURM_CALL_TIMEOUT_S, Bounds, JobWait, SlurmStateError, await_job, is_terminal, \
     job_state, scancel
 
 log = logging.getLogger(__name__)

@@ -1,8 +1,8 @@
-"""One node's task of a trial's srun step (``cluster.slurm.one_allocation``): ``python -m ddpbench.slurm.steps``.
+"""One node's task of a trial's srun step (``cluster.slurm.one_allocation``): ``python -m ddpbench.cluster.slurm.steps``.
 
 Inside the sweep's one allocation each trial is one agent whose argv is
-``srun --nodes=N --ntasks-per-node=1 --kill-on-bad-exit=1 python -m ddpbench.slurm.steps --job-dir DIR -- CMD``
-(:meth:`ddpbench.slurm.backend.SlurmBackend.wrap_agent`). CMD is the node command rendered with node rank
+``srun --nodes=N --ntasks-per-node=1 --kill-on-bad-exit=1 python -m ddpbench.cluster.slurm.steps --job-dir DIR -- CMD``
+(:meth:`ddpbench.cluster.slurm.backend.SlurmBackend.wrap_agent`). CMD is the node command rendered with node rank
 :data:`~ddpbench.cluster.base.NODE_RANK_TOKEN`, which each node's task replaces with its ``SLURM_NODEID``
 (no shell quoting involved). Node 0's output goes to the agent's own logs (through srun); every other node
 writes its own ``logs/node<r>.{stdout,stderr}.log`` and ``nodes/node<r>.json`` (hostname, wall, exit code)
@@ -29,7 +29,7 @@ from ddpbench.io import write_json_atomic
 
 def main(argv: Optional[List[str]] = None) -> int:
     """One node's task of a trial's srun step: fill in the node rank, run the agent, record this node."""
-    parser = argparse.ArgumentParser(prog="python -m ddpbench.slurm.steps")
+    parser = argparse.ArgumentParser(prog="python -m ddpbench.cluster.slurm.steps")
     parser.add_argument("--job-dir", required=True)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
