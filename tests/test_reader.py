@@ -11,7 +11,7 @@ import pytest
 
 from ddpbench.collect import collect_trials
 from ddpbench.errors import DdpbenchError
-from ddpbench.formats import analysis_record, rank_record, stopping_record, trial_record
+from ddpbench.formats import analysis_record, bisect_record, rank_record, stopping_record, trial_record
 from ddpbench.formats.reader import Format, FormatError
 
 DATA = Path(__file__).parent / "data"
@@ -59,7 +59,7 @@ def test_upgrade_steps_run_in_order_from_the_record_s_version(tmp_path: Path) ->
         Format("t.schema", 3, oldest=1, upgrades={1: _step("a")})
 
 
-@pytest.mark.parametrize("module", [rank_record, trial_record, analysis_record, stopping_record])
+@pytest.mark.parametrize("module", [rank_record, trial_record, analysis_record, stopping_record, bisect_record])
 def test_every_format_refuses_the_same_way(module: Any, tmp_path: Path) -> None:
     """One error type naming the file and the format, and the same one-line reasons, in every format."""
     fmt: Format = module.FORMAT

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tarfile
 from pathlib import Path
-from typing import Iterator, List
+from typing import TYPE_CHECKING, Iterator, List
 
 import pytest
 
@@ -20,6 +20,9 @@ from helpers.cli import ONE_RANK, only_sweep_dir, run_ddpbench, trials_in
 from ddpbench.errors import ConfigError
 from ddpbench.versions import envs
 from ddpbench.versions.spec import parse_spec
+
+if TYPE_CHECKING:
+    from ddpbench.config import DdpbenchConfig
 
 PACKAGE = "traceml-ai"
 
@@ -110,29 +113,38 @@ def test_versions_naming_an_unswept_mode_is_refused(env_cache: Path, tmp_path: P
     assert run.returncode == 2 and "versions: mode traceml is not one of mode=native" in run.stderr, run.stderr
 
 
+#: one release of each line TraceML published, in the shipped auto mode (0.3.0: the oldest launcher, ddpbench's
+#: `<0.4` command and `<0.3.1` environment), and a 0.3.x release in the shipped manual mode
+RELEASES = {"traceml": ["0.3.0", "0.4.2", "0.5.0"], "traceml_manual": ["0.3.5"]}
+
+
 @pytest.mark.slow
-def test_two_releases_side_by_side(env_cache: Path, tmp_path: Path) -> None:
+def test_releases_side_by_side(env_cache: Path, tmp_path: Path) -> None:
     env = {envs.CACHE_ENV: str(env_cache)}
-    args = ["-m", "mode=native,traceml", "versions={traceml:[0.4.2,0.5.0]}", "repeat=1", "model=tiny",
-            "stop.steps=3", "stop.warmup_steps=1", "trial.log_every=0", ONE_RANK]
-    run = run_ddpbench(args, tmp_path, timeout=600, env=env)
+    args = ["-m", "mode=native,traceml,traceml_manual", "versions={traceml:[0.3.0,0.4.2,0.5.0],traceml_manual:[0.3.5]}",
+            "repeat=1", "model=tiny", "stop.steps=3", "stop.warmup_steps=1", "trial.log_every=0", ONE_RANK]
+    run = run_ddpbench(args, tmp_path, timeout=900, env=env)
     assert run.returncode == 0, run.stdout + run.stderr
     sweep = only_sweep_dir(tmp_path)
     trials = trials_in(sweep)
-    assert [t["status"] for t in trials] == ["ok"] * 3
+    assert [t["status"] for t in trials] == ["ok"] * 5
     by_mode = {t["mode"]: t for t in trials}
-    assert set(by_mode) == {"native", "traceml==0.4.2", "traceml==0.5.0"}
-    for version in ("0.4.2", "0.5.0"):
-        arm = by_mode[f"traceml=={version}"]["arm"]
-        assert arm["version"] == version and arm["same_packages"] is True and arm["package_diff"] == []
-        assert Path(sweep / f"cluster.nproc_per_node=1,mode=traceml=={version},model=tiny,repeat=1,stop.steps=3,"
-                    "stop.warmup_steps=1,trial.log_every=0").is_dir()
+    assert set(by_mode) == {"native", *(f"{mode}=={v}" for mode, versions in RELEASES.items() for v in versions)}
+    for mode, versions in RELEASES.items():
+        for version in versions:
+            trial = by_mode[f"{mode}=={version}"]
+            arm = trial["arm"]
+            assert arm["version"] == version and arm["same_packages"] is True and arm["package_diff"] == []
+            assert trial["tool"]["usable"] and trial["traceml"]["steps_analyzed"], trial["tool"]  # its summary read
+            assert Path(sweep / f"cluster.nproc_per_node=1,mode={mode}=={version},model=tiny,repeat=1,stop.steps=3,"
+                        "stop.warmup_steps=1,trial.log_every=0").is_dir()
     assert by_mode["native"]["arm"] is None
     report = (sweep / "report.md").read_text()
     assert "## Versions compared" in report and "traceml==0.4.2 (0.4.2) → traceml==0.5.0 (0.5.0)" in report
-    # a second sweep finds both environments cached: it builds nothing
+    assert "traceml==0.3.0 (0.3.0) → traceml==0.4.2 (0.4.2)" in report
+    # a second sweep finds every environment cached: it builds nothing
     again = run_ddpbench([*args, f"sweep_name={sweep.name}"], tmp_path, timeout=300, env=env)  # resumes: runs nothing
-    assert again.returncode == 0 and "building" not in again.stdout and again.stdout.count("ready (cached") == 2, \
+    assert again.returncode == 0 and "building" not in again.stdout and again.stdout.count("ready (cached") == 4, \
         again.stdout + again.stderr
     code = subprocess.run([sys.executable, "-m", "ddpbench.report", str(sweep), "--fail-on-regression"],
                           capture_output=True, text=True, timeout=120)
@@ -200,3 +212,50 @@ def test_git_ref_of_a_local_repository_as_version(env_cache: Path, downloads: Pa
     assert imported_version(env.python).split()[0] == "0.4.2"
     with pytest.raises(ConfigError, match="no commit 'v9'"):
         parse_spec(f"{repo}@v9", PACKAGE, Path.cwd())
+
+
+
+def _config(mode: str) -> "DdpbenchConfig":
+    from hydra import compose, initialize_config_module
+
+    from ddpbench.config import register_configs, typed
+
+    register_configs()
+    with initialize_config_module("ddpbench.conf", version_base="1.3"):
+        return typed(compose("config", overrides=[f"mode={mode}", "sweep_name=s"]))
+
+
+def _env_at(version: str, folder: Path) -> envs.ToolEnv:
+    """A stand-in environment of traceml-ai ``version`` whose interpreter is this one (for the help command)."""
+    (folder / "bin").mkdir(parents=True, exist_ok=True)
+    if not (folder / "bin" / "python").exists():
+        (folder / "bin" / "python").symlink_to(sys.executable)
+    return envs.ToolEnv(parse_spec(version, PACKAGE, folder), folder, {"version": version})
+
+
+def test_each_release_gets_its_launcher_from_the_modes_yaml(tmp_path: Path) -> None:
+    """The shipped TraceML modes carry every release's differences as data (docs/versions.md has the table)."""
+    import dataclasses
+
+    from ddpbench.versions import arm
+
+    for name in ("traceml", "traceml_manual"):
+        mode = _config(name).mode
+        for version in ("0.3.0", "0.3.1", "0.3.5.1", "0.3.6"):  # no __main__ in the launcher module before 0.4
+            assert arm.template_for(mode, version)[1:3] == ["-c", "from traceml_ai.launcher.cli import main; main()"]
+            assert arm.help_template_for(mode, version)[1:3] == arm.template_for(mode, version)[1:3]
+        for version in ("0.4.0", "0.4.2", "0.5.0"):
+            assert arm.template_for(mode, version) == list(mode.command)
+            assert arm.help_template_for(mode, version) == list(mode.help_command)
+        assert arm.template_flags(arm.template_for(mode, "0.3.0")) == arm.template_flags(list(mode.command))
+        assert set(mode.env_by_version) == {"<0.3.1"} and mode.tool_versions == ">=0.3"
+        assert mode.switch is not None and "at import" in mode.switch_by_version["<0.3.5"].stays_on
+    callback = _config("traceml_callback").mode
+    with pytest.raises(ConfigError, match=r"traceml-ai 0\.3\.0 cannot run this mode: it runs traceml-ai>=0\.3\.1"):
+        arm.check_tool_version(callback, _env_at("0.3.0", tmp_path))
+    arm.check_tool_version(callback, _env_at("0.3.1", tmp_path))
+    cfg = _config("traceml")
+    silent = dataclasses.replace(cfg, mode=dataclasses.replace(cfg.mode, help_command_by_version={
+        "<1": ["{python}", "-c", "pass"]}))
+    with pytest.raises(ConfigError, match="printed nothing at traceml-ai 0.3.0"):
+        arm.check_flags(silent, _env_at("0.3.0", tmp_path))

@@ -77,16 +77,18 @@ def assert_nothing_left(marker: str, grace_s: float = 3.0) -> None:
         raise AssertionError(f"processes left behind: {details}")
 
 
-def run_ddpbench(args: Sequence[str], cwd: Path, timeout: float = 300, env: Optional[Mapping[str, str]] = None) -> CliRun:
-    """Run ``python -m ddpbench ARGS`` in ``cwd``; kill its session if it outlives ``timeout``."""
-    process = subprocess.Popen([sys.executable, "-m", "ddpbench", *args], cwd=cwd, env=cli_env(env),
+def run_ddpbench(args: Sequence[str], cwd: Path, timeout: float = 300, env: Optional[Mapping[str, str]] = None,
+                 module: str = "ddpbench") -> CliRun:
+    """Run ``python -m ddpbench ARGS`` (or ``-m module``: another of its commands) in ``cwd``; kill its session if
+    it outlives ``timeout``."""
+    process = subprocess.Popen([sys.executable, "-m", module, *args], cwd=cwd, env=cli_env(env),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         stdout, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         stdout, stderr = process.communicate()
-        raise AssertionError(f"ddpbench {' '.join(args)} ran past {timeout} s\n{stdout}\n{stderr}")
+        raise AssertionError(f"{module} {' '.join(args)} ran past {timeout} s\n{stdout}\n{stderr}")
     return CliRun(process.returncode, stdout, stderr)
 
 

@@ -74,8 +74,16 @@ class ModeConfig:
     # argv printing the tool launcher's help ({python} = the version's environment); every --flag of
     # `command` must appear in it, checked once per version ([] = no check)
     help_command: List[str] = field(default_factory=list)
-    # version specifier (e.g. "<0.5") -> the command used instead of `command` by versions it matches
+    # version specifier (e.g. "<0.5") -> the command used instead of `command` by versions it matches (first match)
     command_by_version: Dict[str, List[str]] = field(default_factory=dict)
+    # version specifier -> environment added for versions it matches (first match; over `env`); values may use the
+    # command placeholders and {workload_args_json} (the workload's arguments as a JSON list)
+    env_by_version: Dict[str, Dict[str, str]] = field(default_factory=dict)
+    # version specifier -> the help command used instead of `help_command` by versions it matches (first match)
+    help_command_by_version: Dict[str, List[str]] = field(default_factory=dict)
+    # the tool versions this mode can run, a version specifier (e.g. ">=0.3.1"; "" = any): an arm at another
+    # version is refused before any trial, in one line
+    tool_versions: str = ""
     # --- Ray Train ---
     # workload=ray_train: the Ray Train trainer this mode runs, as `_target_: module.Class` plus its own keyword
     # arguments (nested `_target_` dicts are built too; strings may use the command placeholders, e.g.
@@ -84,6 +92,8 @@ class ModeConfig:
     # --- within-trial switching ---
     # what switching=blocks switches in this mode (null = the mode cannot be switched: refused with switching=blocks)
     switch: Optional[ModeSwitchConfig] = None
+    # version specifier -> the switch of the tool versions it matches instead of `switch` (first match; versions=)
+    switch_by_version: Dict[str, ModeSwitchConfig] = field(default_factory=dict)
 
 
 @dataclass

@@ -7,6 +7,7 @@ to a list. Unknown placeholders are a :class:`~ddpbench.errors.ConfigError`.
 
 from __future__ import annotations
 
+import json
 import os
 import string
 import sys
@@ -198,6 +199,10 @@ def node_environment(cfg: DdpbenchConfig, context: LaunchContext, base: Mapping[
     values = context.placeholders()
     for key, value in cfg.mode.env.items():
         env[str(key)] = _fill(str(value), values)
+    by_version = arm.env_for_version(cfg)
+    if by_version:
+        values = {**values, "workload_args_json": json.dumps(workload_args(cfg, context.metrics_dir))}
+        env.update({key: _fill(value, values) for key, value in by_version.items()})
     if cfg.mode.requires_package:  # the ranks record the tool's version as they import it
         env[TOOL_PACKAGE_ENV] = str(cfg.mode.requires_package)
         env[TOOL_MODULE_ENV] = str(cfg.mode.requires or "")

@@ -38,7 +38,7 @@ from ddpbench.trial.script_metrics import apply_metrics
 from ddpbench.trial.script_workload import check_script_workload, is_user_script
 from ddpbench.trial.summary import NodeDone, TrialOutcome, TrialRecord
 from ddpbench.trial.tool import check_tool
-from ddpbench.versions.arm import arm_section
+from ddpbench.versions.arm import arm_section, at_version
 
 
 def trial_timeout_s(cfg: DdpbenchConfig) -> float:
@@ -161,6 +161,7 @@ def run_trial(cfg: DdpbenchConfig, job: JobInfo) -> TrialOutcome:
     and rank, classify and write trial.json (node 0).
     """
     check_trial_config(cfg)
+    cfg = at_version(cfg)
     plain = to_plain(cfg)
     job.job_dir.mkdir(parents=True, exist_ok=True)
     timeout_s = trial_timeout_s(cfg)

@@ -9,6 +9,7 @@ launcher flags. The trial then asks :func:`python_for` (``{python}`` in the mode
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -66,12 +67,30 @@ def _matches(specifier: str, version: Optional[str]) -> bool:
         raise ConfigError(f"mode.command_by_version: {specifier!r} is not a version specifier (e.g. '<0.5')") from None
 
 
-def template_for(mode: ModeConfig, version: Optional[str]) -> List[str]:
-    """The command template of a mode at tool version ``version``: the first ``command_by_version`` match, else ``command``."""
-    for specifier, command in mode.command_by_version.items():
+def _by_version(table: Mapping[str, Sequence[Any]], default: Sequence[Any], version: Optional[str]) -> List[str]:
+    """The first entry of ``table`` (version specifier -> argv) whose specifier matches ``version``, else ``default``."""
+    for specifier, command in table.items():
         if _matches(str(specifier), version):
             return [str(token) for token in command]
-    return [str(token) for token in mode.command]
+    return [str(token) for token in default]
+
+
+def template_for(mode: ModeConfig, version: Optional[str]) -> List[str]:
+    """The command template of a mode at tool version ``version``: the first ``command_by_version`` match, else ``command``."""
+    return _by_version(mode.command_by_version, mode.command, version)
+
+
+def help_template_for(mode: ModeConfig, version: Optional[str]) -> List[str]:
+    """The help command of a mode at tool version ``version``: the first ``help_command_by_version`` match, else
+    ``help_command``."""
+    return _by_version(mode.help_command_by_version, mode.help_command, version)
+
+
+def check_tool_version(mode: ModeConfig, env: envs.ToolEnv) -> None:
+    """Raise ConfigError when the arm's tool version is outside the versions the mode runs (``mode.tool_versions``)."""
+    if mode.tool_versions and not _matches(mode.tool_versions, env.version):
+        raise ConfigError(f"mode={mode.name}: {env.spec.package} {env.version} cannot run this mode: it runs "
+                          f"{env.spec.package}{mode.tool_versions} (mode.tool_versions)")
 
 
 def command_for(cfg: DdpbenchConfig) -> List[str]:
@@ -80,6 +99,29 @@ def command_for(cfg: DdpbenchConfig) -> List[str]:
         return [str(token) for token in cfg.mode.command]
     env = env_for(cfg)
     return template_for(cfg.mode, env.version if env is not None else None)
+
+
+def env_for_version(cfg: DdpbenchConfig) -> Dict[str, str]:
+    """The environment the trial's version adds (the first ``mode.env_by_version`` match; {} for none)."""
+    if cfg.version is None or not cfg.mode.env_by_version:
+        return {}
+    env = env_for(cfg)
+    for specifier, extra in cfg.mode.env_by_version.items():
+        if _matches(str(specifier), env.version if env is not None else None):
+            return {str(key): str(value) for key, value in extra.items()}
+    return {}
+
+
+def at_version(cfg: DdpbenchConfig) -> DdpbenchConfig:
+    """``cfg`` as its version runs it: ``mode.switch`` replaced by the first ``mode.switch_by_version`` match
+    (``cfg`` itself when nothing differs), so trial.json records what the switch leaves on at that version."""
+    if cfg.version is None or not cfg.mode.switch_by_version or cfg.mode.switch is None:
+        return cfg
+    env = env_for(cfg)
+    for specifier, switch in cfg.mode.switch_by_version.items():
+        if _matches(str(specifier), env.version if env is not None else None):
+            return dataclasses.replace(cfg, mode=dataclasses.replace(cfg.mode, switch=switch))
+    return cfg
 
 
 def template_flags(template: Sequence[str]) -> List[str]:
@@ -95,8 +137,8 @@ def template_flags(template: Sequence[str]) -> List[str]:
 
 
 def help_text(env: envs.ToolEnv, mode: ModeConfig) -> str:
-    """The tool launcher's help in ``env`` (``mode.help_command``), run once and cached in the environment."""
-    argv = [str(token).replace("{python}", env.python) for token in mode.help_command]
+    """The tool launcher's help in ``env`` (``mode.help_command``, or its version's), run once and cached there."""
+    argv = [str(token).replace("{python}", env.python) for token in help_template_for(mode, env.version)]
     cached = env.dir / f"help-{hashlib.sha256(chr(0).join(argv).encode()).hexdigest()[:12]}.txt"
     if cached.exists():
         return cached.read_text()
@@ -113,9 +155,13 @@ def help_text(env: envs.ToolEnv, mode: ModeConfig) -> str:
 
 def check_flags(cfg: DdpbenchConfig, env: envs.ToolEnv) -> None:
     """Raise ConfigError naming the flag and the version when the arm's launcher lacks a flag of its command."""
-    if not cfg.mode.help_command:
+    if not help_template_for(cfg.mode, env.version):
         return
     text = help_text(env, cfg.mode)
+    if not text.strip():
+        raise ConfigError(f"mode={cfg.mode.name}: {' '.join(help_template_for(cfg.mode, env.version)[1:])} printed "
+                          f"nothing at {env.spec.package} {env.version}: that entry runs no launcher there (give "
+                          f"those versions their own with mode.command_by_version and mode.help_command_by_version)")
     flags = template_flags(template_for(cfg.mode, env.version)) + template_flags([str(a) for a in cfg.mode.tool_args])
     for flag in flags:
         if not re.search(rf"(^|[\s,\[(]){re.escape(flag)}(?![\w-])", text):
@@ -174,6 +220,7 @@ def prepare(cfgs: Sequence[DdpbenchConfig], say: Callable[[str], None] = print) 
         env = envs.build(spec, cfg.mode.name, say, module=str(cfg.mode.requires or ""))
         if cached is not None:
             say(f"ddpbench: versions: {cfg.mode.name} ready (cached: {spec.package} {env.version}, {env.dir})")
+        check_tool_version(cfg.mode, env)
         check_flags(cfg, env)
         diff = diff_of(env)
         if diff:

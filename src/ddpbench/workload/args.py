@@ -9,8 +9,10 @@ fails in a fraction of a second with one line and exit status 2, before any proc
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
+import sys
 from typing import TYPE_CHECKING, Callable, NoReturn, Sequence, TypeVar
 
 from ddpbench.formats.rank_record import LOADERS, TIMINGS
@@ -24,6 +26,10 @@ TOOL_DIR_ENV = "DDPBENCH_TOOL_DIR"
 
 TRACEML_MODE_ENV = "DDPBENCH_TRACEML_MODE"
 """Environment variable selecting the TraceML init mode (``auto`` or ``manual``)."""
+
+ARGS_ENV = "DDPBENCH_WORKLOAD_ARGS"
+"""The workload's arguments as a JSON list, read when its command line has none: for a launcher that forwards
+none to the script (traceml-ai 0.3.0 under torchrun; its mode's ``env_by_version`` sets it)."""
 
 DEFAULT_STOP_CHECK_EVERY = 50
 """Default K of ``--stop-check-every``: measured by benchmarks/stop_check_cost.py (docs/workload.md)."""
@@ -191,6 +197,9 @@ def env_world_size() -> int:
 def parse_args(workload: "Workload", argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Parse and cross-check the arguments; any problem exits 2 with one line, before torch is touched."""
     parser = build_parser(workload)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv and os.environ.get(ARGS_ENV):
+        argv = [str(arg) for arg in json.loads(os.environ[ARGS_ENV])]
     args = parser.parse_args(argv)
     if (args.steps is None) == (args.duration_sec is None):
         parser.error("exactly one of --steps and --duration-sec is required")

@@ -1,0 +1,80 @@
+"""A bisection of a tool's commit range (``bisect.json``, schema ``ddpbench.bisect``).
+
+``ddpbench-bisect`` writes it into its folder after every look at a commit (:func:`write_bisect_record`);
+a second run of the same name reads it (:func:`read_bisect_record`) and skips the commits it already
+decided; its report is rendered from it alone. ``docs/formats.md`` describes the fields for humans.
+
+Version history:
+
+- 1: first version.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ddpbench.formats.reader import Format
+from ddpbench.io import write_json_atomic
+
+SCHEMA = "ddpbench.bisect"
+SCHEMA_VERSION = 1
+#: the record's file name inside a bisection's folder
+BISECT_FILE = "bisect.json"
+#: a measured commit's verdict: ``over`` (slower than the good commit by more than ``regression_pct``: bad),
+#: ``within`` (not: good), ``inconclusive`` (no verdict within the limits) or ``failed`` (a trial failed);
+#: ``running`` while it is measured
+STEP_STATUSES = ("running", "over", "within", "inconclusive", "failed")
+#: the bisection's outcome: ``found`` (the first bad commit), ``inconclusive`` (candidates left),
+#: ``no_regression`` (the bad commit is not slower by more than ``regression_pct``), ``running``
+RESULT_STATUSES = ("running", "found", "inconclusive", "no_regression")
+#: the fields a record must have
+REQUIRED = ("name", "mode", "repo", "good", "bad", "commits", "rule", "steps", "result")
+
+
+def build_bisect_record(inputs: Mapping[str, Any], steps: Sequence[Mapping[str, Any]], result: Mapping[str, Any],
+                        started_at: str, updated_at: str, ddpbench_version: str) -> Dict[str, Any]:
+    """The payload: ``inputs`` (``name``, ``mode``, ``package``, ``repo``, ``good``/``bad`` as ``{ref, commit,
+    subject}``, ``commits``: the range oldest first, each ``{commit, subject}``, ``overrides``, ``config_dir``,
+    ``rule``), one entry per measured commit in the order measured (``steps``), and the ``result``."""
+    return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, **dict(inputs), "steps": [dict(s) for s in steps],
+            "result": dict(result), "started_at": started_at, "updated_at": updated_at,
+            "ddpbench_version": ddpbench_version}
+
+
+def write_bisect_record(folder: "str | os.PathLike[str]", record: Mapping[str, Any]) -> None:
+    """Write ``record`` as ``bisect.json`` in ``folder``, atomically."""
+    write_json_atomic(os.path.join(folder, BISECT_FILE), dict(record))
+
+
+def _check(record: Dict[str, Any]) -> List[str]:
+    missing = [key for key in REQUIRED if key not in record]
+    if missing:
+        return [f"partial record: missing {', '.join(missing)}"]
+    problems = []
+    if not isinstance(record["steps"], list) or not isinstance(record["commits"], list):
+        problems.append("partial record: steps and commits must be lists")
+    elif any(not isinstance(s, dict) or s.get("status") not in STEP_STATUSES for s in record["steps"]):
+        problems.append(f"a step's status is not one of {', '.join(STEP_STATUSES)}")
+    if not isinstance(record["result"], dict) or record["result"].get("status") not in RESULT_STATUSES:
+        problems.append(f"result.status is not one of {', '.join(RESULT_STATUSES)}")
+    return problems
+
+
+#: the format as the reader contract (:mod:`ddpbench.formats.reader`) reads it
+FORMAT = Format(SCHEMA, SCHEMA_VERSION, oldest=1, upgrades={}, check=_check)
+
+
+def validate_bisect_record(record: Any) -> Optional[str]:
+    """Why a decoded ``bisect.json`` cannot be used (one line), or None."""
+    problems = FORMAT.problems(record)
+    return problems[0] if problems else None
+
+
+def read_bisect_record(folder: "str | os.PathLike[str]") -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+    """``(record, None)``; ``(None, None)`` when the folder has none; ``(None, why)`` (naming the file) when it is unusable."""
+    path = os.path.join(folder, BISECT_FILE)
+    if not os.path.exists(path):
+        return None, None
+    record, error = FORMAT.read(path)
+    return record, (str(error) if error is not None else None)
