@@ -3,7 +3,8 @@
 #
 #   bash scripts/setup.sh          # ddpbench (editable) + traceml-ai; CPU torch 2.13 when no torch is installed
 #   bash scripts/setup.sh --test   # also pytest, build, mypy, import-linter, and (root, Debian/Ubuntu)
-#                                  # slurm-wlm + munge + iproute2 for the tests
+#                                  # slurm-wlm + munge + iproute2 + chromium (the history page's browser test)
+#                                  # for the tests
 #
 # ddpbench itself runs from any install mode (it registers its sweeper and launcher with Hydra itself).
 # This script uses setuptools' "strict" editable mode, a tree of links to src/ and conf/ under
@@ -36,8 +37,13 @@ if [ "$extras" = test ]; then
         if ! command -v ip >/dev/null 2>&1; then
             DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >/dev/null
         fi
+        if ! command -v chromium >/dev/null 2>&1; then  # package lists may be stale when SLURM was there
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1 \
+                || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+        fi
     else
-        echo "setup.sh: not root or no apt-get: SLURM tests need slurm-wlm and munge installed by hand" >&2
+        echo "setup.sh: not root or no apt-get: SLURM tests need slurm-wlm and munge installed by hand," \
+             "the history page's browser test chromium" >&2
     fi
 fi
 echo "setup.sh: ddpbench installed for $("$PY" --version)" >&2

@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from ddpbench.formats.analysis_record import SCHEMA_VERSION
 from ddpbench.analysis.paired import analysis_to_dict, analyze, pair_table, verdict_for
 from ddpbench.analysis.stats import paired_summary
 from ddpbench.collect.collector import flatten_trial
@@ -217,7 +218,7 @@ def test_json_export_is_strict_json() -> None:
     payload = analysis_to_dict(analyze(frame_of(trials)))
     text = json.dumps(payload, allow_nan=False)
     back = json.loads(text)
-    assert back["schema"] == "ddpbench.analysis" and back["schema_version"] == 5
+    assert back["schema"] == "ddpbench.analysis" and back["schema_version"] == SCHEMA_VERSION
     comp = back["comparisons"][0]
     assert comp["metrics"]["throughput_overhead_pct"]["ci_low"] is None  # n = 1
     assert comp["verdict"]["status"] == "inconclusive"

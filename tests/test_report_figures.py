@@ -252,7 +252,7 @@ def test_section_per_workload_and_pairs_never_mix_workloads() -> None:
 
 def test_analysis_record_v5_and_earlier_versions_still_read(tmp_path: Path) -> None:
     payload = analysis_to_dict(analyze(frame_of(paired(lambda m, r: {}, repeats=3))))
-    assert payload["schema_version"] == 5 and payload["comparisons"][0]["robust"]["step_overhead_ms"]["n"] == 3
+    assert payload["schema_version"] == analysis_record.SCHEMA_VERSION and payload["comparisons"][0]["robust"]["step_overhead_ms"]["n"] == 3
     assert payload["job_hours"] == 1.0 and payload["comparisons"][0]["metrics"]["projected_overhead_pct"]["n"] == 3
     json.dumps(payload, allow_nan=False)
     assert payload["comparisons"][0]["switched"] is None  # these trials did not switch
@@ -265,6 +265,9 @@ def test_analysis_record_v5_and_earlier_versions_still_read(tmp_path: Path) -> N
     verdict = record["comparisons"][0]["verdict"]
     assert why is None and verdict["decided_by"] == [] and verdict["assumption_holds"] is None
     assert verdict["lower_bound_pct"] is None and verdict["status"] == payload["comparisons"][0]["verdict"]["status"]
+    (tmp_path / "v5.json").write_text(json.dumps({**payload, "schema_version": 5}))
+    record, why = analysis_record.read_analysis_record(tmp_path / "v5.json")
+    assert why is None and record["versions"] is None and analysis_record.version_verdicts(record) is None
     v3 = {**payload, "schema_version": 3,
           "comparisons": [{k: v for k, v in c.items() if k not in ("switched", "switched_base")} for c in payload["comparisons"]]}
     (tmp_path / "v3.json").write_text(json.dumps(v3))

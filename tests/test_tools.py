@@ -1,13 +1,16 @@
 """Tools beside TraceML (torch.profiler, py-spy, W&B offline): each mode's real trial leaves its own output.
 
-One sweep runs native, torch_profiler, pyspy, wandb_offline and a torch_profiler whose schedule
-never records; the W&B run happens with every HTTP(S) route pointed at a listener that must see no
+One sweep runs native, torch_profiler, pyspy, wandb_offline, a torch_profiler whose schedule
+never records and a user's mode named and described with markup (the history page must show it as
+text); the W&B run happens with every HTTP(S) route pointed at a listener that must see no
 connection. The artifact checks are also run on small files written here (pure parsing).
 """
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import socket
 import threading
 from pathlib import Path
@@ -25,11 +28,18 @@ from ddpbench.trial.artifacts import (
     ptrace_problem,
     verdict,
 )
+from ddpbench.report.cli import main as report_main
+from helpers import browser
 from helpers.cli import ONE_RANK, CliRun, only_sweep_dir, run_ddpbench, trials_in
 
 TOOL_MODES = ("torch_profiler", "pyspy", "wandb_offline")
 #: a torch_profiler whose schedule waits past the end of the run: nothing is ever recorded
 IDLE_PROFILER = "defaults:\n  - torch_profiler\n  - _self_\nname: profiler_idle\nworkload_args: ['--torch-profiler=1000,1,3,1']\n"
+#: a user's mode whose name and description hold markup and script: every page showing them must show text
+MARKED_NAME = "<b>x</b><script>document.title='pwned'</script>"
+MARKED_DESCRIPTION = "<img src=x onerror=\"document.title='pwned'\"><script>document.title='pwned'</script>"
+MARKED = ("defaults:\n  - native\n  - _self_\n"
+          f"name: {json.dumps(MARKED_NAME)}\nrole: tool\ndescription: {json.dumps(MARKED_DESCRIPTION)}\n")
 
 
 class Listener:
@@ -67,12 +77,13 @@ def tool_sweep(tmp_path_factory: pytest.TempPathFactory) -> Tuple[CliRun, Dict[s
     cwd = tmp_path_factory.mktemp("tools")
     (cwd / "userconf" / "mode").mkdir(parents=True)
     (cwd / "userconf" / "mode" / "profiler_idle.yaml").write_text(IDLE_PROFILER)
+    (cwd / "userconf" / "mode" / "marked.yaml").write_text(MARKED)
     server = Listener()
     offline_env = {"WANDB_BASE_URL": server.url, "HTTP_PROXY": server.url, "HTTPS_PROXY": server.url,
                    "http_proxy": server.url, "https_proxy": server.url, "NO_PROXY": "", "no_proxy": ""}
     try:
         run = run_ddpbench(["--config-dir", str(cwd / "userconf"), "-m",
-                            "mode=native,torch_profiler,pyspy,wandb_offline,profiler_idle", "repeat=1", "model=tiny",
+                            "mode=native,torch_profiler,pyspy,wandb_offline,profiler_idle,marked", "repeat=1", "model=tiny",
                             "stop.steps=8", "stop.warmup_steps=2", "trial.log_every=0", "sweep_name=tools"],
                            cwd, timeout=400, env=offline_env)
     finally:
@@ -85,7 +96,7 @@ def tool_sweep(tmp_path_factory: pytest.TempPathFactory) -> Tuple[CliRun, Dict[s
 def test_each_tool_mode_leaves_its_output(tool_sweep: Tuple[CliRun, Dict[str, dict], int]) -> None:
     """Every tool trial is ok, records its output in trial.json, and that output is on disk and usable."""
     run, trials, _ = tool_sweep
-    assert set(trials) == {"native", *TOOL_MODES, "profiler_idle"}, run.output
+    assert set(trials) == {"native", *TOOL_MODES, "profiler_idle", MARKED_NAME}, run.output
     assert trials["native"]["status"] == "ok" and trials["native"]["tool"] is None, run.output
     for mode in TOOL_MODES:
         trial = trials[mode]
@@ -123,6 +134,21 @@ def test_tool_that_recorded_nothing_fails_the_trial(tool_sweep: Tuple[CliRun, Di
     assert idle["tool"] == {"name": "torch.profiler", "artifacts": [], "bytes": 0, "usable": False, "format": "known",
                             "problem": idle["error"].split(": ", 1)[1]}
     assert run.returncode != 0, "a sweep with a failed trial must exit non-zero"
+
+
+@pytest.mark.slow  # launches a browser
+def test_history_page_shows_a_marked_mode_as_text(tool_sweep: Tuple[CliRun, Dict[str, dict], int],
+                                                  tmp_path: Path) -> None:
+    """A mode named and described with markup and script: the history page (as the browser built it) shows text."""
+    _, trials, _ = tool_sweep
+    assert trials[MARKED_NAME]["status"] == "ok", trials[MARKED_NAME]["error"]
+    sweep = Path(trials[MARKED_NAME]["sweep_dir"])
+    assert report_main(["--history", str(sweep), "--out", str(tmp_path)]) == 0
+    dom = browser.load(tmp_path / "index.html", tmp_path / "browser").dom
+    assert "<title>ddpbench overhead history</title>" in dom  # no script ran
+    tags = [t.lower() for t in re.findall(r"<[^>]+>", dom)]
+    assert not [t for t in tags if t.startswith(("<script", "<b>")) or "onerror" in t], tags
+    assert html.escape(MARKED_NAME, quote=False) in dom and html.escape(MARKED_DESCRIPTION, quote=False) in dom
 
 
 @pytest.mark.slow

@@ -4,37 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Dict, List
-
 import pytest
 
-from helpers.trials import make_trial, write_trial
-from ddpbench.analysis.versions import (INCONCLUSIVE, NO_REGRESSION, REGRESSION, compare_versions, history,
-                                        regression_exit_code)
+from helpers.trials import write_versions_sweep as write_sweep
+from ddpbench.analysis.history import history
+from ddpbench.analysis.versions import INCONCLUSIVE, NO_REGRESSION, REGRESSION, compare_versions, regression_exit_code
 from ddpbench.collect.collector import collect_trials
 from ddpbench.formats.condition import arm_name, base_mode
-from ddpbench.report.cli import main as report_main
+from ddpbench.report.cli import main as report_main, regression_exit_from_record
 from ddpbench.sweep.order import SweepOrderError, order_jobs
-
-VERSIONS = {"traceml": ["0.4.2", "0.5.0"]}
-
-
-def write_sweep(root: Path, name: str, step_ms: Dict[str, List[float]], versions: Dict[str, List[str]] = VERSIONS,
-                date: str = "2026-12-01", cpu: str = "cpu-x") -> Path:
-    """A sweep whose arms ran the given per-step times (ms), one value per repeat, in one block per repeat."""
-    sweep = root / name
-    job = 0
-    for repeat in range(1, len(step_ms["native"]) + 1):
-        for position, (mode, times) in enumerate(step_ms.items()):
-            trial = make_trial(sweep_dir=str(sweep), mode=mode, repeat=repeat, pair_position=position, job_num=job,
-                               step_ms=times[repeat - 1], started_at=f"{date}T10:00:00+00:00")
-            trial["config"]["versions"] = versions
-            trial["environment"]["cpu_model"] = cpu
-            trial["arm"] = {"version": mode.split("==")[1]} if "==" in mode else None
-            write_trial(sweep, trial, subdir=f"job{job}")
-            job += 1
-    return sweep
-
 
 def test_arm_names() -> None:
     assert arm_name("traceml", "0.4.2") == "traceml==0.4.2"
@@ -46,7 +24,7 @@ def test_arm_names() -> None:
 
 def test_versions_are_arms_of_one_williams_block() -> None:
     swept = {"mode": ["mode=native", "mode=traceml"], "repeat": ["repeat=1-6"]}
-    jobs = order_jobs(swept, versions=VERSIONS)
+    jobs = order_jobs(swept, versions={"traceml": ["0.4.2", "0.5.0"]})
     assert len(jobs) == 18
     blocks = [jobs[i:i + 3] for i in range(0, 18, 3)]
     firsts = set()
@@ -79,6 +57,20 @@ def test_regression_between_versions(tmp_path: Path) -> None:
     report = (tmp_path / "r" / "report.md").read_text()
     assert "## Versions compared" in report and "**regression**" in report
     assert (tmp_path / "r" / "plots" / "versions-step-overhead.png").stat().st_size > 0
+    record = json.loads((tmp_path / "r" / "analysis.json").read_text())
+    recorded = record["versions"]["steps"][0]
+    assert record["versions"]["regression_pct"] == 1.0 and recorded["verdict"] == REGRESSION
+    assert (recorded["previous"], recorded["current"], recorded["n_pairs"]) == ("traceml==0.4.2", "traceml==0.5.0", 4)
+    assert recorded["metrics"]["step_ms"]["mean"] == pytest.approx(1.025)
+    assert recorded["metrics"]["step_pct"]["ci_low"] > 1.0 and recorded["metrics"]["memory_mb"]["mean"] == 0.0
+    # --fail-on-regression's exit code is the record's: a CI script reading analysis.json gets the same answer
+    for verdicts, code in (([NO_REGRESSION], 0), ([NO_REGRESSION, INCONCLUSIVE], 3), ([REGRESSION, INCONCLUSIVE], 1),
+                           (["a verdict from a newer ddpbench"], 3)):
+        record["versions"]["steps"] = [{**recorded, "verdict": v} for v in verdicts]
+        (tmp_path / "edited.json").write_text(json.dumps(record))
+        assert regression_exit_from_record(tmp_path / "edited.json") == code
+    (tmp_path / "edited.json").write_text(json.dumps({**record, "schema_version": 4, "versions": None}))
+    assert regression_exit_from_record(tmp_path / "edited.json") == 2  # a record without the comparison: said, not 0
 
 
 def test_one_pair_is_inconclusive_and_no_versions_compares_nothing(tmp_path: Path) -> None:
@@ -91,15 +83,15 @@ def test_one_pair_is_inconclusive_and_no_versions_compares_nothing(tmp_path: Pat
 
 
 def test_history_flags_a_step_change(tmp_path: Path) -> None:
-    a = write_sweep(tmp_path, "a", {"native": [10.0, 10.1, 9.9], "traceml==0.4.2": [10.5, 10.6, 10.4]},
+    a = write_sweep(tmp_path, "a", {"native": [10.0, 10.1, 9.9], "traceml==0.4.2": [10.5, 10.7, 10.3]},
                     versions={"traceml": ["0.4.2"]}, date="2026-11-01")
-    b = write_sweep(tmp_path, "b", {"native": [10.0, 10.1, 9.9], "traceml==0.5.0": [10.6, 10.6, 10.5]},
+    b = write_sweep(tmp_path, "b", {"native": [10.0, 10.1, 9.9], "traceml==0.5.0": [10.6, 10.5, 10.6]},
                     versions={"traceml": ["0.5.0"]}, date="2026-11-15")
-    c = write_sweep(tmp_path, "c", {"native": [10.0, 10.1, 9.9], "traceml==0.6.0": [12.0, 12.1, 11.9]},
+    c = write_sweep(tmp_path, "c", {"native": [10.0, 10.1, 9.9], "traceml==0.6.0": [12.0, 12.0, 12.0]},
                     versions={"traceml": ["0.6.0"]}, date="2026-12-01")
     other = write_sweep(tmp_path, "d", {"native": [10.0, 10.1, 9.9], "traceml==0.6.0": [10.5, 10.6, 10.4]},
                         versions={"traceml": ["0.6.0"]}, cpu="cpu-y")
-    points = history(collect_trials([c, a, b, other]).frame)
+    points = history(collect_trials([c, a, b, other]).frame).points
     x = [p for p in points if p.series[0] == "cpu-x"]
     assert [p.version for p in x] == ["0.4.2", "0.5.0", "0.6.0"]
     assert [p.step_change for p in x] == [False, False, True]

@@ -231,3 +231,23 @@ def make_rank_record(rank: int = 0, step_times_ms: list[float] | None = None, **
         record["step_times_ms"] = steps
     record.update(overrides)
     return record
+
+
+def write_versions_sweep(root: Path, name: str, step_ms: dict[str, list[float]],
+                         versions: dict[str, list[str]] | None = None, date: str = "2026-12-01",
+                         cpu: str = "cpu-x") -> Path:
+    """A ``versions=`` sweep whose arms ran the given per-step times (ms), one value per repeat, one block per
+    repeat (default versions: traceml 0.4.2 and 0.5.0)."""
+    sweep = root / name
+    versions = {"traceml": ["0.4.2", "0.5.0"]} if versions is None else versions
+    job = 0
+    for repeat in range(1, len(step_ms["native"]) + 1):
+        for position, (mode, times) in enumerate(step_ms.items()):
+            trial = make_trial(sweep_dir=str(sweep), mode=mode, repeat=repeat, pair_position=position, job_num=job,
+                               step_ms=times[repeat - 1], started_at=f"{date}T10:00:00+00:00")
+            trial["config"]["versions"] = versions
+            trial["environment"]["cpu_model"] = cpu
+            trial["arm"] = {"version": mode.split("==")[1]} if "==" in mode else None
+            write_trial(sweep, trial, subdir=f"job{job}")
+            job += 1
+    return sweep

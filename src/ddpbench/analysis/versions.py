@@ -10,10 +10,11 @@ is ``no regression``, else ``inconclusive`` (also with fewer than two pairs).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import pandas as pd
 
@@ -24,6 +25,8 @@ from ddpbench.formats.condition import arm_name
 REGRESSION, NO_REGRESSION, INCONCLUSIVE = "regression", "no regression", "inconclusive"
 #: per-version-step metrics: key -> unit
 METRICS = {"step_ms": "ms", "step_pct": "%", "startup_s": "s", "teardown_s": "s", "memory_mb": "MB"}
+VERDICT_RULE = ("per-step Δ % of current - previous, 95 % paired t interval: regression when wholly above "
+                "regression_pct, no regression when wholly at or below, else inconclusive (also with fewer than 2 pairs)")
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,8 @@ def version_lists(frame: pd.DataFrame) -> Dict[str, List[str]]:
     return out
 
 
-def _imported(rows: pd.DataFrame, arm: str) -> str:
+def imported_version(rows: pd.DataFrame, arm: str) -> str:
+    """The tool version(s) the ranks of ``arm``'s trials imported, joined ("" when not recorded)."""
     column = "arm_version" if "arm_version" in rows else None
     values = sorted({_text(v) for v in rows.loc[rows["mode"] == arm, column]} - {""}) if column else []
     return ", ".join(values)
@@ -128,8 +132,8 @@ def compare_versions(frame: pd.DataFrame, regression_pct: float = 1.0) -> List[V
                     "teardown_s": paired_summary([p.teardown_diff_s for p in pairs]),
                     "memory_mb": paired_summary(memory),
                 }
-                steps.append(VersionStep(str(cond), mode, previous, current, _imported(rows, previous),
-                                         _imported(rows, current), metrics,
+                steps.append(VersionStep(str(cond), mode, previous, current, imported_version(rows, previous),
+                                         imported_version(rows, current), metrics,
                                          regression_verdict(metrics["step_pct"], regression_pct),
                                          _unknown(rows, [previous, current])))
     return steps
@@ -143,74 +147,30 @@ def _num(value: Any) -> Optional[float]:
     return number if math.isfinite(number) else None
 
 
+def verdicts_exit_code(verdicts: Iterable[str]) -> int:
+    """``--fail-on-regression``: 1 when one verdict is a regression, else 3 when one is not ``no regression``, else 0."""
+    seen = set(verdicts)
+    return 1 if REGRESSION in seen else 3 if seen - {NO_REGRESSION} else 0
+
+
 def regression_exit_code(steps: Sequence[VersionStep]) -> int:
-    """``--fail-on-regression``: 1 when a version regressed, else 3 when one is inconclusive, else 0."""
-    verdicts = {s.verdict for s in steps}
-    return 1 if REGRESSION in verdicts else 3 if INCONCLUSIVE in verdicts else 0
+    """:func:`verdicts_exit_code` of the steps' verdicts."""
+    return verdicts_exit_code(s.verdict for s in steps)
 
 
-# --- history across sweeps ---
+def _summary_dict(s: PairedSummary) -> Dict[str, Any]:
+    fields = {**dataclasses.asdict(s), "half_width": s.half_width}
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in fields.items()}
 
 
-@dataclass(frozen=True)
-class HistoryPoint:
-    """One tool version's per-step overhead against the baseline in one sweep."""
-
-    # hardware and condition the point is comparable within: (cpu model, gpu names, condition id, mode)
-    series: Tuple[str, str, str, str]
-    version: str
-    date: str
-    sweep_dir: str
-    # per-step overhead against the baseline, ms (paired summary over the sweep's repeats)
-    step_ms: PairedSummary
-    # the previous point's interval does not overlap this one's
-    step_change: bool = False
-
-
-def _version_key(version: str) -> Tuple[Any, ...]:
-    try:
-        from packaging.version import Version
-
-        return (0, Version(version.split(",")[0].strip()))
-    except Exception:  # noqa: BLE001 - an unparsable version sorts after the parsable ones, by text
-        return (1, version)
-
-
-def history(frame: pd.DataFrame, baseline: str = "native") -> List[HistoryPoint]:
-    """Each sweep's tool versions lined up by hardware and condition, sorted by version then date; step changes flagged.
-
-    A point's version is what its ranks imported (``arm_version``, else the recorded ``env_traceml_ai``).
-    """
-    points: List[HistoryPoint] = []
-    for (sweep, cond), rows in frame.groupby(["sweep_dir", "condition_id"], sort=True):
-        pairs, _, sides = pair_table(rows, baseline=baseline)
-        for mode in sorted({p.mode for p in pairs}):
-            chosen = [p for p in pairs if p.mode == mode]
-            arm_rows = rows[rows["mode"] == mode]
-            version = _imported(rows, mode) or ", ".join(
-                sorted({_text(v) for v in arm_rows.get("env_traceml_ai", pd.Series(dtype=str))} - {""}))
-            hardware = (_first(arm_rows, "env_cpu_model"), _first(arm_rows, "env_gpu_names"))
-            points.append(HistoryPoint((hardware[0], hardware[1], str(cond), mode.split("==")[0].split("@")[0]),
-                                       version or "unknown", _first(rows, "started_at")[:10], str(sweep),
-                                       paired_summary([p.step_overhead_ms for p in chosen])))
-    points.sort(key=lambda p: (p.series, _version_key(p.version), p.date))
-    flagged: List[HistoryPoint] = []
-    for point in points:
-        before = flagged[-1] if flagged and flagged[-1].series == point.series else None
-        change = before is not None and before.version != point.version and not _overlap(before.step_ms, point.step_ms)
-        flagged.append(HistoryPoint(point.series, point.version, point.date, point.sweep_dir, point.step_ms, change))
-    return flagged
-
-
-def _first(rows: pd.DataFrame, column: str) -> str:
-    if column not in rows:
-        return ""
-    values = sorted({_text(v) for v in rows[column]} - {""})
-    return values[0] if values else ""
-
-
-def _overlap(a: PairedSummary, b: PairedSummary) -> bool:
-    """Whether two intervals overlap (no interval, fewer than two pairs: counted as overlapping)."""
-    if not all(math.isfinite(v) for v in (a.ci_low, a.ci_high, b.ci_low, b.ci_high)):
-        return True
-    return a.ci_low <= b.ci_high and b.ci_low <= a.ci_high
+def versions_to_dict(steps: Sequence[VersionStep], regression_pct: float) -> Dict[str, Any]:
+    """The versions comparison as analysis.json's ``versions`` (docs/formats.md; non-finite numbers as None)."""
+    return {
+        "regression_pct": regression_pct,
+        "rule": VERDICT_RULE,
+        "units": dict(METRICS),
+        "steps": [{"condition_id": s.condition_id, "mode": s.mode, "previous": s.previous, "current": s.current,
+                   "previous_version": s.previous_version, "current_version": s.current_version,
+                   "n_pairs": s.n_pairs, "metrics": {k: _summary_dict(v) for k, v in s.metrics.items()},
+                   "verdict": s.verdict, "unknown_formats": list(s.unknown_formats)} for s in steps],
+    }

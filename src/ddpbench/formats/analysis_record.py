@@ -41,6 +41,11 @@ Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice
   ``on_step_overhead_ms`` and ``on_step_overhead_pct`` in a switching sweep (the on-blocks' between-trial per-step
   cost), its ``pairs`` add ``switched_step_overhead_pct``, and in such a sweep ``projected_overhead_pct`` is built on the on-blocks' figure. An earlier record is
   upgraded with ``decided_by`` empty and ``assumption_holds`` null; its verdicts stay those it was written with.
+- 6: the versions comparison. The record adds ``versions``: ``regression_pct``, ``rule``, ``units`` and
+  ``steps`` (each version against the previous one in its sweep's ``versions=`` list: ``condition_id``,
+  ``mode``, ``previous``, ``current``, the versions imported, ``n_pairs``, ``metrics`` with their intervals,
+  ``verdict``, ``unknown_formats``; empty without ``versions=``; :func:`ddpbench.analysis.versions.versions_to_dict`).
+  An earlier record is upgraded with ``versions`` null (not recorded), which :func:`version_verdicts` reads as none.
 """
 
 from __future__ import annotations
@@ -52,7 +57,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from ddpbench.formats.reader import Format
 
 SCHEMA = "ddpbench.analysis"
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 #: the record's file name in a report's output dir
 ANALYSIS_FILE = "analysis.json"
 
@@ -121,14 +126,27 @@ def _v4_to_v5(record: Dict[str, Any]) -> Dict[str, Any]:
     return {**record, "comparisons": comparisons}
 
 
+def _v5_to_v6(record: Dict[str, Any]) -> Dict[str, Any]:
+    return {"versions": None, **record}
+
+
 #: the format as the reader contract (:mod:`ddpbench.formats.reader`) reads it; a new version adds its step
-FORMAT = Format(SCHEMA, SCHEMA_VERSION, oldest=1, upgrades={1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5}, check=_check)
+FORMAT = Format(SCHEMA, SCHEMA_VERSION, oldest=1, upgrades={1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5,
+                                                          5: _v5_to_v6}, check=_check)
 
 
 def validate_analysis_record(record: Any) -> Optional[str]:
     """Why a decoded ``analysis.json`` cannot be used (one line), or None when it can (any known version)."""
     problems = FORMAT.problems(record)
     return problems[0] if problems else None
+
+
+def version_verdicts(record: Mapping[str, Any]) -> Optional[List[str]]:
+    """The verdict of every version step in a (current-version) record; None when it holds no versions comparison."""
+    versions = record.get("versions")
+    if not isinstance(versions, dict) or not isinstance(versions.get("steps"), list):
+        return None
+    return [str(step.get("verdict")) if isinstance(step, dict) else "" for step in versions["steps"]]
 
 
 def _with_cause(excluded: Any) -> Any:

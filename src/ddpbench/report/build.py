@@ -29,7 +29,7 @@ from ddpbench.analysis.tools import compares_several_tools
 from ddpbench.report.plots import plot_condition, save_figure
 from ddpbench.report.plots_compare import tool_plot
 from ddpbench.analysis.versions import (VersionStep, compare_versions, regression_exit_code, unknown_formats,
-                                        version_lists)
+                                        version_lists, versions_to_dict)
 from ddpbench.report.versions import version_plot, versions_section
 
 __all__ = ["ReportInputError", "ReportOutcome", "write_report"]
@@ -172,8 +172,11 @@ def write_report(
 
     results = write_results(frame, out)
     generated = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    arms = version_lists(frame)
+    steps = compare_versions(frame, regression_pct) if arms else []
     payload = analysis_to_dict(analysis)
     payload.update(
+        versions=versions_to_dict(steps, regression_pct),
         sweep_dirs=[str(d) for d in dirs],
         skipped=[{"path": p, "reason": r} for p, r in collected.skipped],
         generated_at=generated,
@@ -184,8 +187,6 @@ def write_report(
         analysis, frame, plot_refs, [str(d) for d in dirs], collected.skipped, generated, __version__, tool_plot_ref,
         list(stopping.values()),
     )
-    arms = version_lists(frame)
-    steps = compare_versions(frame, regression_pct) if arms else []
     if arms:
         listed = [c for c in analysis.comparisons if any(c.mode in group for group in arms.values())]
         plot = save_figure(version_plot(listed, arms), plots_dir / "versions-step-overhead.png") if listed else None

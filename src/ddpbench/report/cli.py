@@ -5,8 +5,9 @@ The verdict is on the per-step cost and on the cost projected onto a job of ``--
 training (fixed start-up and teardown paid once). Exit codes: 0 report written; 1 a comparison is
 over budget (only with ``--fail-over-budget``);
 3 none over but one inconclusive (only with ``--fail-over-budget``); with ``--fail-on-regression``: 1 a version
-regressed against the previous one in its sweep's ``versions=`` list, 3 none did but one is inconclusive;
-``--history``: the SWEEP_DIRs lined up by tool version and date into ``history.md`` instead; 2 bad input — nonexistent
+regressed against the previous one in its sweep's ``versions=`` list, 3 none did but one is inconclusive (read
+from the ``versions`` section of the analysis.json it wrote); ``--history``: the SWEEP_DIRs lined up by tool
+version and date into ``history.md`` and the page ``index.html`` instead; 2 bad input — nonexistent
 or empty sweep dir, no usable trial.json, unwritable output dir — with a one-line
 ``ddpbench-report: error: ...`` on stderr.
 """
@@ -41,14 +42,17 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--fail-on-regression", action="store_true",
                         help="exit 1 when a version regressed against the previous one, 3 when one is inconclusive")
     parser.add_argument("--history", action="store_true",
-                        help="line the sweeps up by hardware, condition, tool version and date: history.md")
+                        help="line the sweeps up by hardware, condition, tool version and date: history.md and index.html")
     return parser
 
 
 def _history(args: argparse.Namespace) -> int:
-    from ddpbench.analysis.versions import history
+    import datetime as dt
+
+    from ddpbench import __version__
+    from ddpbench.analysis.history import history
     from ddpbench.collect.collector import collect_trials
-    from ddpbench.report.versions import write_history
+    from ddpbench.report.history import write_history
 
     missing = [d for d in args.sweep_dirs if not d.exists()]
     if missing:
@@ -58,14 +62,33 @@ def _history(args: argparse.Namespace) -> int:
     if frame.empty:
         print(f"{PROG}: error: no usable trial.json under {', '.join(map(str, args.sweep_dirs))}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    points = history(frame, baseline=args.baseline)
-    out = args.out if args.out is not None else args.sweep_dirs[0]
-    path = write_history(points, Path(out))
-    changes = [p for p in points if p.step_change]
-    print(f"{PROG}: wrote {path} ({len(points)} points, {len(changes)} step change(s))")
-    for p in changes:
-        print(f"  step change: {p.series[3]} {p.version} ({p.date}) [{p.series[2]}]")
+    found = history(frame, baseline=args.baseline, job_hours=args.job_hours)
+    out = Path(args.out if args.out is not None else args.sweep_dirs[0])
+    generated = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    try:
+        files = write_history(found, out, generated, __version__, [str(d) for d in args.sweep_dirs])
+    except OSError as exc:
+        print(f"{PROG}: error: cannot write the history into {out}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(f"{PROG}: wrote {files.markdown} and {files.page} ({len(found.points)} points, "
+          f"{len(found.changes)} step(s))")
+    for c in found.changes:
+        print(f"  {c.kind}: {c.series[3]} {c.before.version} -> {c.after.version} ({c.after.date}) [{c.series[2]}]: "
+              f"{c.step.delta:+.3f} ms [{c.step.ci_low:+.3f}, {c.step.ci_high:+.3f}]")
     return 0
+
+
+def regression_exit_from_record(analysis_path: Path) -> int:
+    """``--fail-on-regression`` from the versions comparison recorded in analysis.json (2 when it cannot be read)."""
+    from ddpbench.analysis.versions import verdicts_exit_code
+    from ddpbench.formats.analysis_record import read_analysis_record, version_verdicts
+
+    record, problem = read_analysis_record(analysis_path)
+    verdicts = version_verdicts(record) if record is not None else None
+    if verdicts is None:
+        print(f"{PROG}: error: {analysis_path}: {problem or 'no versions comparison recorded'}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return verdicts_exit_code(verdicts)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -92,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for step in outcome.version_steps:
         print(f"  {step.current} vs {step.previous} [{step.condition_id}]: {step.verdict}")
     code = outcome.exit_code(args.fail_over_budget)
-    regression = outcome.regression_exit_code() if args.fail_on_regression else 0
+    regression = regression_exit_from_record(outcome.analysis_path) if args.fail_on_regression else 0
     return max(code, regression, key=lambda c: {0: 0, 3: 1, 1: 2}.get(c, 3))
 
 

@@ -1,4 +1,4 @@
-"""The report's "Versions compared" section, its plot, and the history across sweeps (``--history``).
+"""The report's "Versions compared" section and its plot (the history across sweeps: :mod:`.history`).
 
 Rendering only: the figures come from :mod:`ddpbench.analysis.versions`.
 """
@@ -6,8 +6,6 @@ Rendering only: the figures come from :mod:`ddpbench.analysis.versions`.
 from __future__ import annotations
 
 import math
-import os
-from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import matplotlib
@@ -18,9 +16,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from ddpbench.analysis.results import Comparison  # noqa: E402
 from ddpbench.analysis.stats import PairedSummary  # noqa: E402
-from ddpbench.analysis.versions import METRICS, HistoryPoint, VersionStep  # noqa: E402
-from ddpbench.io import write_text_atomic  # noqa: E402
-from ddpbench.report.plots import save_figure  # noqa: E402
+from ddpbench.analysis.versions import METRICS, VersionStep  # noqa: E402
 
 _LABELS = {"step_ms": "per-step Δ", "step_pct": "per-step Δ", "startup_s": "start-up Δ", "teardown_s": "teardown Δ",
            "memory_mb": "peak memory Δ"}
@@ -80,39 +76,3 @@ def version_plot(comparisons: Sequence[Comparison], arms: Dict[str, List[str]]) 
     ax.set_title("Overhead by version")
     ax.legend(fontsize=7)
     return fig
-
-
-def history_plot(points: Sequence[HistoryPoint]) -> Figure:
-    """Per-step overhead (ms, 95 % interval) over versions, one line per hardware + condition; step changes in red."""
-    fig, ax = plt.subplots(figsize=(7, 3.6))
-    for series in sorted({p.series for p in points}):
-        chosen = [p for p in points if p.series == series]
-        xs = list(range(len(chosen)))
-        errs = [p.step_ms.half_width if math.isfinite(p.step_ms.half_width) else 0.0 for p in chosen]
-        ax.errorbar(xs, [p.step_ms.mean for p in chosen], yerr=errs, marker="o", capsize=4,
-                    label=f"{series[3]} [{series[2]}]")
-        for x, p in zip(xs, chosen):
-            if p.step_change:
-                ax.plot([x], [p.step_ms.mean], "s", color="red", markersize=10, fillstyle="none")
-        ax.set_xticks(xs, [f"{p.version}\n{p.date}" for p in chosen], fontsize=7)
-    ax.axhline(0.0, color="grey", linewidth=0.8)
-    ax.set_ylabel("per-step overhead vs baseline (ms)")
-    ax.set_title("Overhead history (red square: step change)")
-    ax.legend(fontsize=7)
-    return fig
-
-
-def write_history(points: Sequence[HistoryPoint], out: Path) -> Path:
-    """``history.md`` and ``plots/history.png`` in ``out``: the points in order, step changes flagged."""
-    plot = save_figure(history_plot(points), out / "plots" / "history.png")
-    lines = ["# Overhead history", "",
-             "Sweeps with the same hardware (CPU model, GPUs) and condition, by tool version then date. A step "
-             "change is a version whose per-step interval does not overlap the previous version's.", "",
-             "| hardware | condition | mode | version | date | per-step overhead (ms) | pairs | step change | sweep |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for p in points:
-        hardware = " + ".join(x for x in p.series[:2] if x) or "unknown"
-        lines.append(f"| {hardware} | {p.series[2]} | {p.series[3]} | {p.version} | {p.date} | {interval(p.step_ms)} | "
-                     f"{p.step_ms.n} | {'**yes**' if p.step_change else ''} | {p.sweep_dir} |")
-    lines += ["", f"![history]({os.path.relpath(plot, out)})", ""]
-    return write_text_atomic(out / "history.md", "\n".join(lines))

@@ -1,0 +1,178 @@
+"""Step changes in a series of measurements that carry their own uncertainty. Pure.
+
+A history series is a sequence of points (one tool version in one sweep, in version then date order),
+each a mean with its standard error (from the sweep's paired interval) and the pairs behind it. A
+**step** is a shift of the series' level between two points. The method is weighted binary
+segmentation, calibrated by simulating the series under "no step":
+
+1. **Weights.** Point i has variance ``v_i = se_i² + τ²``. ``τ²`` is the spread between sweeps beyond
+   what each sweep's own interval holds (another day, another machine state). It is estimated
+   robustly from successive differences ``d_i = x_{i+1} − x_i`` (a step moves one of them, a drift
+   moves none by much): the ``τ² ≥ 0`` at which the median of ``d_i² / (se_i² + se_{i+1}² + 2τ²)``
+   equals the median of χ²₁. With fewer than :data:`MIN_POINTS_FOR_SPREAD` points it is not estimated
+   (``τ² = 0``: the points' own intervals only).
+2. **Statistic.** For a segment and each split k, ``z_k = (m_after − m_before) / sqrt(1/W_before + 1/W_after)``
+   with inverse-variance weighted means ``m`` and weight sums ``W``; ``T = max_k |z_k|``, the
+   likelihood-ratio statistic of one mean shift at an unknown place. Segment means compare every
+   point before a split with every point after it, so a slow drift adds up to a step as well.
+3. **Significance.** The segment is simulated ``draws`` times under no step: each point's mean
+   ``~ N(0, v_i)``, and its standard error re-drawn as ``se_i² · χ²_{n_i−1} / (n_i − 1)`` (a sweep's
+   se is itself estimated from ``n_i`` pairs). ``p = (1 + #{T* ≥ T}) / (1 + draws)``; ``p < alpha``
+   is a step, and both sides are searched again (binary segmentation), each at ``alpha``.
+
+Under no step the first test finds one with probability ``alpha``, so a series without a step shows
+one with probability about ``alpha`` (its false-alarm rate; ``benchmarks/changepoint_sim.py``
+measures it and the power). Points without an interval (fewer than two pairs) are not tested.
+The simulation uses a fixed seed: the same history gives the same answer.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import List, Sequence, Tuple
+
+import numpy as np
+
+__all__ = ["ALPHA", "DRAWS", "METHOD", "MIN_POINTS_FOR_SPREAD", "ChangePoints", "Step", "between_spread",
+           "find_steps"]
+
+#: the false-alarm rate per series a step is tested at
+ALPHA = 0.05
+#: simulated series per test
+DRAWS = 2000
+#: the fewest tested points from which the spread between sweeps (τ) is estimated
+MIN_POINTS_FOR_SPREAD = 6
+#: the median of χ² with 1 degree of freedom
+_CHI2_1_MEDIAN = 0.454936423119572
+_Z_975 = 1.959963984540054
+METHOD = ("weighted binary segmentation: max over splits of the standardised difference of inverse-variance "
+          "weighted segment means (variance = the point's se² + the between-sweep spread τ², τ estimated "
+          f"robustly from successive differences with {MIN_POINTS_FOR_SPREAD}+ points), p-value by simulating "
+          "the series under no step (means and standard errors redrawn), a step where p < alpha")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step found: the level moves between point ``index − 1`` and point ``index`` (input indices)."""
+
+    index: int
+    # weighted means of the segments on either side, and after − before with its 95 % interval (the points' unit)
+    before: float
+    after: float
+    delta: float
+    ci_low: float
+    ci_high: float
+    # the simulated p-value of the test that found it
+    p_value: float
+
+
+@dataclass(frozen=True)
+class ChangePoints:
+    """What :func:`find_steps` found in one series."""
+
+    steps: Tuple[Step, ...]
+    # the between-sweep spread τ used (the points' unit), and whether it was estimated (enough points)
+    spread: float
+    spread_estimated: bool
+    # input indices of the points tested (those with a finite mean and standard error)
+    tested: Tuple[int, ...]
+    alpha: float
+    # each level between steps: (input index of its first point, of its last point, its weighted mean)
+    levels: Tuple[Tuple[int, int, float], ...] = ()
+
+
+def _spread_sq(diffs_sq: np.ndarray, pair_var: np.ndarray) -> np.ndarray:
+    """τ² per row: the smallest τ² ≥ 0 at which median(d² / (pair_var + 2τ²)) ≤ the χ²₁ median (rows vectorised)."""
+    low = np.zeros(diffs_sq.shape[0])
+    high = np.max(diffs_sq, axis=1) / (2 * _CHI2_1_MEDIAN) + 1e-300
+    need = np.median(diffs_sq / pair_var, axis=1) > _CHI2_1_MEDIAN
+    for _ in range(60):
+        mid = (low + high) / 2
+        over = np.median(diffs_sq / (pair_var + 2 * mid[:, None]), axis=1) > _CHI2_1_MEDIAN
+        low, high = np.where(over, mid, low), np.where(over, high, mid)
+    return np.where(need, high, 0.0)
+
+
+def between_spread(means: "Sequence[float] | np.ndarray", ses: "Sequence[float] | np.ndarray") -> float:
+    """τ: the spread between points beyond their own standard errors (0 with fewer than MIN_POINTS_FOR_SPREAD)."""
+    x, se = np.asarray(means, dtype=float), np.asarray(ses, dtype=float)
+    if len(x) < MIN_POINTS_FOR_SPREAD:
+        return 0.0
+    return float(math.sqrt(_spread_sq(*_successive(x[None, :], (se ** 2)[None, :]))[0]))
+
+
+def _max_z(x: np.ndarray, var: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Per row: max |z_k| over splits k = 1..m−1 and the split attaining it (rows vectorised)."""
+    w = 1.0 / var
+    cw, cwx = np.cumsum(w, axis=1), np.cumsum(w * x, axis=1)
+    w_before, wx_before = cw[:, :-1], cwx[:, :-1]
+    w_after, wx_after = cw[:, -1:] - w_before, cwx[:, -1:] - wx_before
+    z = (wx_after / w_after - wx_before / w_before) / np.sqrt(1.0 / w_before + 1.0 / w_after)
+    best = np.argmax(np.abs(z), axis=1)
+    return np.abs(z[np.arange(z.shape[0]), best]), best + 1
+
+
+def _test(x: np.ndarray, se: np.ndarray, n: np.ndarray, tau_sq: float, estimate: bool, draws: int,
+          rng: np.random.Generator) -> Tuple[int, float]:
+    """(the best split, its simulated p-value) for one segment.
+
+    With ``estimate`` the spread is estimated from the segment itself, and again from each simulated
+    segment (so the p-value accounts for that estimate too); else ``tau_sq`` is used as known.
+    """
+    if estimate:
+        tau_sq = float(_spread_sq(*_successive(x[None, :], (se ** 2)[None, :]))[0])
+    observed, split = _max_z(x[None, :], (se ** 2 + tau_sq)[None, :])
+    sim_x = rng.standard_normal((draws, len(x))) * np.sqrt(se ** 2 + tau_sq)
+    dof = np.maximum(n - 1, 1)
+    sim_se_sq = se ** 2 * rng.chisquare(dof, size=(draws, len(x))) / dof
+    sim_tau_sq = _spread_sq(*_successive(sim_x, sim_se_sq))[:, None] if estimate else tau_sq
+    sim_t, _ = _max_z(sim_x, sim_se_sq + sim_tau_sq)
+    p = (1.0 + float(np.sum(sim_t >= observed[0] - 1e-12))) / (1.0 + draws)
+    return int(split[0]), p
+
+
+def _successive(x: np.ndarray, se_sq: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Per row: squared successive differences and the variance their points' own errors give them."""
+    return np.diff(x, axis=1) ** 2, np.maximum(se_sq[:, :-1] + se_sq[:, 1:], 1e-300)
+
+
+def _segments(bounds: List[int]) -> List[Tuple[int, int]]:
+    edges = sorted(bounds)
+    return list(zip(edges, edges[1:]))
+
+
+def find_steps(means: Sequence[float], ses: Sequence[float], n_pairs: Sequence[int], alpha: float = ALPHA,
+               draws: int = DRAWS, seed: int = 0) -> ChangePoints:
+    """The steps of one series (points in order: mean, standard error, pairs); see the module docstring."""
+    tested = tuple(i for i, (m, s, k) in enumerate(zip(means, ses, n_pairs))
+                   if math.isfinite(m) and math.isfinite(s) and s >= 0 and k >= 2)
+    x = np.array([means[i] for i in tested], dtype=float)
+    se = np.maximum(np.array([ses[i] for i in tested], dtype=float), 1e-12)
+    n = np.array([n_pairs[i] for i in tested], dtype=float)
+    estimated = len(tested) >= MIN_POINTS_FOR_SPREAD
+    tau = between_spread(x, se) if estimated else 0.0
+    if len(tested) < 2:
+        return ChangePoints((), tau, estimated, tested, alpha)
+    rng = np.random.default_rng(seed)
+    bounds, queue, p_values = [0, len(x)], [(0, len(x))], {}
+    while queue:
+        lo, hi = queue.pop(0)
+        if hi - lo < 2:
+            continue
+        split, p = _test(x[lo:hi], se[lo:hi], n[lo:hi], tau * tau, hi - lo >= MIN_POINTS_FOR_SPREAD, draws, rng)
+        if p < alpha:
+            bounds.append(lo + split)
+            p_values[lo + split] = p
+            queue += [(lo, lo + split), (lo + split, hi)]
+    var = se ** 2 + tau * tau
+    segments = _segments(bounds)
+    fitted = [(float(np.sum(x[a:b] / var[a:b]) / np.sum(1 / var[a:b])), float(np.sum(1 / var[a:b])))
+              for a, b in segments]
+    steps = []
+    for (b, _), (before, w_before), (after, w_after) in zip(segments[1:], fitted, fitted[1:]):
+        half = _Z_975 * math.sqrt(1 / w_before + 1 / w_after)
+        steps.append(Step(tested[b], before, after, after - before, after - before - half, after - before + half,
+                          p_values[b]))
+    levels = tuple((tested[a], tested[b - 1], level) for (a, b), (level, _) in zip(segments, fitted))
+    return ChangePoints(tuple(steps), tau, estimated, tested, alpha, levels)

@@ -1,0 +1,177 @@
+"""The overhead history across sweeps: each tool version's cost per hardware and condition, and its steps. Pure.
+
+Every sweep's tool modes (each arm of a ``versions=`` list counts as one) are paired with the baseline
+of the same sweep and condition. A point is one arm in one sweep: its per-step overhead (ms and % of
+the baseline's step) and its overhead projected onto a job of ``job_hours`` (% of the job), each a
+paired summary with its 95 % interval. Points line up in a **series** by hardware (CPU model, GPUs),
+condition and tool (the mode without its version), ordered by the tool version the ranks imported and
+then by date. Steps in a series are found on the per-step overhead (ms) by
+:func:`ddpbench.analysis.changepoint.find_steps`: a step up is a regression, a step down an improvement.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, Dict, List, Tuple
+
+import pandas as pd
+
+from ddpbench.analysis.changepoint import ALPHA, METHOD, ChangePoints, Step, find_steps
+from ddpbench.analysis.pairing import pair_table
+from ddpbench.analysis.projection import JOB_HOURS, job_seconds, projected_values
+from ddpbench.analysis.stats import PairedSummary, paired_summary
+from ddpbench.analysis.versions import imported_version
+from ddpbench.formats.condition import base_mode
+
+__all__ = ["REGRESSION_STEP", "IMPROVEMENT_STEP", "History", "HistoryChange", "HistoryPoint", "Series", "history"]
+
+REGRESSION_STEP, IMPROVEMENT_STEP = "regression", "improvement"
+#: (CPU model, GPU names, condition id, tool): the points comparable with each other
+Series = Tuple[str, str, str, str]
+_NONE = paired_summary([])
+#: the distribution whose version every trial records (``environment.traceml_ai``): a TraceML mode's version
+TRACEML_PACKAGE = "traceml-ai"
+
+
+@dataclass(frozen=True)
+class HistoryPoint:
+    """One arm's overhead against the baseline in one sweep."""
+
+    series: Series
+    # the tool version its ranks imported ("unknown" when not recorded), and the date its sweep started (YYYY-MM-DD)
+    version: str
+    date: str
+    sweep_dir: str
+    # per-step overhead, ms and % of the baseline's step (paired over the sweep's repeats)
+    step_ms: PairedSummary
+    step_pct: PairedSummary = _NONE
+    # the overhead of a job of History.job_hours: per-step % all along plus the fixed costs once, % of the job
+    projected_pct: PairedSummary = _NONE
+    # the arm as the sweep named it (e.g. traceml==0.5.0), the version spec it asked for ("" without versions=),
+    # and its mode's description and command template (as recorded in its trials' config)
+    arm: str = ""
+    spec: str = ""
+    description: str = ""
+    command: str = ""
+    # the first point of a new level in its series (a step found just before it)
+    step_change: bool = False
+
+
+@dataclass(frozen=True)
+class HistoryChange:
+    """A step in one series: between ``before`` (the last point of the old level) and ``after`` (the first of the new)."""
+
+    series: Series
+    before: HistoryPoint
+    after: HistoryPoint
+    # the step on the per-step overhead, ms: levels either side, after − before with its 95 % interval, p-value
+    step: Step
+
+    @property
+    def kind(self) -> str:
+        """``regression`` when the overhead rose, else ``improvement``."""
+        return REGRESSION_STEP if self.step.delta > 0 else IMPROVEMENT_STEP
+
+
+@dataclass(frozen=True)
+class History:
+    """Every point in series order, the steps found, and how they were found."""
+
+    points: Tuple[HistoryPoint, ...]
+    changes: Tuple[HistoryChange, ...]
+    # series -> what the change-point method saw (the spread between sweeps it used, the points it tested)
+    fits: Dict[Series, ChangePoints] = field(default_factory=dict)
+    method: str = METHOD
+    alpha: float = ALPHA
+    job_hours: float = JOB_HOURS
+
+    def series(self) -> List[Series]:
+        """The series in order."""
+        return list(dict.fromkeys(p.series for p in self.points))
+
+    def of(self, series: Series) -> List[HistoryPoint]:
+        """The points of one series, in order."""
+        return [p for p in self.points if p.series == series]
+
+
+def _text(value: Any) -> str:
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
+def _first(rows: pd.DataFrame, column: str) -> str:
+    values = sorted({_text(v) for v in rows[column]} - {""}) if column in rows else []
+    return values[0] if values else ""
+
+
+def _mode_config(rows: pd.DataFrame) -> Dict[str, Any]:
+    for text in rows.get("config_json", pd.Series(dtype=str)).dropna():
+        try:
+            mode = json.loads(text).get("mode")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(mode, dict):
+            return mode
+    return {}
+
+
+def _version_key(version: str) -> Tuple[Any, ...]:
+    try:
+        from packaging.version import Version
+
+        return (0, Version(version.split(",")[0].strip()))
+    except Exception:  # noqa: BLE001 - an unparsable version sorts after the parsable ones, by text
+        return (1, version)
+
+
+def _points(frame: pd.DataFrame, baseline: str, job_s: float) -> List[HistoryPoint]:
+    points: List[HistoryPoint] = []
+    for (sweep, cond), rows in frame.groupby(["sweep_dir", "condition_id"], sort=True):
+        pairs, _, _ = pair_table(rows, baseline=baseline)
+        for arm in sorted({p.mode for p in pairs}):
+            chosen = [p for p in pairs if p.mode == arm]
+            arm_rows = rows[rows["mode"] == arm]
+            mode = _mode_config(arm_rows)
+            version = imported_version(rows, arm) or (_first(arm_rows, "env_traceml_ai")
+                                                      if mode.get("requires_package") == TRACEML_PACKAGE else "")
+            command = mode.get("command")
+            projected = projected_values([p.step_overhead_pct for p in chosen], [p.fixed_diff_s for p in chosen], job_s)
+            points.append(HistoryPoint(
+                (_first(arm_rows, "env_cpu_model"), _first(arm_rows, "env_gpu_names"), str(cond), base_mode(arm)),
+                version or "unknown", _first(rows, "started_at")[:10], str(sweep),
+                paired_summary([p.step_overhead_ms for p in chosen]),
+                paired_summary([p.step_overhead_pct for p in chosen]), paired_summary(projected), arm,
+                _first(arm_rows, "arm_spec"), _text(mode.get("description")),
+                " ".join(str(c) for c in command) if isinstance(command, list) else _text(command)))
+    points.sort(key=lambda p: (p.series, _version_key(p.version), p.date, p.sweep_dir))
+    return points
+
+
+def _se(s: PairedSummary) -> float:
+    return s.sd / math.sqrt(s.n) if s.n >= 2 and math.isfinite(s.sd) else math.nan
+
+
+def history(frame: pd.DataFrame, baseline: str = "native", job_hours: float = JOB_HOURS,
+            alpha: float = ALPHA) -> History:
+    """The collected sweeps as series of points, with the steps of each series (module docstring).
+
+    A point's version is what its ranks imported (``arm_version``), else, for a mode whose ``requires_package``
+    is traceml-ai, the recorded ``env_traceml_ai``; else ``unknown``.
+    """
+    points = _points(frame, baseline, job_seconds(job_hours))
+    flagged: List[HistoryPoint] = []
+    changes: List[HistoryChange] = []
+    fits: Dict[Series, ChangePoints] = {}
+    for series in dict.fromkeys(p.series for p in points):
+        chosen = [p for p in points if p.series == series]
+        fit = find_steps([p.step_ms.mean for p in chosen], [_se(p.step_ms) for p in chosen],
+                         [p.step_ms.n for p in chosen], alpha=alpha)
+        fits[series] = fit
+        starts = {s.index: s for s in fit.steps}
+        for i, point in enumerate(chosen):
+            flagged.append(replace(point, step_change=i in starts))
+            if i in starts:
+                before = max(j for j in fit.tested if j < i)
+                changes.append(HistoryChange(series, chosen[before], chosen[i], starts[i]))
+    return History(tuple(flagged), tuple(changes), fits, METHOD, alpha, job_hours)
