@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 import pytest
 
@@ -124,3 +125,16 @@ def test_unknown_tool_summary_format_is_said_in_the_report(tmp_path: Path) -> No
     assert report_main([str(sweep), "--out", str(tmp_path / "r")]) == 0
     report = (tmp_path / "r" / "report.md").read_text()
     assert "traceml: tool summary: unknown format (schema_version 2.0) (traceml-ai 0.6.0) in 2 trial(s)" in report
+
+
+def test_ci_example_workflow_uses_real_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/ci/tool-gate.yml parses, and every ddpbench-report flag it uses is one the command has."""
+    import yaml
+
+    workflow = yaml.safe_load((Path(__file__).resolve().parents[1] / "docs" / "ci" / "tool-gate.yml").read_text())
+    script = "\n".join(step.get("run", "") for step in workflow["jobs"]["overhead"]["steps"])
+    used = {flag for line in script.splitlines() if "ddpbench-report" in line for flag in re.findall(r"--[a-z-]+", line)}
+    with pytest.raises(SystemExit):
+        report_main(["--help"])
+    assert used and used <= set(re.findall(r"--[a-z-]+", capsys.readouterr().out)), used
+    assert "versions={traceml:" in script and "--fail-on-regression" in used

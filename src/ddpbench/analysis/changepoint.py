@@ -6,18 +6,20 @@ each a mean with its standard error (from the sweep's paired interval) and the p
 segmentation, calibrated by simulating the series under "no step":
 
 1. **Weights.** Point i has variance ``v_i = se_i² + τ²``. ``τ²`` is the spread between sweeps beyond
-   what each sweep's own interval holds (another day, another machine state). It is estimated
-   robustly from successive differences ``d_i = x_{i+1} − x_i`` (a step moves one of them, a drift
-   moves none by much): the ``τ² ≥ 0`` at which the median of ``d_i² / (se_i² + se_{i+1}² + 2τ²)``
-   equals the median of χ²₁. With fewer than :data:`MIN_POINTS_FOR_SPREAD` points it is not estimated
-   (``τ² = 0``: the points' own intervals only).
+   what each sweep's own interval holds (another day, another machine state), estimated from successive
+   differences ``d_i = x_{i+1} − x_i``, whose variance is ``se_i² + se_{i+1}² + 2τ²`` without a step: the
+   larger of the moment estimate (``mean(d_i² − se_i² − se_{i+1}²) / 2``) and the robust one (the ``τ²`` at
+   which the median of ``d_i² / (se_i² + se_{i+1}² + 2τ²)`` is the median of χ²₁), never below 0. With
+   fewer than :data:`MIN_POINTS_FOR_SPREAD` points it is not estimated (``τ² = 0``: the points' own
+   intervals only).
 2. **Statistic.** For a segment and each split k, ``z_k = (m_after − m_before) / sqrt(1/W_before + 1/W_after)``
    with inverse-variance weighted means ``m`` and weight sums ``W``; ``T = max_k |z_k|``, the
    likelihood-ratio statistic of one mean shift at an unknown place. Segment means compare every
    point before a split with every point after it, so a slow drift adds up to a step as well.
 3. **Significance.** The segment is simulated ``draws`` times under no step: each point's mean
-   ``~ N(0, v_i)``, and its standard error re-drawn as ``se_i² · χ²_{n_i−1} / (n_i − 1)`` (a sweep's
-   se is itself estimated from ``n_i`` pairs). ``p = (1 + #{T* ≥ T}) / (1 + draws)``; ``p < alpha``
+   ``~ N(0, v_i)``, its standard error re-drawn as ``se_i² · χ²_{n_i−1} / (n_i − 1)`` (a sweep's se is
+   itself estimated from ``n_i`` pairs) and ``τ²`` estimated again from each simulated segment (so the
+   p-value accounts for that estimate too). ``p = (1 + #{T* ≥ T}) / (1 + draws)``; ``p < alpha``
    is a step, and both sides are searched again (binary segmentation), each at ``alpha``.
 
 Under no step the first test finds one with probability ``alpha``, so a series without a step shows
@@ -42,14 +44,14 @@ ALPHA = 0.05
 #: simulated series per test
 DRAWS = 2000
 #: the fewest tested points from which the spread between sweeps (τ) is estimated
-MIN_POINTS_FOR_SPREAD = 6
+MIN_POINTS_FOR_SPREAD = 4
 #: the median of χ² with 1 degree of freedom
 _CHI2_1_MEDIAN = 0.454936423119572
 _Z_975 = 1.959963984540054
 METHOD = ("weighted binary segmentation: max over splits of the standardised difference of inverse-variance "
-          "weighted segment means (variance = the point's se² + the between-sweep spread τ², τ estimated "
-          f"robustly from successive differences with {MIN_POINTS_FOR_SPREAD}+ points), p-value by simulating "
-          "the series under no step (means and standard errors redrawn), a step where p < alpha")
+          "weighted segment means (variance = the point's se² + the between-sweep spread τ², τ estimated from "
+          f"successive differences with {MIN_POINTS_FOR_SPREAD}+ points), p-value by simulating the series under "
+          "no step (means, standard errors and τ drawn again), a step where p < alpha")
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,8 @@ class ChangePoints:
 
 
 def _spread_sq(diffs_sq: np.ndarray, pair_var: np.ndarray) -> np.ndarray:
-    """τ² per row: the smallest τ² ≥ 0 at which median(d² / (pair_var + 2τ²)) ≤ the χ²₁ median (rows vectorised)."""
+    """τ² per row (rows vectorised): the larger of the moment estimate and the median-matching one, at least 0."""
+    moment = np.maximum(np.mean(diffs_sq - pair_var, axis=1) / 2, 0.0)
     low = np.zeros(diffs_sq.shape[0])
     high = np.max(diffs_sq, axis=1) / (2 * _CHI2_1_MEDIAN) + 1e-300
     need = np.median(diffs_sq / pair_var, axis=1) > _CHI2_1_MEDIAN
@@ -91,7 +94,7 @@ def _spread_sq(diffs_sq: np.ndarray, pair_var: np.ndarray) -> np.ndarray:
         mid = (low + high) / 2
         over = np.median(diffs_sq / (pair_var + 2 * mid[:, None]), axis=1) > _CHI2_1_MEDIAN
         low, high = np.where(over, mid, low), np.where(over, high, mid)
-    return np.where(need, high, 0.0)
+    return np.maximum(np.where(need, high, 0.0), moment)
 
 
 def between_spread(means: "Sequence[float] | np.ndarray", ses: "Sequence[float] | np.ndarray") -> float:
