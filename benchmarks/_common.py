@@ -152,6 +152,13 @@ def write_out(path: Path | None, text: str, data: dict[str, Any]) -> None:
         path.write_text(text)
 
 
+def emit(lines: list[str], path: Path | None) -> None:
+    """Print a pure benchmark's table and write it to ``path`` (markdown, or ``{"lines": ...}`` as .json)."""
+    text = "\n".join(lines) + "\n"
+    print(text)
+    write_out(path, text, {"lines": lines})
+
+
 def signed(x: float | None, digits: int = 2) -> str:
     """``x`` with its sign and ``digits`` decimals, ``n/a`` when missing or not finite."""
     import math

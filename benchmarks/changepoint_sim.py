@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import machine_line, now_utc, write_out  # noqa: E402
+from _common import emit, machine_line, now_utc  # noqa: E402
 from ddpbench.analysis.changepoint import ALPHA, MIN_POINTS_FOR_SPREAD, find_steps  # noqa: E402
 from ddpbench.analysis.stats import t_isf  # noqa: E402
 
@@ -81,10 +81,7 @@ def main(argv: list[str] | None = None) -> int:
             where = f"{100 * placed / args.series:.1f} %" if shape == "step" else ""
             lines.append(f"| {points} | {name} | {spread:g} | {100 * found / args.series:.1f} % | {where} | "
                          f"{100 * overlap / args.series:.1f} % |")
-    lines += ["", f"{time.monotonic() - t0:.0f} s"]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    write_out(args.out, text, {"lines": lines})
+    emit([*lines, "", f"{time.monotonic() - t0:.0f} s"], args.out)
     return 0
 
 

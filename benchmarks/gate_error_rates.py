@@ -1,9 +1,10 @@
 """The release gate's error rates on simulated versions sweeps: A/A (the same release twice) and a known regression.
 
 Each simulated sweep is ``mode=native,traceml versions={traceml:[A, B]} repeat=1-N``: per repeat a machine
-factor common to the three trials (SD ``--machine-sd`` %), a native step of ``--step-ms``, the tool's arms
-at +10 %, and arm B slower than arm A by the true regression (0 for A/A), each arm with its own noise so
-that the per-pair SD of B's per-step Δ % against A is ``--sd``. The trials are built as trial.json
+factor common to the three trials (``--machine-sd`` %), a native step of ``--step-ms``, the tool's arms at
++10 %, and arm B slower than arm A by the true regression (0 for A/A), each arm with its own log-normal
+noise, so that B's per-step Δ % against A has a per-pair SD of about ``--sd`` (log-SD of the ratio
+ln(1 + SD/100); a step time stays positive, and a large SD skews the ratio as a loaded machine does). The trials are built as trial.json
 records (tests/helpers/trials.py) and go through the same functions as a real sweep's report: the
 collector's row (``flatten_trial``) and :func:`ddpbench.analysis.versions.compare_versions` with its
 verdict against ``--threshold`` (``regression_pct``). Printed per cell: how often the gate says
@@ -28,7 +29,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import REPO, machine_line, now_utc, write_out  # noqa: E402
+from _common import REPO, emit, machine_line, now_utc  # noqa: E402
 
 sys.path.insert(0, str(REPO / "tests"))
 
@@ -46,12 +47,12 @@ def sweep_frame(rng: np.random.Generator, pairs: int, sd_pct: float, regression_
                 machine_sd_pct: float) -> pd.DataFrame:
     """One simulated versions sweep as the collector's table."""
     rows = []
-    arm_sd = sd_pct / 100 / math.sqrt(2)
+    arm_log_sd = math.log(1 + sd_pct / 100) / math.sqrt(2)  # log-normal: a step time stays positive
     for repeat in range(1, pairs + 1):
-        machine = 1 + rng.normal(0, machine_sd_pct / 100)
+        machine = math.exp(rng.normal(0, math.log(1 + machine_sd_pct / 100)))
         steps = {"native": step_ms * machine,
-                 ARMS[1]: step_ms * machine * 1.10 * (1 + rng.normal(0, arm_sd)),
-                 ARMS[2]: step_ms * machine * 1.10 * (1 + regression_pct / 100) * (1 + rng.normal(0, arm_sd))}
+                 ARMS[1]: step_ms * machine * 1.10 * math.exp(rng.normal(0, arm_log_sd)),
+                 ARMS[2]: step_ms * machine * 1.10 * (1 + regression_pct / 100) * math.exp(rng.normal(0, arm_log_sd))}
         order = list(ARMS) if repeat % 2 else list(reversed(ARMS))
         for position, arm in enumerate(order):
             trial = make_trial(sweep_dir="/sim", mode=arm, repeat=repeat, pair_position=position,
@@ -110,10 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     for sd, source in sds:
         lines.append(f"- SD {sd:.1f} ({source}): A/A pass {pairs_for(sd, args.threshold):.0f} pairs, "
                      f"+{args.regression:g} % caught {pairs_for(sd, args.regression - args.threshold):.0f} pairs")
-    lines += ["", f"{time.monotonic() - t0:.0f} s"]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    write_out(args.out, text, {"lines": lines})
+    emit([*lines, "", f"{time.monotonic() - t0:.0f} s"], args.out)
     return 0
 
 

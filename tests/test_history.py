@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -107,6 +108,9 @@ def test_history_page_is_self_contained_and_escaped(tmp_path: Path) -> None:
     points = history(collect_trials([tmp_path]).frame).points
     assert [p.step_change for p in points] == [False] * 4 + [True] + [False] * 2
     assert (tmp_path / "page" / "history.md").read_text().count("**yes**") == 1
+    mask = os.umask(0o022)
+    os.umask(mask)
+    assert (tmp_path / "page" / "index.html").stat().st_mode & 0o777 == 0o666 & ~mask  # readable as open() makes it
 
 
 @pytest.mark.slow  # launches a browser

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import os
+from pathlib import Path
 from typing import Dict, Iterable, List, Sequence, Tuple
 
 from ddpbench.analysis.changepoint import MIN_POINTS_FOR_SPREAD, ChangePoints
@@ -32,7 +33,7 @@ th,td{border:1px solid #ddd;padding:.25em .5em;text-align:left;vertical-align:to
 th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 tr.step td{background:#fdecea}.up{color:#b3261e;font-weight:600}.down{color:#1e6b33;font-weight:600}
 img{max-width:100%;height:auto;border:1px solid #eee}code{font-size:.9em;overflow-wrap:anywhere}
-.wide{overflow-x:auto}.badge{display:inline-block;padding:0 .5em;border-radius:.6em;background:#b3261e;color:#fff;font-size:.8em}
+.wide{overflow-x:auto}.long{display:inline-block;max-width:18em;overflow-wrap:anywhere}.badge{display:inline-block;padding:0 .5em;border-radius:.6em;background:#b3261e;color:#fff;font-size:.8em}
 """
 
 
@@ -47,6 +48,11 @@ def _hardware(series: Series) -> str:
 
 def _title(series: Series) -> str:
     return f"{series[3]} on {_hardware(series)} [{series[2]}]"
+
+
+def _long(value: object) -> str:
+    """A record's string that may be long (an arm named by a commit, a path), wrapped within its column."""
+    return f"<span class=long>{esc(value)}</span>"
 
 
 def _cell(s: PairedSummary, digits: int = 3) -> str:
@@ -91,6 +97,8 @@ def _where(points: Sequence[HistoryPoint]) -> Tuple[str, Dict[str, str]]:
         common = os.path.commonpath(dirs) if len(dirs) > 1 else ""
     except ValueError:  # absolute and relative paths mixed
         common = ""
+    if len(Path(common).parts) < 3:  # "/" or "/tmp": no common folder worth naming
+        common = ""
     return common, {d: os.path.relpath(d, common) if common else d for d in dirs}
 
 
@@ -102,8 +110,8 @@ def _points_table(points: Sequence[HistoryPoint], job_hours: float) -> List[str]
     for p in points:
         mark = ' <span class="badge">step</span>' if p.step_change else ""
         rows.append(f'<tr{" class=step" if p.step_change else ""}><td>{esc(p.version)}{mark}</td><td>{esc(p.date)}</td>'
-                    f"<td>{esc(p.arm)}</td><td>{esc(p.spec)}</td>{_cell(p.step_ms)}{_cell(p.step_pct, 2)}"
-                    f'{_cell(p.projected_pct, 2)}<td class="num">{p.step_ms.n}</td><td><code>{esc(short[p.sweep_dir])}</code>'
+                    f"<td>{_long(p.arm)}</td><td>{_long(p.spec)}</td>{_cell(p.step_ms)}{_cell(p.step_pct, 2)}"
+                    f'{_cell(p.projected_pct, 2)}<td class="num">{p.step_ms.n}</td><td><code class=long>{esc(short[p.sweep_dir])}</code>'
                     "</td></tr>")
     under = f"<p class=note>Sweeps under <code>{esc(common)}</code>.</p>" if common else ""
     return rows + ["</tbody></table></div>", under]
@@ -113,7 +121,7 @@ def _modes(points: Iterable[HistoryPoint]) -> List[str]:
     seen = dict.fromkeys((p.arm, p.description, p.command) for p in points)
     rows = ["<details><summary>Modes as recorded</summary><table><thead><tr><th>arm</th><th>description</th>"
             "<th>command</th></tr></thead><tbody>"]
-    rows += [f"<tr><td>{esc(arm)}</td><td>{esc(description)}</td><td><code>{esc(command)}</code></td></tr>"
+    rows += [f"<tr><td>{_long(arm)}</td><td>{esc(description)}</td><td><code>{esc(command)}</code></td></tr>"
              for arm, description, command in seen]
     return rows + ["</tbody></table></details>"]
 
@@ -133,6 +141,8 @@ def render_history_page(history: History, generated: str, ddpbench_version: str,
     body += _changes_table(regressions, anchors) if regressions else ["<p>No step up in any series.</p>"]
     if improvements:
         body += [f"<h2>Improvements ({len(improvements)})</h2>", *_changes_table(improvements, anchors)]
+    if not every:
+        body.append("<p>No tool arm was paired with a baseline trial in these sweeps: nothing to show.</p>")
     nav = "".join(f'<li><a href="#{anchors[s]}">{esc(_title(s))}</a></li>' for s in every)
     body += [f"<h2>Series</h2><ul>{nav}</ul>"]
     for series in every:

@@ -56,7 +56,8 @@ def history_plot(points: Sequence[HistoryPoint]) -> Figure:
         ax.axhline(0.0, color="grey", linewidth=0.8)
         ax.set_ylabel("per-step overhead vs baseline (ms)")
         ax.set_title("Overhead history (red square: a step just before)")
-        ax.legend(fontsize=7)
+        if every:
+            ax.legend(fontsize=7)
     return fig
 
 
