@@ -58,6 +58,9 @@ def _history(args: argparse.Namespace) -> int:
     if missing:
         print(f"{PROG}: error: no such sweep dir: {missing[0]}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if not args.job_hours > 0:
+        print(f"{PROG}: error: --job-hours {args.job_hours}: must be > 0 (hours of training)", file=sys.stderr)
+        return EXIT_BAD_INPUT
     frame = collect_trials(list(args.sweep_dirs)).frame
     if frame.empty:
         print(f"{PROG}: error: no usable trial.json under {', '.join(map(str, args.sweep_dirs))}", file=sys.stderr)
