@@ -63,3 +63,15 @@ def test_every_package_is_in_a_layer() -> None:
     parts = {f"ddpbench.{p.name}" for p in source.iterdir() if (p / "__init__.py").is_file()}
     parts |= {f"ddpbench.{p.stem}" for p in source.glob("*.py") if p.stem not in ("__init__", "__main__")}
     assert parts - named == set(), f"outside every layer of pyproject.toml's [tool.importlinter]: {sorted(parts - named)}"
+
+
+def test_every_error_line_comes_from_the_one_printer() -> None:
+    """A command that ends on an error says so through ddpbench.errors (error_line or fail), never by hand."""
+    import re
+
+    by_hand = re.compile(r"""print\(\s*f?["'][^"'\n]*: error: """)
+    offenders = [f"{path.relative_to(ROOT)}:{number}" for path in (ROOT / "src").rglob("*.py")
+                 if path.name != "errors.py"
+                 for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+                 if by_hand.search(line)]
+    assert offenders == [], f"error lines printed by hand (use ddpbench.errors.error_line): {offenders}"

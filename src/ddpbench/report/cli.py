@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ddpbench.analysis.projection import JOB_HOURS
+from ddpbench.errors import error_line
 from ddpbench.report.build import EXIT_BAD_INPUT, ReportInputError, write_report
 
 PROG = "ddpbench-report"
@@ -56,23 +57,19 @@ def _history(args: argparse.Namespace) -> int:
 
     missing = [d for d in args.sweep_dirs if not d.exists()]
     if missing:
-        print(f"{PROG}: error: no such sweep dir: {missing[0]}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return error_line(f"no such sweep dir: {missing[0]}", EXIT_BAD_INPUT, PROG)
     if not args.job_hours > 0:
-        print(f"{PROG}: error: --job-hours {args.job_hours}: must be > 0 (hours of training)", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return error_line(f"--job-hours {args.job_hours}: must be > 0 (hours of training)", EXIT_BAD_INPUT, PROG)
     frame = collect_trials(list(args.sweep_dirs)).frame
     if frame.empty:
-        print(f"{PROG}: error: no usable trial.json under {', '.join(map(str, args.sweep_dirs))}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return error_line(f"no usable trial.json under {', '.join(map(str, args.sweep_dirs))}", EXIT_BAD_INPUT, PROG)
     found = history(frame, baseline=args.baseline, job_hours=args.job_hours)
     out = Path(args.out if args.out is not None else args.sweep_dirs[0])
     generated = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     try:
         files = write_history(found, out, generated, __version__, [str(d) for d in args.sweep_dirs])
     except OSError as exc:
-        print(f"{PROG}: error: cannot write the history into {out}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return error_line(f"cannot write the history into {out}: {exc.strerror or exc}", EXIT_BAD_INPUT, PROG)
     print(f"{PROG}: wrote {files.markdown} and {files.page} ({len(found.points)} points, "
           f"{len(found.changes)} step(s))")
     for c in found.changes:
@@ -89,8 +86,7 @@ def regression_exit_from_record(analysis_path: Path) -> int:
     record, problem = read_analysis_record(analysis_path)
     verdicts = version_verdicts(record) if record is not None else None
     if verdicts is None:
-        print(f"{PROG}: error: {analysis_path}: {problem or 'no versions comparison recorded'}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return error_line(f"{analysis_path}: {problem or 'no versions comparison recorded'}", EXIT_BAD_INPUT, PROG)
     return verdicts_exit_code(verdicts)
 
 
@@ -98,19 +94,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
     args = _parser().parse_args(argv)
     if args.regression_pct <= 0:
-        print(f"{PROG}: error: --regression-pct {args.regression_pct}: must be > 0", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return error_line(f"--regression-pct {args.regression_pct}: must be > 0", EXIT_BAD_INPUT, PROG)
     if args.history:
         return _history(args)
     try:
         outcome = write_report(args.sweep_dirs, args.out, baseline=args.baseline, budget_pct=args.budget,
                                job_hours=args.job_hours, regression_pct=args.regression_pct)
     except ReportInputError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return error_line(f"{exc}", EXIT_BAD_INPUT, PROG)
     except OSError as exc:
-        print(f"{PROG}: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return error_line(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), EXIT_BAD_INPUT, PROG)
     print(f"{PROG}: wrote {outcome.report_path} ({outcome.n_trials} trials, {outcome.n_pairs} pairs, "
           f"{outcome.n_excluded} excluded, {outcome.n_skipped} skipped)")
     for label, status in outcome.verdicts.items():
