@@ -16,7 +16,7 @@ from ddpbench.collect.collector import flatten_trial
 from ddpbench.formats.trial_record import FORMAT, LOAD_KEYS
 from ddpbench.workload import affinity
 from helpers.cli import only_sweep_dir, run_ddpbench, trials_in
-from helpers.trials import make_trial
+from helpers.trials import make_trial, step_summary
 
 INJ = {"step_ms": 5.0, "startup_s": 3.0, "teardown_s": 2.0}
 
@@ -80,6 +80,62 @@ def test_applied_injection_falls_back_to_config_inject_without_workload_args() -
     assert applied_injection(row, "startup_s") == 0.0
 
 
+def gpu_shaped(mode: str, repeat: int, workload_args: list[str], host_sync: str, busy_ms: float, idle_ms: float,
+               step_ms: float) -> dict[str, Any]:
+    """A GPU trial: its host step and its GPU split per step (trial record v5), the loop's host-sync pattern."""
+    trial = real_shaped(mode, repeat, workload_args, step_ms=step_ms)
+    trial.update(host_sync=host_sync, gpu_time_ms={"busy": step_summary(busy_ms), "idle": step_summary(idle_ms),
+                                                   "late_reads": 0})
+    trial["config"]["inject"] = {**INJ, "device_step_ms": 2.0}
+    return trial
+
+
+def test_a_host_wait_is_judged_where_the_loop_lets_it_show() -> None:
+    """The seed loop (host and GPU serialised): a 2 ms host wait is the host step Δ and the GPU-idle Δ, both judged.
+    A GPU-bound loop without synchronisation: the same wait hides in the host's lead and is not judged."""
+    seed, hidden = [], []
+    for r in range(1, 4):
+        seed.append(gpu_shaped("native", r, [], "seed", busy_ms=3.0, idle_ms=2.0, step_ms=5.0))
+        seed.append(gpu_shaped("inject", r, ["--inject-step-ms=2.0"], "seed", busy_ms=3.0, idle_ms=4.05, step_ms=7.1))
+        hidden.append(gpu_shaped("native", r, [], "none", busy_ms=4.99, idle_ms=0.01, step_ms=5.0))
+        hidden.append(gpu_shaped("inject", r, ["--inject-step-ms=2.0"], "none", busy_ms=4.99, idle_ms=0.01, step_ms=5.2))
+    items = calibration_items(seed)
+    step, idle = items["per-step overhead"], items["host wait in GPU idle"]
+    assert (step.side, step.knowable, step.within_tolerance) == ("host", True, True)
+    assert step.recovered == pytest.approx(2.1) and "synchronised every step (host_sync=seed" in step.where
+    assert (idle.side, idle.knowable, idle.within_tolerance) == ("host", True, True)
+    assert idle.recovered == pytest.approx(2.05)
+    assert "device wait in GPU busy" not in items  # nothing was queued on the device
+    items = calibration_items(hidden)
+    step = items["per-step overhead"]
+    assert step.knowable is False and step.within_tolerance is None and "GPU-bound" in step.where
+    assert step.error_pct == pytest.approx(-90.0)  # shown, not judged
+
+
+def test_a_device_wait_shows_in_gpu_busy_in_any_loop_and_in_the_step_where_the_gpu_is_the_bottleneck() -> None:
+    device = ["--inject-device-step-ms=2.0"]
+    host_bound, serial = [], []
+    for r in range(1, 4):  # the GPU idles 3 ms of every 5 ms step: a 2 ms device wait runs in that idle time
+        host_bound.append(gpu_shaped("native", r, [], "none", busy_ms=2.0, idle_ms=3.0, step_ms=5.0))
+        host_bound.append(gpu_shaped("inject_device", r, device, "none", busy_ms=4.02, idle_ms=0.98, step_ms=5.0))
+        serial.append(gpu_shaped("native", r, [], "seed", busy_ms=2.0, idle_ms=3.0, step_ms=5.0))
+        serial.append(gpu_shaped("inject_device", r, device, "seed", busy_ms=4.0, idle_ms=3.0, step_ms=7.05))
+    items = calibration_items(host_bound)
+    busy, step = items["device wait in GPU busy"], items["device wait in the host step"]
+    assert (busy.side, busy.injected, busy.knowable, busy.within_tolerance) == ("device", 2.0, True, True)
+    assert busy.recovered == pytest.approx(2.02)
+    assert step.knowable is False and step.within_tolerance is None and "host-bound" in step.where
+    assert "per-step overhead" not in items  # no host wait: the host step is the device wait's figure here
+    items = calibration_items(serial)
+    assert items["device wait in the host step"].within_tolerance is True
+    assert items["device wait in the host step"].recovered == pytest.approx(2.05)
+    (c,) = [c for c in analyze(frame_of(serial)).comparisons if c.mode == "inject_device"]
+    assert c.calibration.all_within is True
+    groups = {(r.group, r.name): r for r in c.rows}
+    assert groups[("gpu", "GPU busy")].diff.mean == pytest.approx(2.0)
+    assert groups[("gpu", "GPU idle")].diff.mean == pytest.approx(0.0)
+
+
 @pytest.mark.slow
 @pytest.mark.quiet
 def test_a_real_sweep_with_pinned_ranks_recovers_the_injected_step_cost(tmp_path: Path) -> None:
@@ -123,5 +179,5 @@ def test_a_real_sweep_with_pinned_ranks_recovers_the_injected_step_cost(tmp_path
 
     report = (sweep / "report.md").read_text()
     assert "Calibration (inject vs native" in report
-    assert f"per-step overhead injected {step_ms:.3f} ms" in report
+    assert f"per-step overhead injected {step_ms:.3f} ms on the host" in report
     assert "nothing injected" not in report

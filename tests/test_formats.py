@@ -52,8 +52,46 @@ def test_rank_record_checks_ask_a_version_only_for_its_own_fields() -> None:
     v3 = {**rank_record.upgrade_rank_record(v1), "schema_version": 3}
     del v3["blocks"]
     assert "blocks: missing" in rank_record.validate_rank_record(v3)
-    assert rank_record.validate_rank_record({**v1, "schema_version": 4})[0] == (
-        "unknown schema_version 4 of ddpbench.rank (this reader knows 1, 2, 3)")
+    v4 = {**rank_record.upgrade_rank_record(v1), "schema_version": 4}
+    assert (v4["host_sync"], v4["gpu_time_ms"], v4["startup_s"], v4["gc"]) == ("none", None, None, None)
+    assert v4["inject"]["device_step_ms"] == 0.0 and rank_record.validate_rank_record(v4) == []
+    bad = {**v4, "host_sync": "sometimes", "gpu_time_ms": {"busy": {"mean": 1.0}, "idle": {}, "steps": 3},
+           "startup_s": {"script": -1.0}, "gc": {"mode": "maybe", "collections": [1, 2]}}
+    del bad["inject"]["device_step_ms"]
+    problems = rank_record.validate_rank_record(bad)
+    for start in ("host_sync: 'sometimes'", "gpu_time_ms.busy.median", "gpu_time_ms.idle.mean",
+                  "gpu_time_ms.late_reads", "startup_s.script", "startup_s.warmup", "gc.mode", "gc.collections",
+                  "inject.device_step_ms"):
+        assert any(p.startswith(start) for p in problems), (start, problems)
+    on_gpu = {**v4, "device": "cuda", "memory": {**v4["memory"], "cuda_peak_allocated_bytes": 1}}
+    assert rank_record.validate_rank_record(on_gpu) == ["gpu_time_ms: null on a cuda rank of ddpbench's loop"]
+    own = rank_record.upgrade_rank_record({**make_rank_record(0), "schema_version": 2, "workload": "train.py",
+                                           "data": {"loader": "own", "workers": None, "prefetch_factor": None,
+                                                    "pin_memory": False},
+                                           "timing": "step", "phase_time_ms": None, "memory": v4["memory"]})
+    assert own["host_sync"] == "own"  # a user's script ran its own loop
+    assert rank_record.validate_rank_record({**v1, "schema_version": 5})[0] == (
+        "unknown schema_version 5 of ddpbench.rank (this reader knows 1, 2, 3, 4)")
+
+
+def test_earlier_trial_and_analysis_records_are_read_with_the_loop_fields() -> None:
+    """A trial record before version 5 ran ddpbench's sync-free loop (or the job's own); an analysis record before
+    version 5 gets each calibration item's side from its name."""
+    builtin = trial_record.FORMAT.upgrade({**make_trial(), "schema_version": 4})
+    assert (builtin["host_sync"], builtin["gpu_time_ms"], builtin["startup_split_s"], builtin["gc"]) == (
+        "none", None, None, None)
+    framework = make_trial(schema_version=4)
+    framework["config"]["workload"] = {"name": "hf_trainer", "framework": "transformers"}
+    assert trial_record.FORMAT.upgrade(framework)["host_sync"] == "own"
+    items = [{"name": "per-step overhead", "unit": "ms", "injected": 2.0, "recovered": 2.1, "error_pct": 5.0,
+              "within_tolerance": True},
+             {"name": "startup difference", "unit": "s", "injected": 1.0, "recovered": 1.0, "error_pct": 0.0,
+              "within_tolerance": True}]
+    old = {"schema": analysis_record.SCHEMA, "schema_version": 4, "baseline": "native", "budget_pct": 2.0,
+           "confidence": 0.95, "comparisons": [{"mode": "inject", "calibration": {"items": items}}],
+           "failed_trials": [], "n_trials": 2, "n_ok": 2, "noise_floors": {}, "methods": {}}
+    upgraded = analysis_record.FORMAT.upgrade(old)["comparisons"][0]["calibration"]["items"]
+    assert [(i["side"], i["knowable"], i["where"]) for i in upgraded] == [("host", None, ""), ("start-up", None, "")]
 
 
 def test_runner_rejects_invalid_rank_records(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from ddpbench.formats.trial_record import MODE_ROLES
 from helpers.cli import run_ddpbench
 
 MODES = Path(__file__).resolve().parents[1] / "conf" / "mode"
-EXPECTED = {"native": "baseline", "native_aa": "aa", "inject": "calibration", "traceml": "tool",
+EXPECTED = {"native": "baseline", "native_aa": "aa", "inject": "calibration", "inject_device": "calibration", "traceml": "tool",
             "traceml_manual": "tool", "traceml_disabled": "tool", "torch_profiler": "tool", "pyspy": "tool",
             "wandb_offline": "tool", "traceml_callback": "tool", "wandb_framework": "tool",
             "torch_profiler_framework": "tool"}

@@ -82,7 +82,7 @@ def test_report_sections_and_caveats(full_report) -> None:
     assert "1 pair(s) excluded (no traceml trial" not in text
     assert "traceml trial timeout" in text
     assert re.search(r"noise floor ±\d+\.\d+ % \(A/A in cluster=local,model=tiny,stop=duration\)", text)
-    assert re.search(r"Calibration \(inject vs native .*per-step overhead injected 5\.000 ms, recovered 5\.000 ms .*all within 10 %", text)
+    assert re.search(r"Calibration \(inject vs native .*per-step overhead injected 5\.000 ms on the host, recovered 5\.000 ms .*all within 10 %", text)
     assert "| traceml | 5 | timeout |" in text
     assert "schema_version 99" in text
     assert "| traceml | 4 (1) | 100.000 ± 0.000 | +0.500 [+0.370, +0.630] | +0.50 [+0.37, +0.63] |" in text

@@ -1,17 +1,28 @@
-"""Calibration: how well the paired differences recover the known costs an ``inject`` mode added.
+"""Calibration: how well the paired differences recover the known costs a calibration mode added.
 
-A mode named ``inject*`` passes ``--inject-step-ms``, ``--inject-startup-sec`` and
-``--inject-teardown-sec`` to the workload; its comparison with the baseline should recover those
-costs as its per-step overhead and start-up/teardown differences. Pure functions of the pairs and
-their rows in the collected table.
+A calibration mode passes ``--inject-step-ms`` (a host wait per step), ``--inject-device-step-ms`` (GPU work per
+step, CUDA), ``--inject-startup-sec`` and ``--inject-teardown-sec`` to the workload; its comparison with the
+baseline should recover each cost in the figure where the loop lets it show (:func:`ddpbench.analysis.device_split.loop_of`):
+
+- a host wait, as the host step Δ where the host is the bottleneck (a CPU loop, a loop synchronised every step, or
+  a loop whose GPU idles part of every step), and as the GPU-idle Δ where the GPU waits for the host; where the
+  GPU is the bottleneck it hides in the host's lead;
+- a device wait, as the GPU-busy Δ in any loop (the events see device work), and as the host step Δ where the GPU
+  is the bottleneck or the loop synchronises every step; where the GPU idles longer than the wait, it hides there.
+
+Each item says its side (host, device, start-up, teardown), whether its figure can show it in this loop
+(``knowable``) and why (``where``); only knowable items are judged against the tolerance. Pure functions of the
+pairs and their rows in the collected table.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, Callable, Mapping
 
+from ddpbench.analysis.device_split import Loop, loop_of
+from ddpbench.analysis.figures import finite
 from ddpbench.analysis.results import CALIBRATION_TOLERANCE_PCT, Calibration, CalibrationItem, PairRecord
 from ddpbench.analysis.stats import mean, to_float
 from ddpbench.analysis.switching import on_fraction, switched_of_rows
@@ -20,22 +31,25 @@ __all__ = ["INJECT_FLAGS", "applied_injection", "calibration"]
 
 
 #: config.inject key -> the workload flag that applies it
-INJECT_FLAGS = {"step_ms": "--inject-step-ms", "startup_s": "--inject-startup-sec", "teardown_s": "--inject-teardown-sec"}
+INJECT_FLAGS = {"step_ms": "--inject-step-ms", "device_step_ms": "--inject-device-step-ms",
+                "startup_s": "--inject-startup-sec", "teardown_s": "--inject-teardown-sec"}
+#: per-step keys: the waits switched by within-trial switching of ``inject``
+PER_STEP_KEYS = ("step_ms", "device_step_ms")
 
 
 def applied_injection(row: dict[str, Any], key: str) -> float:
     """The cost ``key`` the trial's workload got on average over its timed steps: under within-trial switching of
-    the injected wait (``switching=blocks``) the per-step wait ran in the on-blocks only, so it is scaled by their
-    share of the steps."""
+    the injected waits (``switching=blocks``) the per-step waits ran in the on-blocks only, so they are scaled by
+    their share of the steps."""
     value = _configured_injection(row, key)
-    if key == "step_ms" and row.get("switch_what") == "inject":
+    if key in PER_STEP_KEYS and row.get("switch_what") == "inject":
         share = on_fraction(row.get("switch_blocks_json"))
         return value * share if share is not None else value
     return value
 
 
-def _configured_injection(row: dict[str, Any], key: str) -> float:
-    """The cost ``key`` (``step_ms``, ``startup_s``, ``teardown_s``) the trial's workload really got.
+def _configured_injection(row: Mapping[str, Any], key: str) -> float:
+    """The cost ``key`` (a :data:`INJECT_FLAGS` key) the trial's workload really got.
 
     ``config.inject`` is present in every mode's resolved config (``native`` too, where it is
     ignored), so it is not what was applied. When the config records ``mode.workload_args``, the
@@ -62,6 +76,68 @@ def _configured_injection(row: dict[str, Any], key: str) -> float:
     return value if math.isfinite(value) else 0.0
 
 
+def _host_in_step(loop: Loop) -> tuple[bool | None, str]:
+    if not loop.gpu:
+        return True, "knowable: the loop runs on the host alone"
+    if loop.synchronised or loop.host_bound:
+        return True, f"knowable: {loop.describe()}"
+    return False, f"hides: {loop.describe()}, a host wait hides in the host's lead"
+
+
+def _host_in_idle(loop: Loop) -> tuple[bool | None, str]:
+    if loop.synchronised or loop.host_bound:
+        return True, "knowable: the GPU waits for the host through it"
+    return False, f"hides: {loop.describe()}"
+
+
+def _device_in_step(loop: Loop) -> tuple[bool | None, str]:
+    if loop.synchronised or loop.host_bound is False:
+        return True, f"knowable: {loop.describe()}"
+    return False, f"hides: {loop.describe()}, a device wait runs in the GPU's idle time"
+
+
+def _device_in_busy(loop: Loop) -> tuple[bool | None, str]:
+    return True, "knowable in any loop: the step's device events see device work"
+
+
+def _item(name: str, side: str, unit: str, injected: float, recovered: float, tolerance_pct: float,
+          knowable: tuple[bool | None, str]) -> CalibrationItem:
+    if injected == 0:
+        return CalibrationItem(name, unit, 0.0, recovered, math.nan, None, side, None, "not injected")
+    err = 100.0 * (recovered - injected) / injected if math.isfinite(recovered) else math.nan
+    judged = knowable[0] is not False and math.isfinite(err)
+    return CalibrationItem(name, unit, injected, recovered, err, abs(err) <= tolerance_pct if judged else None,
+                           side, knowable[0], knowable[1])
+
+
+def _diff(sides: list[tuple[dict, dict]], column: str) -> float:
+    values = [(finite(b.get(column)), finite(x.get(column))) for b, x in sides]
+    return mean([x - b for b, x in values if b is not None and x is not None])
+
+
+def _per_step_items(pairs: list[PairRecord], sides: list[tuple[dict, dict]], loop: Loop,
+                    tolerance_pct: float) -> list[CalibrationItem]:
+    """The per-step waits: the host wait in the host step and GPU idle, the device wait in GPU busy and the step."""
+    host = mean([applied_injection(x, "step_ms") - applied_injection(b, "step_ms") for b, x in sides])
+    device = mean([applied_injection(x, "device_step_ms") - applied_injection(b, "device_step_ms") for b, x in sides])
+    step = mean([p.step_overhead_ms for p in pairs])
+    items = []
+    if math.isfinite(host) and (host or not device):
+        knowable = _host_in_step(loop) if not device else (loop.synchronised or None, "host and device waits together")
+        items.append(_item("per-step overhead", "host", "ms", host + (device or 0.0), step, tolerance_pct, knowable))
+        if loop.gpu and host:
+            items.append(_item("host wait in GPU idle", "host", "ms", host, _diff(sides, "gpu_idle_ms_mean"),
+                               tolerance_pct, _host_in_idle(loop)))
+    if math.isfinite(device) and device:
+        if loop.gpu:
+            items.append(_item("device wait in GPU busy", "device", "ms", device, _diff(sides, "gpu_busy_ms_mean"),
+                               tolerance_pct, _device_in_busy(loop)))
+        if not host:
+            items.append(_item("device wait in the host step", "device", "ms", device, step, tolerance_pct,
+                               _device_in_step(loop)))
+    return items
+
+
 def calibration(
     pairs: list[PairRecord], sides: list[tuple[dict, dict]], tolerance_pct: float = CALIBRATION_TOLERANCE_PCT
 ) -> Calibration | None:
@@ -69,26 +145,23 @@ def calibration(
 
     ``sides`` holds each pair's (baseline row, mode row) of the collected table, in ``pairs`` order.
     """
-    spec = (
-        ("step_ms", "per-step overhead", "ms", "step_overhead_ms"),
-        ("startup_s", "startup difference", "s", "startup_diff_s"),
-        ("teardown_s", "teardown difference", "s", "teardown_diff_s"),
+    loop = loop_of([b for b, _ in sides])
+    items = _per_step_items(pairs, sides, loop, tolerance_pct)
+    fixed: tuple[tuple[str, str, str, str, Callable[[PairRecord], float]], ...] = (
+        ("startup_s", "startup difference", "start-up", "s", lambda p: p.startup_diff_s),
+        ("teardown_s", "teardown difference", "teardown", "s", lambda p: p.teardown_diff_s),
     )
-    items = []
-    for key, name, unit, metric in spec:
+    for key, name, side, unit, metric in fixed:
         injected = mean([applied_injection(x, key) - applied_injection(b, key) for b, x in sides])
-        if not math.isfinite(injected):
-            continue
-        recovered = mean([getattr(p, metric) for p in pairs])
-        if injected == 0:
-            items.append(CalibrationItem(name, unit, 0.0, recovered, math.nan, None))
-            continue
-        err = 100.0 * (recovered - injected) / injected
-        items.append(CalibrationItem(name, unit, injected, recovered, err, abs(err) <= tolerance_pct))
+        if math.isfinite(injected):
+            items.append(_item(name, side, unit, injected, mean([metric(p) for p in pairs]), tolerance_pct,
+                               (True, "knowable: once per trial")))
     within = switched_of_rows([x for _, x in sides])
     if within is not None and within.what == "inject":  # the within-trial figure recovers the whole wait
-        injected = mean([_configured_injection(x, "step_ms") for _, x in sides])
-        err = 100.0 * (within.overhead_ms - injected) / injected if injected else math.nan
-        items.append(CalibrationItem("within-trial per-step cost", "ms", injected, within.overhead_ms, err,
-                                     abs(err) <= tolerance_pct if injected else None))
+        host = mean([_configured_injection(x, "step_ms") for _, x in sides])
+        device = mean([_configured_injection(x, "device_step_ms") for _, x in sides])
+        knowable = _host_in_step(loop) if not device else _device_in_step(loop) if not host else \
+            (loop.synchronised or None, "host and device waits together")
+        items.append(_item("within-trial per-step cost", "host" if not device else "device", "ms", host + device,
+                           within.overhead_ms, tolerance_pct, knowable))
     return Calibration(tuple(items), tolerance_pct) if items else None

@@ -39,6 +39,7 @@ from typing import Any, Iterable, Mapping
 import pandas as pd
 
 from ddpbench.analysis.calibration import applied_injection, calibration
+from ddpbench.analysis.device_split import gpu_rows, startup_rows
 from ddpbench.analysis.disturbed import disturbed_trials, pair_flags
 from ddpbench.analysis.efficiency import efficiency, workload_of
 from ddpbench.analysis.pairing import pair_table, str_or_none
@@ -226,7 +227,8 @@ def _comparison(
         workload=workload_of(all_rows[0]) if all_rows else "mlp",
         robust={m: robust_interval(values[m], confidence, m in BOOTSTRAP_METRICS) for m in metrics},
         pct_notes=pct_notes,
-        rows=phase_rows(cs, confidence) + memory_rows(cs, confidence) + metric_rows(cs, confidence),
+        rows=(phase_rows(cs, confidence) + memory_rows(cs, confidence) + metric_rows(cs, confidence)
+              + gpu_rows(cs, confidence) + startup_rows(cs, confidence)),
         efficiency=(efficiency(baseline, [b for b, _ in cs]), efficiency(mode, [x for _, x in cs])),
         flags=pair_flags(cp, cs),
         switched=switched[0],

@@ -46,6 +46,8 @@ class Provenance:
     # workload=ray_train: (mode, mean ray_startup_s of its ok trials in s, trials) — Ray's own start-up, a part of
     # start-up; empty when no trial has one
     ray_startup: list[tuple[str, float, int]] = field(default_factory=list)
+    # the job's host-sync patterns: (pattern, [condition_id, ...]) in first-seen order; empty when none recorded
+    host_syncs: list[tuple[str, list[str]]] = field(default_factory=list)
 
 
 def _unique(values: Iterable[Any]) -> list[str]:
@@ -133,6 +135,15 @@ def ray_startup(frame: pd.DataFrame, baseline: str) -> list[tuple[str, float, in
     return out
 
 
+def host_syncs(frame: pd.DataFrame) -> list[tuple[str, list[str]]]:
+    """Each host-sync pattern the trials ran (trial record v5 ``host_sync``) with the conditions that ran it."""
+    found: "OrderedDict[str, dict[str, None]]" = OrderedDict()
+    for value, cond in zip(_col(frame, "host_sync"), _col(frame, "condition_id")):
+        if isinstance(value, str) and value:
+            found.setdefault(value, {}).setdefault(str(cond), None)
+    return [(value, list(conds)) for value, conds in found.items()]
+
+
 def provenance(frame: pd.DataFrame, baseline: str) -> Provenance:
     """The :class:`Provenance` of the trials in ``frame`` (config differences per condition)."""
     hosts = sorted({h for v in _unique(_col(frame, "env_hostnames")) for h in v.split(",") if h})
@@ -152,4 +163,5 @@ def provenance(frame: pd.DataFrame, baseline: str) -> Provenance:
         command=command_line(frame),
         config_differences={str(cond): config_differences(sub, baseline) for cond, sub in groups},
         ray_startup=ray_startup(frame, baseline),
+        host_syncs=host_syncs(frame),
     )

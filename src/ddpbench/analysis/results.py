@@ -146,7 +146,8 @@ class Stability:
 
 @dataclass(frozen=True)
 class CalibrationItem:
-    """Injected vs recovered value of one cost; ``within_tolerance`` None when nothing was injected."""
+    """Injected vs recovered value of one cost; ``within_tolerance`` None when nothing was injected or when the
+    loop does not let this figure show the cost (``knowable`` False)."""
 
     name: str
     unit: str
@@ -154,6 +155,12 @@ class CalibrationItem:
     recovered: float
     error_pct: float
     within_tolerance: bool | None
+    # added with analysis record v5: where the cost was injected (host, device, start-up, teardown)
+    side: str = "host"
+    # whether this loop lets this figure show the cost (None: not assessed)
+    knowable: bool | None = None
+    # why (one phrase), or "not injected"
+    where: str = ""
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ Columns (see also ``docs/results-columns.md``):
 - ``logs_stdout, logs_stderr, logs_tail``.
 - ``attempt_number, attempt_dir``: the record's ``attempt`` (empty for version 1 records, whose
   rank records and logs lie in ``job_dir`` itself).
-- ``inject_step_ms, inject_startup_s, inject_teardown_s``: ``config.inject`` (ms, s, s);
+- ``inject_step_ms, inject_startup_s, inject_teardown_s, inject_device_step_ms``: ``config.inject`` (ms, s, s, ms);
   missing when the config has no ``inject`` block.
 - ``stop_kind``: ``condition.stop`` if present, else ``config.stop`` (a string, or its
   ``kind``/``name``/``type``); e.g. ``steps`` or ``duration``.
@@ -43,6 +43,10 @@ Columns (see also ``docs/results-columns.md``):
   ``arm_<key>`` (version 4's ``arm``: ``arm_mode, arm_spec, arm_version``...; absent without ``versions=``),
   ``metric_<name>`` (each figure's value) and ``metrics_json`` (the whole ``metrics`` section, with
   units and sources).
+- Version 5: ``host_sync`` (the job's host-sync pattern; a scalar above), ``gpu_busy_ms_<stat>`` and
+  ``gpu_idle_ms_<stat>`` (``gpu_time_ms``: per step, ms; absent on CPU), ``gpu_late_reads``, ``startup_<part>_s``
+  (``startup_split_s``: ``before_rank`` and each start-up part, s; absent when unknown), ``gc_mode`` and
+  ``gc_collections_gen<g>`` (rank 0's collector in the timed loop).
 - ``overrides_json``, ``config_json``: the ``overrides`` list and the resolved ``config`` as
   compact JSON text (the report derives the command and mode differences from them).
 
@@ -59,6 +63,7 @@ from typing import Any, Iterable, Iterator
 
 import pandas as pd
 
+from ddpbench.formats.rank_loop import GPU_TIME_KEYS, STARTUP_PARTS
 from ddpbench.formats.rank_record import INJECT_KEYS, PHASES, STEP_STAT_KEYS, rank_record_name, read_rank_record
 from ddpbench.formats.trial_record import LOAD_KEYS, TRIAL_FILE, read_trial_record
 from ddpbench.io import atomic_path, write_text_atomic
@@ -70,16 +75,22 @@ _SCALAR_FIELDS = (
     "repeat", "pair_position", "condition_id", "config_hash", "status", "exit_code", "error",
     "started_at", "ended_at", "wall_s", "startup_s", "train_s", "teardown_s", "world_size",
     "nnodes", "nproc_per_node", "steps", "warmup_steps", "samples", "steps_per_s",
-    "samples_per_s", "final_loss", "peak_memory_bytes", "workload", "timing", "ray_startup_s",
+    "samples_per_s", "final_loss", "peak_memory_bytes", "workload", "timing", "ray_startup_s", "host_sync",
 )
+#: ``config.inject`` keys collected as ``inject_<key>`` columns: the rank record's and the device wait
+CONFIG_INJECT_KEYS = (*INJECT_KEYS, "device_step_ms")
+#: trial record v5's ``startup_split_s`` keys: what ran before the rank's first statement, then the rank's parts
+STARTUP_SPLIT_KEYS = ("before_rank", *STARTUP_PARTS)
 FLOAT_COLUMNS = (
     "wall_s", "startup_s", "train_s", "teardown_s", "steps_per_s", "samples_per_s", "final_loss", "ray_startup_s",
-    *(f"step_time_ms_{s}" for s in STEP_STAT_KEYS), *(f"inject_{k}" for k in INJECT_KEYS),
+    *(f"step_time_ms_{s}" for s in STEP_STAT_KEYS), *(f"inject_{k}" for k in CONFIG_INJECT_KEYS),
     "rank_steps_per_s_min", "rank_steps_per_s_max",
     *(f"phase_time_ms_{p}_{s}" for p in PHASES for s in STEP_STAT_KEYS),
     "memory_host_peak_rss_bytes", "memory_cuda_peak_allocated_bytes", "tool_bytes",
     *(f"load_{k}" for k in LOAD_KEYS if k not in ("own_cpus", "cpu_affinity")),
     "switched_step_overhead_ms", "switched_step_overhead_se_ms", "switched_off_step_ms", "switched_step_overhead_pct",
+    *(f"gpu_{k}_ms_{s}" for k in GPU_TIME_KEYS for s in STEP_STAT_KEYS), "gpu_late_reads",
+    *(f"startup_{k}_s" for k in STARTUP_SPLIT_KEYS),
 )
 
 
@@ -196,6 +207,27 @@ def _put_switching(row: dict[str, Any], trial: dict[str, Any], mode: Any) -> Non
     row["switch_blocks_json"] = json.dumps(switching.get("blocks"), separators=(",", ":"))
 
 
+def _put_loop(row: dict[str, Any], trial: dict[str, Any]) -> None:
+    """Trial record version 5: the GPU split per step, the start-up split, the collector (absent when null)."""
+    gpu = trial.get("gpu_time_ms")
+    if isinstance(gpu, dict):
+        for key in GPU_TIME_KEYS:
+            found = gpu.get(key)
+            stats: dict[str, Any] = found if isinstance(found, dict) else {}
+            for stat in STEP_STAT_KEYS:
+                row[f"gpu_{key}_ms_{stat}"] = stats.get(stat)
+        row["gpu_late_reads"] = gpu.get("late_reads")
+    split = trial.get("startup_split_s")
+    if isinstance(split, dict):
+        for key in STARTUP_SPLIT_KEYS:
+            row[f"startup_{key}_s"] = split.get(key)
+    collector = trial.get("gc")
+    if isinstance(collector, dict):
+        row["gc_mode"] = collector.get("mode")
+        for generation, count in enumerate(collector.get("collections") or []):
+            row[f"gc_collections_gen{generation}"] = count
+
+
 def flatten_trial(trial: dict[str, Any], source_path: str = "") -> dict[str, Any]:
     """One trial dict (already validated) as one flat row; column names in the module docstring."""
     row: dict[str, Any] = {"source_path": source_path}
@@ -227,7 +259,7 @@ def flatten_trial(trial: dict[str, Any], source_path: str = "") -> dict[str, Any
     config = trial.get("config")
     inject = config.get("inject") if isinstance(config, dict) else None
     if isinstance(inject, dict):
-        for k in INJECT_KEYS:
+        for k in CONFIG_INJECT_KEYS:
             row[f"inject_{k}"] = inject.get(k)
     row["stop_kind"] = _stop_kind(condition, config)
     mode = config.get("mode") if isinstance(config, dict) else None
@@ -246,6 +278,7 @@ def flatten_trial(trial: dict[str, Any], source_path: str = "") -> dict[str, Any
     row["rank_steps_per_s_min"] = min(rates) if rates else None
     row["rank_steps_per_s_max"] = max(rates) if rates else None
     _put_v2_sections(row, trial)
+    _put_loop(row, trial)
     row["overrides_json"] = json.dumps(trial.get("overrides"), separators=(",", ":"))
     row["config_json"] = json.dumps(config, separators=(",", ":"), sort_keys=True, default=str)
     return row

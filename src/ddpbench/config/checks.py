@@ -11,6 +11,7 @@ from typing import Any
 from ddpbench.config.mode import ARTIFACT_KINDS, TORCH_PROFILER_HANDLERS, ModeConfig, ToolConfig
 from ddpbench.config.schema import DdpbenchConfig
 from ddpbench.errors import ConfigError
+from ddpbench.formats.rank_loop import GC_MODES, HARNESS_HOST_SYNCS, HOST_SYNCS
 from ddpbench.formats.rank_record import LOADERS, TIMINGS
 from ddpbench.formats.switching import SWITCH_WHAT
 from ddpbench.formats.trial_record import MODE_ROLES
@@ -88,8 +89,9 @@ def validate(cfg: DdpbenchConfig) -> None:
         _require(value is None or value >= 1, f"fault.{key}", "must be null or >= 1 (a timed step number)", value)
     _require(f.rank is None or 0 <= f.rank < world, "fault.rank", f"must be null or in [0, {world - 1}]", f.rank)
     _require(f.clock_skew_sec >= 0, "fault.clock_skew_sec", "must be >= 0", f.clock_skew_sec)
-    for key in ("step_ms", "startup_s", "teardown_s"):
+    for key in ("step_ms", "device_step_ms", "startup_s", "teardown_s"):
         _require(getattr(inj, key) >= 0, f"inject.{key}", "must be >= 0", getattr(inj, key))
+    validate_loop(cfg)
     _require(t.timeout_s is None or t.timeout_s > 0, "trial.timeout_s", "must be null or > 0", t.timeout_s)
     _require(t.collective_timeout_s > 0, "trial.collective_timeout_s", "must be > 0", t.collective_timeout_s)
     _require(t.log_every >= 0, "trial.log_every", "must be >= 0", t.log_every)
@@ -104,6 +106,45 @@ def validate(cfg: DdpbenchConfig) -> None:
     validate_tool(cfg.tool, cfg.mode)
     parse_repeat(cfg.repeat)
     validate_switching(cfg)
+
+
+def mode_flag_value(mode: ModeConfig, flag: str) -> float:
+    """The number a mode's ``workload_args`` give ``flag`` (``--flag=X`` or ``--flag X``); 0 when it passes none."""
+    args = [str(a) for a in mode.workload_args]
+    value = 0.0
+    for i, arg in enumerate(args):
+        text = arg.split("=", 1)[1] if arg.startswith(flag + "=") else args[i + 1] if arg == flag and i + 1 < len(args) else None
+        if text is not None:
+            try:
+                value = float(text)
+            except ValueError:
+                raise ConfigError(f"mode.workload_args: {flag} {text!r} is not a number") from None
+    return value
+
+
+def validate_loop(cfg: DdpbenchConfig) -> None:
+    """The job's loop: its host-sync pattern and collector setting fit the workload; a device wait needs a GPU."""
+    w = cfg.workload
+    _require(w.host_sync in HOST_SYNCS, "workload.host_sync", f"must be one of {', '.join(HOST_SYNCS)}", w.host_sync)
+    _require(w.gc in GC_MODES, "workload.gc", f"must be one of {', '.join(GC_MODES)}", w.gc)
+    own_loop = w.path is not None or w.framework is not None or w.name == "script"
+    if own_loop and w.host_sync != "own":
+        raise ConfigError(f"workload.host_sync={w.host_sync!r}: workload={w.name} runs its own loop (a framework "
+                          "Trainer or the user's script), whose synchronisations are its own: only 'own'")
+    if not own_loop and w.host_sync not in HARNESS_HOST_SYNCS:
+        raise ConfigError(f"workload.host_sync={w.host_sync!r}: workload={w.name} runs ddpbench's loop: "
+                          f"one of {', '.join(HARNESS_HOST_SYNCS)}")
+    if own_loop and w.gc != "on":
+        raise ConfigError(f"workload.gc={w.gc!r}: workload={w.name} runs its own loop; ddpbench sets the collector "
+                          "in its own loop only")
+    device_ms = mode_flag_value(cfg.mode, "--inject-device-step-ms")
+    if device_ms > 0 and cfg.cluster.device == "cpu":
+        raise ConfigError(f"mode={cfg.mode.name}: its device-side wait ({device_ms:g} ms per step, "
+                          "inject.device_step_ms) is a GPU kernel; cluster.device=cpu has no GPU (a host-side wait: "
+                          "mode=inject, inject.step_ms)")
+    if device_ms > 0 and own_loop:
+        raise ConfigError(f"mode={cfg.mode.name}: workload={w.name} runs its own loop; ddpbench queues a device "
+                          "wait in its own loop only")
 
 
 def validate_tool(tool: ToolConfig, mode: ModeConfig) -> None:

@@ -59,6 +59,9 @@ class ModelConfig:
     num_samples: int = 65536
     # AdamW learning rate
     lr: float = 1e-3
+    # the host-sync pattern of this size's reference job, which workload.host_sync follows unless set: none |
+    # loss | seed (model=seed_e2e: the seed script's loop)
+    host_sync: str = "none"
     # workload=transformer sizes
     transformer: TransformerSizeConfig = field(default_factory=TransformerSizeConfig)
     # workload=convnet sizes
@@ -95,6 +98,15 @@ class WorkloadConfig:
     trains: Optional[str] = None
     # workload=ray_train: each built-in model's size arguments; size_args picks the one `trains` names
     model_sizes: Dict[str, Any] = field(default_factory=dict)
+    # --- the job's loop ---
+    # what a training step makes the host wait for on the device (docs/workload.md): none (ddpbench's sync-free
+    # loop), loss (the loss read after every step), seed (the seed script's loop: a synchronize before every step,
+    # the host-to-device copy inside the step marker, the loss read after it); own = a framework Trainer's or a
+    # user script's own loop (hf_trainer, lightning, script). Default: the model size's (model=seed_e2e: seed)
+    host_sync: str = "${model.host_sync}"
+    # Python's garbage collector in ddpbench's timed loop, every mode alike: on (as Python does) | freeze
+    # (gc.freeze() before the timed loop: start-up's objects are not scanned again) | off (disabled in the loop)
+    gc: str = "on"
 
 
 @dataclass
@@ -134,10 +146,13 @@ class StopConfig:
 
 @dataclass
 class InjectConfig:
-    """Known costs the `inject` mode adds, for calibration; other modes ignore them."""
+    """Known costs the calibration modes add (`inject`: host side, `inject_device`: device side); others ignore them."""
 
-    # wall time waited in every timed step on every rank (sleep, spin the last 0.2 ms), ms
+    # mode=inject: wall time the host waits in every timed step on every rank (sleep, spin the last 0.2 ms), ms
     step_ms: float = 2.0
+    # mode=inject_device: GPU time queued in every timed step on every rank (a spin kernel sized in-process with
+    # CUDA events), ms; CUDA only
+    device_step_ms: float = 2.0
     # sleep before the process group is created, s
     startup_s: float = 1.0
     # sleep after the timed loop, before exit, s

@@ -46,6 +46,12 @@ Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice
   ``mode``, ``previous``, ``current``, the versions imported, ``n_pairs``, ``metrics`` with their intervals,
   ``verdict``, ``unknown_formats``; empty without ``versions=``; :func:`ddpbench.analysis.versions.versions_to_dict`).
   An earlier record is upgraded with ``versions`` null (not recorded), which :func:`version_verdicts` reads as none.
+- 7: where a cost lands. Each calibration item adds ``side`` (``host``, ``device``, ``start-up``, ``teardown``),
+  ``knowable`` (whether the loop lets its figure show the cost; null: not assessed) and ``where`` (why); items for
+  the device wait and for the GPU split (``host wait in GPU idle``, ``device wait in GPU busy``, ``device wait in
+  the host step``) may appear. ``rows`` may hold the groups ``gpu`` (host step, GPU busy, GPU idle, ms per step)
+  and ``startup`` (the start-up's parts, s). An earlier record's items are upgraded with their side from their name,
+  ``knowable`` null and ``where`` empty.
 """
 
 from __future__ import annotations
@@ -57,7 +63,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from ddpbench.formats.reader import Format
 
 SCHEMA = "ddpbench.analysis"
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 #: the record's file name in a report's output dir
 ANALYSIS_FILE = "analysis.json"
 
@@ -130,9 +136,29 @@ def _v5_to_v6(record: Dict[str, Any]) -> Dict[str, Any]:
     return {"versions": None, **record}
 
 
+#: an earlier calibration item's name -> its side
+_V6_SIDES = {"startup difference": "start-up", "teardown difference": "teardown"}
+
+
+def _item_v7(item: Any) -> Any:
+    if not isinstance(item, dict):
+        return item
+    return {"side": _V6_SIDES.get(str(item.get("name")), "host"), "knowable": None, "where": "", **item}
+
+
+def _v6_to_v7(record: Dict[str, Any]) -> Dict[str, Any]:
+    comparisons = []
+    for c in record["comparisons"]:
+        calibration = c.get("calibration") if isinstance(c, dict) else None
+        if isinstance(calibration, dict) and isinstance(calibration.get("items"), list):
+            c = {**c, "calibration": {**calibration, "items": [_item_v7(i) for i in calibration["items"]]}}
+        comparisons.append(c)
+    return {**record, "comparisons": comparisons}
+
+
 #: the format as the reader contract (:mod:`ddpbench.formats.reader`) reads it; a new version adds its step
 FORMAT = Format(SCHEMA, SCHEMA_VERSION, oldest=1, upgrades={1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5,
-                                                          5: _v5_to_v6}, check=_check)
+                                                          5: _v5_to_v6, 6: _v6_to_v7}, check=_check)
 
 
 def validate_analysis_record(record: Any) -> Optional[str]:

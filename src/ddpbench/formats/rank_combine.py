@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from ddpbench.formats.rank_loop import GPU_TIME_KEYS, STARTUP_PARTS
 from ddpbench.formats.rank_record import STEP_STAT_KEYS
 
 
@@ -112,3 +113,35 @@ def rank_consistency_error(ranks: Sequence[Mapping[str, Any]], world_size: int) 
     if len(steps) != 1:
         return f"ranks ran different step counts: {sorted(steps)}"
     return None
+
+
+def combine_gpu_times(ranks: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, Any]]:
+    """The ranks' ``gpu_time_ms`` (GPU-busy and GPU-idle per step) combined like :func:`combine_step_times`, with
+    the ``late_reads`` summed; None unless every rank has one."""
+    gpu: List[Any] = [r.get("gpu_time_ms") for r in ranks]
+    if not gpu or any(not isinstance(g, dict) for g in gpu):
+        return None
+    combined: Dict[str, Any] = {}
+    for key in GPU_TIME_KEYS:
+        stats = combine_step_times([{"step_time_ms": g.get(key)} for g in gpu])
+        if stats is None:
+            return None
+        combined[key] = stats
+    combined["late_reads"] = int(sum(int(g.get("late_reads") or 0) for g in gpu))
+    return combined
+
+
+def startup_split(ranks: Sequence[Mapping[str, Any]], spawn_epoch: float) -> Optional[Dict[str, float]]:
+    """Where the trial's start-up went: the start-up parts of the rank that began timing last (the one that sets
+    the trial's ``startup_s``), and ``before_rank``: from the node agent's spawn to that rank's first statement (the
+    launcher, a tool's launcher, the interpreter's start). They add up to ``startup_s``. None without the parts."""
+    try:
+        last = max(ranks, key=lambda r: float(r["timestamps"]["first_step_start"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+    parts = last.get("startup_s")
+    if not isinstance(parts, dict):
+        return None
+    split = {"before_rank": max(0.0, float(last["timestamps"]["process_start"]) - spawn_epoch)}
+    split.update({part: float(parts.get(part) or 0.0) for part in STARTUP_PARTS})
+    return split

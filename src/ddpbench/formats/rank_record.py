@@ -20,6 +20,12 @@ fields a version adds in :data:`ADDED_FIELDS` so records of earlier versions sta
 - 3: within-trial switching (``switching=blocks``). New required fields ``switching`` (the settings, see
   :data:`ddpbench.formats.switching.SWITCHING_KEYS`) and ``blocks`` (per block: side, steps, wash-out, mean
   and median step, :data:`ddpbench.formats.switching.BLOCK_KEYS`), both null when the trial did not switch.
+- 4: the loop and the device (:mod:`ddpbench.formats.rank_loop`). New required fields ``host_sync`` (the job's
+  host-sync pattern), ``gpu_time_ms`` (GPU-busy and GPU-idle ms per step; null on CPU), ``startup_s`` (the rank's
+  start-up in parts; null outside ddpbench's loop) and ``gc`` (the collector in the timed loop; null outside
+  ddpbench's loop); ``inject`` adds ``device_step_ms`` and ``device_cycles_per_ms``. Optional
+  ``gpu_busy_times_ms``, ``gpu_idle_times_ms`` (every timed step, with ``--save-step-times``). An earlier record
+  is read with ``host_sync`` ``none`` (``own`` for a user's script), the others null, no device wait.
 """
 
 from __future__ import annotations
@@ -29,13 +35,16 @@ import os
 import re
 from typing import Any, Final, Mapping, TypeGuard
 
+from ddpbench.formats.rank_loop import check_loop, loop_of_v3
+from ddpbench.formats.rank_workload import (DATA_KEYS, LOADERS, MEMORY_KEYS, OWN_LOADER, PHASES, TIMINGS, check_v2,
+                                            v1_to_v2)
 from ddpbench.formats.reader import Format
 from ddpbench.formats.switching import check_blocks
 
 SCHEMA: Final[str] = "ddpbench.rank"
 """Value of the record's ``schema`` field."""
 
-SCHEMA_VERSION: Final[int] = 3
+SCHEMA_VERSION: Final[int] = 4
 """Value of the ``schema_version`` field of the records the workload writes now."""
 
 STEP_STAT_KEYS: Final[tuple[str, ...]] = (
@@ -67,31 +76,6 @@ BACKENDS: Final[tuple[str, ...]] = ("gloo", "nccl")
 PRECISIONS: Final[tuple[str, ...]] = ("fp32", "bf16", "fp16")
 TRACEML_MODES: Final[tuple[str, ...]] = ("auto", "manual")
 PEAK_MEMORY_KINDS: Final[tuple[str, ...]] = ("cuda_max_allocated", "max_rss")
-
-LOADERS: Final[tuple[str, ...]] = ("synthetic", "realistic")
-"""Allowed ``data.loader`` values (version 2)."""
-
-OWN_LOADER: Final[str] = "own"
-"""``data.loader`` of a record written by a user's own script (``ddpbench.workload.recorder``): its own loader,
-not one of :data:`LOADERS`; its ``workers`` may be null (unknown)."""
-
-TIMINGS: Final[tuple[str, ...]] = ("step", "phase")
-"""Allowed ``timing`` values (version 2)."""
-
-PHASES: Final[tuple[str, ...]] = ("data_wait", "h2d", "forward", "backward", "optimizer", "other")
-"""Keys of ``phase_time_ms`` (version 2, ``timing`` = ``phase``), each holding :data:`STEP_STAT_KEYS`
-statistics in ms: waiting for the next batch, host-to-device copy, zero_grad + forward + loss, backward,
-optimizer step (+ scaler update), and ``other``: the rest of the step (step marker, stop check, injected
-cost, loop bookkeeping)."""
-
-DATA_KEYS: Final[tuple[str, ...]] = ("loader", "workers", "prefetch_factor", "pin_memory")
-"""Keys of ``data`` (version 2): loader kind, worker processes per rank (0 = in the training process),
-batches prefetched per worker (null without workers), pinned host memory."""
-
-MEMORY_KEYS: Final[tuple[str, ...]] = ("host_peak_rss_bytes", "cuda_peak_allocated_bytes")
-"""Keys of ``memory`` (version 2): the rank process's peak resident set size (bytes, its own process
-only, not loader workers) and ``torch.cuda.max_memory_allocated`` (bytes; null on CPU), read after the
-timed loop."""
 
 INJECT_KEYS: Final[tuple[str, ...]] = ("step_ms", "startup_s", "teardown_s")
 """Keys of ``inject``: the calibration costs applied (ms per timed step, s, s)."""
@@ -147,7 +131,12 @@ FIELDS_V2: Final[dict[str, tuple[tuple[type, ...], bool]]] = {
 FIELDS_V3: Final[dict[str, tuple[tuple[type, ...], bool]]] = {"switching": ((dict,), True), "blocks": ((list,), True)}
 """Fields required from version 3 on: within-trial switching's settings and blocks (null when not switching)."""
 
-ADDED_FIELDS: Final[dict[int, dict[str, tuple[tuple[type, ...], bool]]]] = {2: FIELDS_V2, 3: FIELDS_V3}
+FIELDS_V4: Final[dict[str, tuple[tuple[type, ...], bool]]] = {
+    "host_sync": (_STR, False), "gpu_time_ms": ((dict,), True), "startup_s": ((dict,), True), "gc": ((dict,), True),
+}
+"""Fields required from version 4 on: the loop's host-sync pattern, the GPU split, the start-up split, the collector."""
+
+ADDED_FIELDS: Final[dict[int, dict[str, tuple[tuple[type, ...], bool]]]] = {2: FIELDS_V2, 3: FIELDS_V3, 4: FIELDS_V4}
 """Required fields added after version 1: version -> {name: (types, nullable)}. A record of version v
 must hold :data:`FIELDS` and the fields every version <= v added."""
 
@@ -156,12 +145,15 @@ OPTIONAL_FIELDS: Final[dict[str, tuple[tuple[type, ...], bool]]] = {
     "cpu_affinity": ((list,), False),
     "tool": ((dict,), False),
     "ray_startup_s": (_NUM, False),
+    "gpu_busy_times_ms": ((list,), False),
+    "gpu_idle_times_ms": ((list,), False),
 }
 """Fields that may be absent: ``step_times_ms`` (every timed step in ms, ``--save-step-times``),
 ``cpu_affinity`` (the CPU numbers the rank could run on after pinning itself, where the OS tells), ``tool``
 (``{package, module, version, imported, file}``: the mode's tool as this rank's interpreter has it) and
 ``ray_startup_s`` (a Ray Train worker's: seconds from the Ray Train driver's start to this worker's
-training loop: connecting to Ray, starting the worker group, Ray's process group)."""
+training loop: connecting to Ray, starting the worker group, Ray's process group); ``gpu_busy_times_ms`` and
+``gpu_idle_times_ms`` (v4, CUDA, ``--save-step-times``: each timed step's GPU-busy and GPU-idle ms)."""
 
 
 def _type_problem(name: str, value: Any, types: tuple[type, ...], nullable: bool) -> str | None:
@@ -278,56 +270,6 @@ def _check_nested(obj: Mapping[str, Any]) -> list[str]:
     return problems
 
 
-def _check_v2(obj: Mapping[str, Any]) -> list[str]:
-    """Version 2's ``workload``, ``data``, ``timing``, ``phase_time_ms`` and ``memory``."""
-    problems: list[str] = []
-    timing, data, phases, memory = obj.get("timing"), obj.get("data"), obj.get("phase_time_ms"), obj.get("memory")
-    if isinstance(obj.get("workload"), str) and not obj["workload"]:
-        problems.append("workload: must not be empty")
-    if isinstance(timing, str) and timing not in TIMINGS:
-        problems.append(f"timing: {timing!r} not one of {TIMINGS}")
-    if isinstance(data, dict):
-        problems += [f"data.{key}: missing" for key in DATA_KEYS if key not in data]
-        own = data.get("loader") == OWN_LOADER
-        if "loader" in data and data["loader"] not in LOADERS and not own:
-            problems.append(f"data.loader: {data['loader']!r} not one of {LOADERS + (OWN_LOADER,)}")
-        if "workers" in data and not (_is_number(data["workers"]) and data["workers"] >= 0) \
-                and not (own and data["workers"] is None):
-            problems.append("data.workers: must be an integer >= 0")
-    if timing == "phase" and not isinstance(phases, dict):
-        problems.append("phase_time_ms: must be an object when timing is 'phase'")
-    if timing == "step" and phases is not None:
-        problems.append("phase_time_ms: must be null when timing is 'step'")
-    if isinstance(phases, dict):
-        for phase in PHASES:
-            problems += _check_number_map(f"phase_time_ms.{phase}", phases.get(phase, {}), STEP_STAT_KEYS)
-    if isinstance(memory, dict):
-        problems += [f"memory.{key}: missing" for key in MEMORY_KEYS if key not in memory]
-        rss, cuda = memory.get("host_peak_rss_bytes"), memory.get("cuda_peak_allocated_bytes")
-        if "host_peak_rss_bytes" in memory and not (_is_number(rss) and rss > 0):
-            problems.append("memory.host_peak_rss_bytes: must be a number > 0")
-        if cuda is not None and not (_is_number(cuda) and cuda >= 0):
-            problems.append("memory.cuda_peak_allocated_bytes: must be null or a number >= 0")
-        if obj.get("device") == "cuda" and cuda is None:
-            problems.append("memory.cuda_peak_allocated_bytes: null on a cuda rank")
-    return problems
-
-
-def _v1_to_v2(obj: dict[str, Any]) -> dict[str, Any]:
-    """Version 1 records come from the MLP with the synthetic loader and step timing; their one peak
-    memory figure (``peak_memory_kind``) becomes the matching ``memory`` key, the other is null."""
-    record = dict(obj)
-    kind, peak = record.get("peak_memory_kind"), record.get("peak_memory_bytes")
-    record.setdefault("workload", "mlp")
-    record.setdefault("data", {"loader": "synthetic", "workers": 0, "prefetch_factor": None,
-                               "pin_memory": record.get("device") == "cuda"})
-    record.setdefault("timing", "step")
-    record.setdefault("phase_time_ms", None)
-    record.setdefault("memory", {"host_peak_rss_bytes": peak if kind == "max_rss" else None,
-                                 "cuda_peak_allocated_bytes": peak if kind == "cuda_max_allocated" else None})
-    return record
-
-
 def _check(obj: dict[str, Any]) -> list[str]:
     """Every problem of the body of a record of a known version (see :func:`validate_rank_record`)."""
     problems = _check_types(obj)
@@ -337,9 +279,11 @@ def _check(obj: dict[str, Any]) -> list[str]:
     problems += _check_nested(obj)
     version = obj.get("schema_version")
     if isinstance(version, int) and version >= 2:
-        problems += _check_v2(obj)
+        problems += check_v2(obj, STEP_STAT_KEYS)
     if isinstance(version, int) and version >= 3:
         problems += check_blocks(obj.get("switching"), obj.get("blocks"))
+    if isinstance(version, int) and version >= 4:
+        problems += check_loop(obj, STEP_STAT_KEYS)
     return problems
 
 
@@ -348,7 +292,12 @@ def _v2_to_v3(obj: dict[str, Any]) -> dict[str, Any]:
     return {"switching": None, "blocks": None, **obj}
 
 
-FORMAT: Final[Format] = Format(SCHEMA, SCHEMA_VERSION, oldest=1, upgrades={1: _v1_to_v2, 2: _v2_to_v3}, check=_check)
+def _v3_to_v4(obj: dict[str, Any]) -> dict[str, Any]:
+    return {**obj, **loop_of_v3(obj)}
+
+
+FORMAT: Final[Format] = Format(SCHEMA, SCHEMA_VERSION, oldest=1, upgrades={1: v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4},
+                               check=_check)
 """The format as the reader contract (:mod:`ddpbench.formats.reader`) reads it."""
 
 
@@ -393,7 +342,8 @@ def read_rank_record(path: "str | os.PathLike[str]") -> tuple[dict[str, Any] | N
 
 
 __all__ = [
-    "SCHEMA", "SCHEMA_VERSION", "ADDED_FIELDS", "FIELDS", "FIELDS_V2", "FIELDS_V3", "OPTIONAL_FIELDS",
+    "SCHEMA", "SCHEMA_VERSION", "ADDED_FIELDS", "FIELDS", "FIELDS_V2", "FIELDS_V3", "FIELDS_V4", "OPTIONAL_FIELDS",
     "STEP_STAT_KEYS", "TIMESTAMP_KEYS", "OWN_LOADER", "STOP_REASONS", "INJECT_KEYS", "RANK_RECORD_GLOB",
     "rank_of_record_name", "rank_record_name", "read_rank_record", "validate_rank_record",
+    "DATA_KEYS", "LOADERS", "MEMORY_KEYS", "PHASES", "TIMINGS",
 ]

@@ -28,6 +28,13 @@ Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice
   Also ``ray_startup_s``, Ray's start-up inside ``startup_s`` (``workload=ray_train``; else and when upgraded null).
   Also ``switching``: within-trial switching's settings, the blocks (slowest rank's mean and median ms per
   block) and the trial's estimate (:func:`ddpbench.formats.switching.trial_switching`); null when not switching.
+- 5: the loop and the device. ``host_sync`` (rank 0's host-sync pattern: ``none``, ``loss``, ``seed``, ``own``),
+  ``gpu_time_ms`` (GPU-busy and GPU-idle ms per step, ``busy`` and ``idle`` combined over ranks like
+  ``step_time_ms``, and ``late_reads``; null on CPU), ``startup_split_s`` (the start-up of the rank that began
+  timing last, in parts, and ``before_rank``, from the node agent's spawn to that rank's first statement; they add
+  up to ``startup_s``; null when unknown) and ``gc`` (rank 0's collector in the timed loop). A version 4 record is
+  read with ``host_sync`` ``own`` for a framework or script workload and ``none`` otherwise (ddpbench's loop did
+  not synchronise then), the others null.
 """
 
 from __future__ import annotations
@@ -40,14 +47,14 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ddpbench.formats.condition import NOT_IN_HASH
 from ddpbench.formats.rank_combine import (
-    combine_phase_times, combine_step_times, peak_memory, rank_summaries, throughput,
+    combine_gpu_times, combine_phase_times, combine_step_times, peak_memory, rank_summaries, startup_split, throughput,
     wall_decomposition,
 )
 from ddpbench.formats.reader import Format
 from ddpbench.formats.switching import trial_switching
 
 SCHEMA = "ddpbench.trial"
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 #: the record's file name inside a job dir
 TRIAL_FILE = "trial.json"
 STATUSES = ("ok", "failed", "timeout")
@@ -243,6 +250,10 @@ def build_trial_record(
             (float(r["ray_startup_s"]) for r in ranks if r.get("ray_startup_s") is not None), default=None
         ) if measured else None,
         "switching": trial_switching(ranks) if measured else None,
+        "host_sync": rank0.get("host_sync") if rank0 else (config.get("workload") or {}).get("host_sync"),
+        "gpu_time_ms": combine_gpu_times(ranks) if measured else None,
+        "startup_split_s": startup_split(ranks, spawn_epoch) if measured else None,
+        "gc": rank0.get("gc") if measured and rank0 else None,
     }
     return record
 
@@ -281,8 +292,16 @@ def _v3_to_v4(record: Dict[str, Any]) -> Dict[str, Any]:
     return {"arm": None, "ray_startup_s": None, "switching": None, **record}
 
 
+def _v4_to_v5(record: Dict[str, Any]) -> Dict[str, Any]:
+    config = record.get("config")
+    workload = config.get("workload") if isinstance(config, dict) else None
+    own = isinstance(workload, dict) and (workload.get("path") is not None or workload.get("framework") is not None)
+    return {"host_sync": "own" if own else "none", "gpu_time_ms": None, "startup_split_s": None, "gc": None, **record}
+
+
 #: the format as the reader contract (:mod:`ddpbench.formats.reader`) reads it
-FORMAT = Format(SCHEMA, SCHEMA_VERSION, oldest=1, upgrades={1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}, check=_check)
+FORMAT = Format(SCHEMA, SCHEMA_VERSION, oldest=1, upgrades={1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5},
+                check=_check)
 
 
 def validate_trial_record(record: Any) -> Optional[str]:

@@ -28,6 +28,13 @@ from ddpbench.report.tables import ci, figure_rows_table, headline, tool_table
 
 __all__ = ["calibration_line", "render_report"]
 
+GPU_NOTE = ("Per step on the GPU's own clock (CUDA events at each step's device boundaries, no synchronisation in "
+            "the loop): *GPU busy* runs from the step's first device work to its last (gaps between its own kernels "
+            "included), *GPU idle* is the time between two steps with none of the loop's work queued. A tool whose "
+            "cost is host time the GPU waits for (lost overlap) raises the host step and GPU idle alike; one that "
+            "adds GPU work raises GPU busy.")
+STARTUP_NOTE = ("The start-up of the rank that began timing last, in parts that add up to the start-up figure: "
+                "before the rank is the launcher's (and a tool's launcher's) time until the rank's first statement.")
 PHASE_NOTE = ("Phase timing (`timing=phase`) synchronizes the device after every phase, which on CUDA changes "
               "what it measures (kernels no longer overlap the host): read it for *where* a tool's cost lands, "
               "and quote the `timing=step` figures for *how much*.")
@@ -41,6 +48,12 @@ def _condition_block(cc: list[Comparison], plots: Mapping[str, str], job_hours: 
         phases = figure_rows_table(cc, "phase")
         if phases:
             lines += ["Per-phase time, mean ms per step:", "", *phases, PHASE_NOTE, ""]
+        gpu = figure_rows_table(cc, "gpu")
+        if gpu:
+            lines += ["Where the step's time lands, mean ms per step:", "", *gpu, GPU_NOTE, ""]
+        startup = figure_rows_table(cc, "startup")
+        if startup:
+            lines += ["Start-up by part, s per trial:", "", *startup, STARTUP_NOTE, ""]
         memory = figure_rows_table(cc, "memory")
         if memory:
             lines += ["Peak memory (the largest rank's), MB:", "", *memory]

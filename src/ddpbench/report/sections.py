@@ -8,6 +8,7 @@ import math
 from typing import Any, Mapping, Sequence
 
 from ddpbench.analysis.caveats import fmt
+from ddpbench.analysis.device_split import host_sync_text
 from ddpbench.analysis.paired import METRIC_UNITS, Analysis, Comparison
 from ddpbench.analysis.projection import PROJECTED
 from ddpbench.analysis.provenance import Provenance
@@ -33,6 +34,10 @@ def setup(prov: Provenance) -> list[str]:
         each = ", ".join(f"{mode} {mean:.2f} s (n={n})" for mode, mean, n in prov.ray_startup)
         lines.append(f"- Ray start-up (connecting to Ray, starting the worker group; part of the start-up figure), "
                      f"mean per trial: {each}")
+    several = len(prov.host_syncs) > 1
+    for value, conds in prov.host_syncs:
+        where = f" (in {', '.join(f'`{c}`' for c in conds)})" if several else ""
+        lines.append(f"- Training loop: `host_sync={value}`, {host_sync_text(value)}{where}")
     lines += ["- Command (from the trials' overrides):", "", "```", prov.command, "```", ""]
     for cond, (modes, diffs) in prov.config_differences.items():
         if not diffs:
@@ -116,12 +121,15 @@ def calibration_line(c: Comparison) -> str:
         return f"Calibration ({c.label}): no `config.inject` values recorded."
     parts = []
     for item in c.calibration.items:
-        if item.within_tolerance is None:
+        side = {"host": " on the host", "device": " on the device"}.get(item.side, "")
+        if item.injected == 0:
             parts.append(f"{item.name} not injected (measured {fmt(item.recovered, 3, True)} {item.unit})")
         else:
+            where = f"; {item.where}" if item.where else ""
+            judged = "" if item.within_tolerance is not None or item.knowable is None else ", not judged"
             parts.append(
-                f"{item.name} injected {fmt(item.injected, 3)} {item.unit}, recovered {fmt(item.recovered, 3)} "
-                f"{item.unit} ({fmt(item.error_pct, 1, True)} %)"
+                f"{item.name} injected {fmt(item.injected, 3)} {item.unit}{side}, recovered {fmt(item.recovered, 3)} "
+                f"{item.unit} ({fmt(item.error_pct, 1, True)} %{judged}{where})"
             )
     ok = c.calibration.all_within
     tail = (

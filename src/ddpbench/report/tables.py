@@ -123,7 +123,7 @@ def figure_rows_table(comparisons: Sequence[Comparison], group: str) -> list[str
     if not rows:
         return []
     base = comparisons[0].baseline
-    what = {"phase": "phase", "memory": "peak", "metric": "figure"}[group]
+    what = {"phase": "phase", "memory": "peak", "metric": "figure", "gpu": "per step", "startup": "part"}[group]
     lines = [
         f"| mode | {what} | {base} | with the mode | Δ [95 % CI] | Δ HL [Wilcoxon] | Δ % [95 % CI] |",
         "|---|---|---|---|---|---|---|",

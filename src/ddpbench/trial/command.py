@@ -108,6 +108,8 @@ def workload_args(cfg: DdpbenchConfig, metrics_dir: str) -> List[str]:
         f"--prefetch-factor={cfg.data.prefetch_factor}",
         f"--timing={cfg.timing}",
     ]
+    if cfg.workload.host_sync != "own":  # ddpbench's loop (a framework Trainer's or a script's is its own)
+        args += [f"--host-sync={cfg.workload.host_sync}", f"--gc={cfg.workload.gc}"]
     if stop.kind == "steps":
         args.append(f"--steps={stop.steps}")
     else:

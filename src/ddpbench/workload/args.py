@@ -15,6 +15,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Callable, NoReturn, Sequence, TypeVar
 
+from ddpbench.formats.rank_loop import GC_MODES, HARNESS_HOST_SYNCS
 from ddpbench.formats.rank_record import LOADERS, TIMINGS
 from ddpbench.formats.switching import SWITCH_WHAT
 
@@ -126,6 +127,13 @@ def build_parser(workload: "Workload") -> OneLineParser:
     model.add_argument("--timing", choices=TIMINGS, default="step",
                        help="step: host clock at step boundaries only; phase: also data wait, h2d, forward, backward, "
                             "optimizer per step (CUDA: synchronize after each phase; intrusive)")
+    model.add_argument("--host-sync", choices=HARNESS_HOST_SYNCS, default="none",
+                       help="what a step makes the host wait for on the device: none (no sync in a timed step), loss "
+                            "(the loss read after every step), seed (the seed script's loop: synchronize before every "
+                            "step, the host-to-device copy inside the step marker, the loss read after every step)")
+    model.add_argument("--gc", choices=GC_MODES, default="on",
+                       help="Python's garbage collector in the timed loop: on (as Python does), freeze (gc.freeze() "
+                            "before the timed loop), off (disabled for the timed loop)")
 
     run = p.add_argument_group("runtime")
     run.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
@@ -151,6 +159,8 @@ def build_parser(workload: "Workload") -> OneLineParser:
     fault.add_argument("--fault-crash-at-step", type=positive_int, default=None, help="os._exit(3) at timed step N")
     fault.add_argument("--fault-hang-at-step", type=positive_int, default=None, help="sleep forever at timed step N")
     fault.add_argument("--inject-step-ms", type=non_negative_float, default=0.0, help="wait X ms in every timed step (sleep, spin the last 0.2 ms)")
+    fault.add_argument("--inject-device-step-ms", type=non_negative_float, default=0.0,
+                       help="queue X ms of GPU work in every timed step (a spin kernel sized at start-up; CUDA only)")
     fault.add_argument("--inject-startup-sec", type=non_negative_float, default=0.0, help="sleep X s before warmup")
     fault.add_argument("--inject-teardown-sec", type=non_negative_float, default=0.0, help="sleep X s after the timed loop")
 
@@ -213,6 +223,9 @@ def parse_args(workload: "Workload", argv: Sequence[str] | None = None) -> argpa
         parser.error(f"--fault-rank {args.fault_rank} is outside the world (size {world})")
     if args.no_sync_stop and args.duration_sec is None:
         parser.error("--no-sync-stop only applies with --duration-sec")
+    if args.inject_device_step_ms and args.device == "cpu":
+        parser.error(f"--inject-device-step-ms {args.inject_device_step_ms:g} needs a CUDA device: a device-side wait "
+                     "is a GPU kernel (use --inject-step-ms for a host wait)")
     problem = workload.check_arguments(args)
     if problem:
         parser.error(problem)

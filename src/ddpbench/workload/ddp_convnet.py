@@ -109,10 +109,11 @@ class ConvNet(Workload):
         import torch
         from torch.utils.data import TensorDataset
 
-        gen = torch.Generator().manual_seed(args.seed)
+        from ddpbench.workload import synthetic
+
         shape = (args.num_samples, args.channels, args.image_size, args.image_size)
-        images = torch.randint(0, 256, shape, generator=gen, dtype=torch.uint8)
-        labels = torch.randint(0, args.num_classes, (args.num_samples,), generator=gen)
+        images = synthetic.uniform_int(0, 256, shape, args.seed, stream=0, dtype=torch.uint8)
+        labels = synthetic.uniform_int(0, args.num_classes, (args.num_samples,), args.seed, stream=1)
         return TensorDataset(images, labels)
 
     def sample_transform(self, args: argparse.Namespace) -> RandomCropFlip:

@@ -52,12 +52,12 @@ class MLP(Workload):
         return nn.Sequential(*layers)
 
     def build_dataset(self, args: argparse.Namespace) -> Any:
-        import torch
         from torch.utils.data import TensorDataset
 
-        gen = torch.Generator().manual_seed(args.seed)
-        x = torch.randn(args.num_samples, args.input_dim, generator=gen)
-        y = torch.randint(0, args.num_classes, (args.num_samples,), generator=gen)
+        from ddpbench.workload import synthetic
+
+        x = synthetic.normal((args.num_samples, args.input_dim), args.seed, stream=0)
+        y = synthetic.uniform_int(0, args.num_classes, (args.num_samples,), args.seed, stream=1)
         return TensorDataset(x, y)
 
 

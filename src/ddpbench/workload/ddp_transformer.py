@@ -123,11 +123,11 @@ class Transformer(Workload):
         return _build(args)
 
     def build_dataset(self, args: argparse.Namespace) -> Any:
-        import torch
         from torch.utils.data import TensorDataset
 
-        gen = torch.Generator().manual_seed(args.seed)
-        tokens = torch.randint(0, args.vocab, (args.num_samples, args.seq_len + 1), generator=gen)
+        from ddpbench.workload import synthetic
+
+        tokens = synthetic.uniform_int(0, args.vocab, (args.num_samples, args.seq_len + 1), args.seed)
         return TensorDataset(tokens[:, :-1], tokens[:, 1:])
 
     def sample_transform(self, args: argparse.Namespace) -> TokenNoise:

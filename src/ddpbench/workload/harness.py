@@ -10,8 +10,13 @@ but its last 0.2 ms and spinning that (:func:`ddpbench.workload.timing.wait_unti
 the peers keep the cores; ``--inject-startup-sec`` and ``--inject-teardown-sec`` *sleep*: they are
 seconds long, where wake-up jitter is negligible.
 
+``--inject-device-step-ms X`` queues X ms of GPU work in every timed step (a spin kernel sized after the
+warm-up, :mod:`ddpbench.workload.device_time`; CUDA only, refused in one line elsewhere).
+
 CPU affinity: the rank pins itself first thing, before torch starts its threads
 (:func:`ddpbench.workload.affinity.pin_from_environment`, ``cluster.cpu_affinity``).
+
+Start-up is split into parts as it goes (:mod:`ddpbench.workload.startup`): the rank record's ``startup_s``.
 """
 
 from __future__ import annotations
@@ -25,10 +30,12 @@ from ddpbench.workload.affinity import current_cpus, pin_from_environment
 from ddpbench.workload.args import build_parser, parse_args
 from ddpbench.workload.base import Workload
 from ddpbench.workload.data import build_loader, endless_batches, loader_description
+from ddpbench.workload.device_time import device_wait, device_wait_problem
 from ddpbench.workload.loop import Trainer, run_timed, run_warmup
 from ddpbench.workload.record import build_record, gather_records, write_record
 from ddpbench.workload.runtime import (Runtime, TraceStep, ensure_single_process_env, exit_with_launcher,
                                        init_process_group, init_traceml)
+from ddpbench.workload.startup import StartupClock
 from ddpbench.workload.stop import Faults, StopRule
 from ddpbench.workload.switching import switch_from_args
 from ddpbench.workload.tools import start_tools
@@ -48,43 +55,71 @@ def run(workload: Workload, argv: Sequence[str] | None = None, *, process_start_
     except (ValueError, OSError) as exc:
         build_parser(workload).error(f"CPU affinity: {exc}")
     ensure_single_process_env()
+    startup = StartupClock(started)
+    startup.mark("script")
+    import torch  # noqa: F401  (here, so that its import is a start-up part of its own)
+
+    startup.mark("torch_import")
     trace_step = init_traceml(args)  # before the DataLoader exists, so auto mode can patch it
-    return train(workload, args, trace_step, process_start_epoch=started)
+    startup.mark("tool_init")
+    return train(workload, args, trace_step, process_start_epoch=started, startup=startup)
 
 
 def train(
     workload: Workload, args: argparse.Namespace, trace_step: TraceStep | None, *, process_start_epoch: float,
-    extra_record: Mapping[str, Any] | None = None,
+    extra_record: Mapping[str, Any] | None = None, startup: StartupClock | None = None,
 ) -> int:
     """Train and record ``workload`` on this rank, its arguments parsed: every step of :func:`run` after TraceML's init.
 
     The default process group is created here unless the rank's launcher made it already (Ray Train's
     workers); it is destroyed at the end only when it was created here. ``extra_record``: fields added to
-    the rank record (a Ray Train worker's ``ray_startup_s``). Returns 0.
+    the rank record (a Ray Train worker's ``ray_startup_s``); ``startup``: the start-up clock :func:`run` began
+    (else one from ``process_start_epoch``). Returns 0.
     """
+    if startup is None:
+        startup = StartupClock(process_start_epoch)
+        startup.mark("script")
     import torch
     import torch.distributed as dist
 
+    startup.mark("torch_import")
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     try:
         rt = Runtime(args)
+        problem = device_wait_problem(args.inject_device_step_ms, rt.device)
+        if problem is not None:
+            raise ValueError(problem)
+        rt.init_device()
     except ValueError as exc:
         build_parser(workload).error(str(exc))
+    startup.mark("device_init")
     own_group = not dist.is_initialized()
     stop_group = init_process_group(args, rt)
     pg_ready = time.time()
+    startup.mark("process_group", pg_ready)
 
     trainer = Trainer(workload, args, rt, trace_step)
+    startup.mark("model")
     loader, sampler = build_loader(args, rt, workload.build_dataset(args), workload.sample_transform(args))
     batches = endless_batches(loader, sampler)
+    startup.mark("data")
     if args.inject_startup_sec:
         time.sleep(args.inject_startup_sec)
+    startup.mark("injected")
     tools = start_tools(args, rt)  # torch.profiler / W&B when asked for
+    startup.mark("tools")
     run_warmup(trainer, batches, args.warmup_steps, tools)
+    startup.mark("warmup")
+    try:  # sized now, with the GPU warm: cycles per ms measured in this process
+        trainer.device_wait = device_wait(args.inject_device_step_ms, rt.device)
+    except ValueError as exc:
+        build_parser(workload).error(str(exc))
+    startup.mark("injected")
     stop = StopRule(args, rt.rank, stop_group)
     switch = switch_from_args(args)  # within-trial switching, when asked for
     res = run_timed(args, rt, trainer, batches, stop, Faults(args, rt.rank), tools, switch)
+    startup.mark("warmup", res.first_step_start_epoch)
     if tools is not None:
         tools.close()
 
@@ -98,7 +133,8 @@ def train(
         record = build_record(
             args, rt, res, workload=workload.name, data=loader_description(args, rt),
             process_start_epoch=process_start_epoch, pg_ready_epoch=pg_ready,
-            traceml_active=trace_step is not None, stop_reason=stop.reason,
+            traceml_active=trace_step is not None, stop_reason=stop.reason, startup=startup.record(),
+            device_wait=trainer.device_wait,
         )
         if switch is not None:
             record["switching"], record["blocks"] = switch.settings(), switch.blocks(res.durations_s)

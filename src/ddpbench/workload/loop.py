@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import time
 from typing import TYPE_CHECKING, Any, ContextManager, Iterator
 
 from ddpbench.formats.rank_record import PHASES
 from ddpbench.workload.base import Workload
+from ddpbench.workload.device_time import DeviceStepClock, DeviceWait, step_clock
+from ddpbench.workload.host_sync import HostSync
 from ddpbench.workload.runtime import Runtime, TraceStep
 from ddpbench.workload.stop import Faults, StopRule
 from ddpbench.workload.switching import Switch
@@ -56,6 +59,11 @@ class Trainer:
         # within-trial switching (what=trace_step): whether the next steps run inside trace_step
         self.traced = True
         self.inject_wait = InjectedWait(args.inject_step_ms / 1000.0)
+        # the injected device wait (calibration on CUDA), set once measured after the warm-up
+        self.device_wait: DeviceWait | None = None
+        self.host_sync = HostSync(args.host_sync, rt.synchronize)
+        # the timed loop's device step clock (CUDA), set by run_timed for the timed steps only
+        self.clock: DeviceStepClock | None = None
         self.non_blocking = rt.device == "cuda"
 
     def _step_context(self) -> ContextManager[Any]:
@@ -82,42 +90,69 @@ class Trainer:
         else:
             self.optimizer.step()
 
+    def _marker_and_inner(self) -> tuple[ContextManager[Any], ContextManager[Any]]:
+        """(around the copy and the step, around the step alone): the step marker goes where the pattern puts it."""
+        if self.host_sync.copy_inside_marker:
+            return self._step_context(), contextlib.nullcontext()
+        return contextlib.nullcontext(), self._step_context()
+
+    def _end_of_device_work(self, inject: bool) -> None:
+        """The step's injected device wait, its end event, then the injected host wait (the GPU idles through it)."""
+        if inject and self.device_wait is not None:
+            self.device_wait()
+        if self.clock is not None:
+            self.clock.step_ends()
+        if inject:
+            self.inject_wait()
+
     def step(self, batch: Any, inject: bool) -> "torch.Tensor":
-        """One optimisation step on ``batch``; wait out the injected cost when ``inject``. Returns the loss (no sync)."""
-        x, y = self._to_device(batch)
-        with self._step_context():
-            loss = self._forward(x, y)
-            self._backward(loss)
-            self._update()
-            if inject:
-                self.inject_wait()
+        """One optimisation step on ``batch``; the injected costs when ``inject``. Returns the loss (no sync of its own:
+        the host-sync pattern decides)."""
+        self.host_sync.before_step()
+        outer, inner = self._marker_and_inner()
+        with outer:
+            if self.clock is not None:
+                self.clock.step_begins()
+            x, y = self._to_device(batch)
+            with inner:
+                loss = self._forward(x, y)
+                self._backward(loss)
+                self._update()
+                self._end_of_device_work(inject)
+        self.host_sync.after_step(loss)
         return loss.detach()
 
     def step_phased(self, batches: Iterator[Any], inject: bool, phases_s: list[tuple[float, ...]]) -> "torch.Tensor":
         """:meth:`step` with the batch fetch, timing each phase; appends one tuple (s) in :data:`TIMED_PHASES` order.
 
-        The device is synchronised after each phase (CUDA), so the phases add up to the work done.
+        The device is synchronised after each phase (CUDA), so the phases add up to the work done. The pattern's
+        synchronize and the injected waits fall in ``other``.
         """
         now, sync = time.perf_counter, self.rt.synchronize
+        self.host_sync.before_step()
         t0 = now()
         batch = next(batches)
         t1 = now()
-        x, y = self._to_device(batch)
-        sync()
-        t2 = now()
-        with self._step_context():
-            loss = self._forward(x, y)
+        outer, inner = self._marker_and_inner()
+        with outer:
+            if self.clock is not None:
+                self.clock.step_begins()
+            x, y = self._to_device(batch)
             sync()
-            t3 = now()
-            self._backward(loss)
-            sync()
-            t4 = now()
-            self._update()
-            sync()
-            t5 = now()
-            if inject:
-                self.inject_wait()
+            t2 = now()
+            with inner:
+                loss = self._forward(x, y)
+                sync()
+                t3 = now()
+                self._backward(loss)
+                sync()
+                t4 = now()
+                self._update()
+                sync()
+                t5 = now()
+                self._end_of_device_work(inject)
         phases_s.append((t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4))
+        self.host_sync.after_step(loss)
         return loss.detach()
 
 
@@ -131,6 +166,10 @@ class LoopResult:
         self.first_step_start_epoch: float = 0.0
         self.last_step_end_epoch: float = 0.0
         self.final_loss: float = float("nan")
+        # CUDA: the device step clock of the timed loop (GPU-busy and GPU-idle per step), else None
+        self.gpu: DeviceStepClock | None = None
+        # the collector in the timed loop: the rank record's ``gc``
+        self.gc: dict[str, Any] | None = None
 
 
 def run_warmup(trainer: Trainer, batches: Iterator[Any], n: int, tools: ToolHooks | None = None) -> None:
@@ -154,10 +193,15 @@ def run_timed(
     res = LoopResult()
     log_every = args.log_every if rt.rank == 0 else 0
     phased = args.timing == "phase"
+    clock = step_clock(rt.device)
+    collections = _gc_enter(args.gc)
     rt.synchronize()
     boundary = time.perf_counter()
     res.first_step_start_epoch = time.time()
     stop.start(boundary)
+    if clock is not None:
+        clock.start()
+        trainer.clock = clock
     loss = None
     step = 0
     while True:
@@ -181,6 +225,8 @@ def run_timed(
         now = time.perf_counter()
         res.durations_s.append(now - boundary)
         boundary = now
+        if clock is not None:
+            clock.collect()
         if log_every and step % log_every == 0:
             elapsed = now - stop.t0
             # no loss here: loss.item() would synchronise the device inside the timed loop
@@ -190,9 +236,40 @@ def run_timed(
     rt.synchronize()
     end = time.perf_counter()
     res.durations_s[-1] += end - boundary  # the closing synchronize belongs to the last step
+    res.gc = _gc_exit(args.gc, collections)
+    if clock is not None:
+        clock.finish()
+        trainer.clock = None
+        res.gpu = clock
     if switch is not None:
         switch.finish()
         trainer.traced = True
     res.last_step_end_epoch = time.time()
     res.final_loss = float(loss.item()) if loss is not None else float("nan")
     return res
+
+
+def _gc_collections() -> list[int]:
+    return [int(generation["collections"]) for generation in gc.get_stats()]
+
+
+def _gc_enter(mode: str) -> list[int]:
+    """Set the collector for the timed loop (``--gc``); the collections so far per generation."""
+    if mode in ("freeze", "off"):
+        gc.collect()
+        if mode == "freeze":
+            gc.freeze()
+        else:
+            gc.disable()
+    return _gc_collections()
+
+
+def _gc_exit(mode: str, before: list[int]) -> dict[str, Any]:
+    """Restore the collector after the timed loop; the rank record's ``gc``."""
+    collections = [after - earlier for after, earlier in zip(_gc_collections(), before)]
+    frozen = gc.get_freeze_count()
+    if mode == "freeze":
+        gc.unfreeze()
+    elif mode == "off":
+        gc.enable()
+    return {"mode": mode, "collections": collections, "frozen": frozen}

@@ -15,6 +15,7 @@ from typing import Any
 
 from ddpbench.formats.rank_record import PHASES, SCHEMA, SCHEMA_VERSION, rank_record_name
 from ddpbench.io import write_json_atomic
+from ddpbench.workload.device_time import DeviceWait
 from ddpbench.workload.loop import LoopResult
 from ddpbench.workload.runtime import Runtime
 from ddpbench.workload.timing import phase_stats, step_time_stats
@@ -88,8 +89,15 @@ def build_record(
     pg_ready_epoch: float,
     traceml_active: bool,
     stop_reason: str,
+    startup: dict[str, float] | None = None,
+    device_wait: DeviceWait | None = None,
+    host_sync: str | None = None,
 ) -> dict[str, Any]:
-    """The rank JSON (schema ``ddpbench.rank``; field meanings in ddpbench.formats.rank_record / docs/formats.md)."""
+    """The rank JSON (schema ``ddpbench.rank``; field meanings in ddpbench.formats.rank_record / docs/formats.md).
+
+    ``startup``: the start-up parts (s; None outside ddpbench's loop); ``device_wait``: the injected device wait
+    (None without one); ``host_sync``: the loop's pattern (default ``args.host_sync``).
+    """
     timed = len(res.durations_s)
     train_s = res.last_step_end_epoch - res.first_step_start_epoch
     train_s = train_s if train_s > 0 else sum(res.durations_s)
@@ -139,7 +147,13 @@ def build_record(
             "step_ms": args.inject_step_ms,
             "startup_s": args.inject_startup_sec,
             "teardown_s": args.inject_teardown_sec,
+            "device_step_ms": device_wait.ms if device_wait is not None else 0.0,
+            "device_cycles_per_ms": device_wait.cycles_per_ms if device_wait is not None else None,
         },
+        "host_sync": host_sync or args.host_sync,
+        "gpu_time_ms": res.gpu.record() if res.gpu is not None else None,
+        "startup_s": startup,
+        "gc": res.gc,
         # within-trial switching (the harness fills them in when the loop switched)
         "switching": None,
         "blocks": None,
@@ -149,6 +163,9 @@ def build_record(
         record["tool"] = tool
     if args.save_step_times:
         record["step_times_ms"] = [d * 1000.0 for d in res.durations_s]
+        if res.gpu is not None:
+            record["gpu_busy_times_ms"] = list(res.gpu.busy_ms)
+            record["gpu_idle_times_ms"] = list(res.gpu.idle_ms)
     return record
 
 

@@ -20,6 +20,11 @@ either way. Timing, the stop rule and the record are the harness's own
 :func:`ddpbench.workload.record.build_record`): the first ``DDPBENCH_WARMUP_STEPS`` steps are
 untimed; a timed step runs from the previous step's end (the first one from its own start) to its
 own end, so it includes whatever the script does between steps.
+
+On CUDA, when every timed step's start is marked too (:meth:`Recorder.step_begins`, which :meth:`Recorder.step`
+and the framework callbacks call), the record also has the GPU-busy and GPU-idle ms per step
+(:mod:`ddpbench.workload.device_time`); a step marked only at its end drops them (``gpu_time_ms`` null). The
+loop is the job's own: ``host_sync`` is ``own``.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import time
 from typing import Any, Iterator, Optional
 
 from ddpbench.formats.rank_record import OWN_LOADER
+from ddpbench.workload.device_time import DeviceStepClock, step_clock
 from ddpbench.workload.loop import LoopResult
 from ddpbench.workload.record import build_record, write_record
 from ddpbench.workload.runtime import Runtime
@@ -138,9 +144,12 @@ class Recorder:
         stop_args = _stop_arguments(environ)
         self.args = argparse.Namespace(
             batch_size=int(batch_size), warmup_steps=self.warmup_steps, timing="step",
-            save_step_times=environ.get(ENV_SAVE_STEP_TIMES) == "1", traceml_mode=None,
+            save_step_times=environ.get(ENV_SAVE_STEP_TIMES) == "1", traceml_mode=None, host_sync="own",
             inject_step_ms=0.0, inject_startup_sec=0.0, inject_teardown_sec=0.0, **vars(stop_args),
         )
+        # the device step clock (CUDA, from the first timed step; None once a timed step's start went unmarked)
+        self.clock: Optional[DeviceStepClock] = None
+        self._begun = False
         self.workload = environ.get(ENV_WORKLOAD) or "script"
         self.data = _describe_loader(loader)
         if not self.active:
@@ -152,6 +161,14 @@ class Recorder:
                                              backend=backend, precision=precision))
         needs_group = stop_args.duration_sec is not None and backend != "gloo"
         self.stop = StopRule(self.args, self.rt.rank, dist.new_group(backend="gloo") if needs_group else None)
+        if self.warmup_steps == 0:
+            self._start_clock()
+
+    def _start_clock(self) -> None:
+        """The timed steps begin: a device step clock on CUDA (its opening event now)."""
+        self.clock = step_clock(self.rt.device)
+        if self.clock is not None:
+            self.clock.start()
 
     @property
     def active(self) -> bool:
@@ -176,8 +193,16 @@ class Recorder:
     def step(self) -> Iterator[None]:
         """Time the block as one training step."""
         self._mark_start()
+        self.step_begins()
         yield
         self.step_done()
+
+    def step_begins(self) -> None:
+        """Mark where a step's device work begins (once per step; the framework callbacks call it): on CUDA, the
+        GPU-busy and GPU-idle split of the timed steps needs it on every one of them."""
+        if self.clock is not None and not self._begun:
+            self.clock.step_begins()
+            self._begun = True
 
     def step_done(self, loss: Any = None) -> None:
         """Mark the end of a training step; ``loss`` (optional, a number or a 0-d tensor) is the record's final loss."""
@@ -189,7 +214,16 @@ class Recorder:
         now = time.perf_counter()
         if self.steps_done <= self.warmup_steps:
             self._warmup_end = now
+            if self.steps_done == self.warmup_steps:
+                self._start_clock()
             return
+        if self.clock is not None:
+            if self._begun:
+                self.clock.step_ends()
+                self.clock.collect()
+            else:  # a timed step without its start: no GPU split for this rank
+                self.clock = None
+        self._begun = False
         if self._boundary is None:  # step_done() without step(): the first timed step began at warmup's end
             self._boundary = self._warmup_end
             self.result.first_step_start_epoch = time.time() - (now - self._boundary)
@@ -229,6 +263,9 @@ class Recorder:
             self.rt.synchronize()
             self.result.durations_s[-1] += time.perf_counter() - (self._boundary or time.perf_counter())
             self.result.last_step_end_epoch = time.time()
+        if self.clock is not None and self.clock.steps == len(self.result.durations_s):
+            self.clock.finish()
+            self.result.gpu = self.clock
         final = loss if loss is not None else self._loss
         self.result.final_loss = float(final) if final is not None else None  # type: ignore[assignment]
         record = build_record(

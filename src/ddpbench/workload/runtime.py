@@ -50,6 +50,14 @@ class Runtime:
         dtype = torch.bfloat16 if self.precision == "bf16" else torch.float16
         return torch.autocast(device_type=self.device, dtype=dtype)
 
+    def init_device(self) -> None:
+        """Make this rank's device current and its CUDA context now (so start-up shows its cost apart); nothing on CPU."""
+        if self.device == "cuda":
+            import torch
+
+            torch.cuda.set_device(self.torch_device)
+            torch.cuda.synchronize()
+
     def synchronize(self) -> None:
         """CUDA synchronize; nothing on CPU."""
         if self.device == "cuda":

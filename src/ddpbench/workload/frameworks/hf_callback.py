@@ -43,6 +43,10 @@ class RecorderTrainerCallback(TrainerCallback):  # type: ignore[misc]
             self.steps.loss = logs["loss"]
         return control
 
+    def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
+        self.steps.step_begins()
+        return control
+
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
         if self.steps.step_done():
             control.should_training_stop = True

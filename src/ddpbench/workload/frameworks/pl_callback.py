@@ -54,6 +54,7 @@ def recorder_callback_class(namespace: str) -> type:
                 device = "cuda" if getattr(trainer.strategy.root_device, "type", "cpu") == "cuda" else "cpu"
                 self.steps.start(max(1, _batch_length(batch)) * int(trainer.accumulate_grad_batches),
                                  precision_name(trainer.precision), device=device)
+            self.steps.step_begins()  # once per optimizer step (its first micro-batch); the batch is on the device
 
         def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
             if int(trainer.global_step) == self._global_step:

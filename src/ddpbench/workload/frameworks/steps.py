@@ -46,6 +46,12 @@ class TrainerSteps:
         if self.recorder is None:
             self.recorder = Recorder(batch_size, device=device, precision=precision, env=self.env)
 
+    def step_begins(self) -> None:
+        """Where an optimizer step's device work begins (the first micro-batch's start; later calls in the step do
+        nothing): the GPU-busy and GPU-idle split on CUDA."""
+        if self.recorder is not None:
+            self.recorder.step_begins()
+
     def step_done(self, loss: Any = None) -> bool:
         """Mark the end of one optimizer step; whether the Trainer must stop now (the same on every rank).
 

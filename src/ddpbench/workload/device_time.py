@@ -1,0 +1,163 @@
+"""The device side of the timed loop on CUDA: where each step's time lands on the GPU, and a device-side wait of
+known length (calibration). Nothing here runs on CPU: :func:`step_clock` and :func:`device_wait` return None there.
+
+**Step clock** (:class:`DeviceStepClock`). Two CUDA timing events per timed step, recorded on the current stream
+with no synchronisation: ``start`` just before the step's first device work (the host-to-device copy of its
+batch) and ``end`` just after its last (the optimizer step, and the injected device wait when there is one;
+before the injected host wait and the loss read). On the GPU's own clock, per step k:
+
+- GPU-busy ms = ``start_k`` -> ``end_k``: from the GPU starting the step's first work to finishing its last,
+  the gaps between the step's own kernels included (where the host launches them slower than the GPU runs them,
+  those gaps are inside the step's span);
+- GPU-idle ms = ``end_(k-1)`` -> ``start_k``: the GPU had none of the loop's work queued (it waited for the host
+  to fetch, collate and copy the next batch, for a synchronisation's round trip, for a tool's host work
+  between two steps). Work a tool queues between two steps counts here too.
+
+busy + idle = the step's period on the GPU; its mean is the host step's mean in steady state. A tool whose cost
+is host time the GPU waits for (lost overlap) raises the host step and GPU-idle; one that adds GPU work raises
+GPU-busy. The events are read :data:`RING` - 2 steps late (when they have long completed: ``query`` first; an
+event not yet complete is waited for and counted in ``late_reads``), the rest after the loop's closing
+synchronize. The clock's own cost per step (two event records, two elapsed-time reads): docs/gpu.md,
+``benchmarks/gpu_clock_cost.py``.
+
+**Device wait** (:class:`DeviceWait`): ``torch.cuda._sleep(cycles)``, a kernel that spins ``cycles`` GPU clock
+cycles, sized from cycles per ms measured in this process with CUDA events (:func:`cycles_per_ms`) after the
+warm-up. It is GPU work of a known length queued in the step, as a tool's kernels would be.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any, Optional
+
+RING = 64
+"""Event pairs in the clock's ring: the events of step k are read at the end of step k + RING - 2."""
+
+PROBE_CYCLES = 4_000_000
+"""Cycles of each probe sleep of :func:`cycles_per_ms` (about 2 ms at 2 GHz)."""
+
+PROBES = 5
+"""Probe sleeps timed by :func:`cycles_per_ms`; their median is the answer."""
+
+
+class DeviceStepClock:
+    """Per timed step, GPU-busy and GPU-idle ms from CUDA events at the step's device boundaries (module doc)."""
+
+    def __init__(self, ring: int = RING) -> None:
+        import torch
+
+        if ring < 3:
+            raise ValueError("ring must hold at least 3 steps")
+        self.ring = ring
+        new = torch.cuda.Event
+        self.starts = [new(enable_timing=True) for _ in range(ring)]
+        self.ends = [new(enable_timing=True) for _ in range(ring)]
+        # steps whose start and end events were recorded (the current step's start may be recorded too)
+        self.steps = 0
+        # steps read back so far
+        self.read = 0
+        # per read step, ms
+        self.busy_ms: list[float] = []
+        self.idle_ms: list[float] = []
+        # reads that found the step's end event not yet complete and waited for it
+        self.late_reads = 0
+
+    def start(self) -> None:
+        """The loop's opening boundary (after its synchronize): the end of "step 0"."""
+        self.ends[0].record()
+
+    def step_begins(self) -> None:
+        """Just before the current step's first device work."""
+        self.starts[(self.steps + 1) % self.ring].record()
+
+    def step_ends(self) -> None:
+        """Just after the current step's last device work."""
+        self.steps += 1
+        self.ends[self.steps % self.ring].record()
+
+    def _read(self, step: int) -> None:
+        slot, before = step % self.ring, (step - 1) % self.ring
+        end = self.ends[slot]
+        if not end.query():
+            end.synchronize()
+            self.late_reads += 1
+        self.idle_ms.append(self.ends[before].elapsed_time(self.starts[slot]))
+        self.busy_ms.append(self.starts[slot].elapsed_time(end))
+        self.read = step
+
+    def collect(self) -> None:
+        """Read the steps old enough that their events are free to be recorded again soon (once per step)."""
+        target = self.steps - self.ring + 2
+        while self.read < target:
+            self._read(self.read + 1)
+
+    def finish(self) -> None:
+        """After the loop's closing synchronize: read every step not read yet."""
+        while self.read < self.steps:
+            self._read(self.read + 1)
+
+    def record(self) -> dict[str, Any]:
+        """The rank record's ``gpu_time_ms`` (statistics in ms; see :mod:`ddpbench.formats.rank_loop`)."""
+        from ddpbench.workload.timing import step_time_stats
+
+        return {"busy": step_time_stats([ms / 1000.0 for ms in self.busy_ms]),
+                "idle": step_time_stats([ms / 1000.0 for ms in self.idle_ms]),
+                "steps": len(self.busy_ms), "late_reads": self.late_reads}
+
+
+def step_clock(device: str) -> Optional[DeviceStepClock]:
+    """A step clock on CUDA; None on CPU (no events, nothing per step)."""
+    return DeviceStepClock() if device == "cuda" else None
+
+
+def cycles_per_ms(probe_cycles: int = PROBE_CYCLES, probes: int = PROBES) -> float:
+    """GPU clock cycles per ms of ``torch.cuda._sleep``, timed with CUDA events here and now (median of ``probes``)."""
+    import torch
+
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(probe_cycles)  # the first launch pays for loading the kernel
+    samples = []
+    for _ in range(probes):
+        start.record()
+        torch.cuda._sleep(probe_cycles)
+        end.record()
+        end.synchronize()
+        samples.append(probe_cycles / start.elapsed_time(end))
+    return float(statistics.median(samples))
+
+
+class DeviceWait:
+    """The calibration's injected device work: ``ms`` of GPU time per call, a spin kernel of measured length."""
+
+    def __init__(self, ms: float, per_ms: float) -> None:
+        # the wait asked for, ms
+        self.ms = ms
+        # GPU cycles per ms, measured at start-up
+        self.cycles_per_ms = per_ms
+        # cycles each call spins
+        self.cycles = max(1, int(round(ms * per_ms)))
+
+    def __call__(self) -> None:
+        import torch
+
+        torch.cuda._sleep(self.cycles)
+
+    def settings(self) -> dict[str, float]:
+        """What the rank record's ``inject`` adds: the wait (ms) and the cycles per ms it was sized with."""
+        return {"device_step_ms": self.ms, "device_cycles_per_ms": self.cycles_per_ms}
+
+
+def device_wait_problem(ms: float, device: str) -> Optional[str]:
+    """Why a device wait of ``ms`` per step cannot run on ``device`` (one line), or None."""
+    if ms > 0 and device != "cuda":
+        return (f"--inject-device-step-ms {ms:g}: a device-side wait is a GPU kernel; this rank runs on {device} "
+                "(use --inject-step-ms for a host wait)")
+    return None
+
+
+def device_wait(ms: float, device: str) -> Optional[DeviceWait]:
+    """The injected device wait of ``ms`` per step (None when 0); ValueError on a device other than CUDA."""
+    problem = device_wait_problem(ms, device)
+    if problem is not None:
+        raise ValueError(problem)
+    return DeviceWait(ms, cycles_per_ms()) if ms > 0 else None
