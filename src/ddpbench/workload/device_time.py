@@ -28,7 +28,7 @@ warm-up. It is GPU work of a known length queued in the step, as a tool's kernel
 from __future__ import annotations
 
 import statistics
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 RING = 64
 """Event pairs in the clock's ring: the events of step k are read at the end of step k + RING - 2."""
@@ -43,15 +43,19 @@ PROBES = 5
 class DeviceStepClock:
     """Per timed step, GPU-busy and GPU-idle ms from CUDA events at the step's device boundaries (module doc)."""
 
-    def __init__(self, ring: int = RING) -> None:
-        import torch
-
+    def __init__(self, ring: int = RING, new_event: Optional[Callable[[], Any]] = None) -> None:
+        """``ring`` event pairs; ``new_event`` makes one timing event (default: ``torch.cuda.Event(enable_timing=True)``)."""
         if ring < 3:
             raise ValueError("ring must hold at least 3 steps")
+        if new_event is None:
+            import torch
+
+            def new_event() -> Any:
+                return torch.cuda.Event(enable_timing=True)
+
         self.ring = ring
-        new = torch.cuda.Event
-        self.starts = [new(enable_timing=True) for _ in range(ring)]
-        self.ends = [new(enable_timing=True) for _ in range(ring)]
+        self.starts = [new_event() for _ in range(ring)]
+        self.ends = [new_event() for _ in range(ring)]
         # steps whose start and end events were recorded (the current step's start may be recorded too)
         self.steps = 0
         # steps read back so far
