@@ -112,7 +112,7 @@ def line(r: dict[str, Any], steps: int, pairs: int, block_steps: int, own_steps:
     """One summary line (the device check prints it)."""
     diffs = [100.0 * (w / b - 1.0) for w, b in zip(r["with_ms"], r["without_ms"])]
     side = f"{statistics.median(diffs):+.2f} % (median of {pairs} pairs of {block_steps} steps)" if diffs else "n/a"
-    return (f"gpu clock ({when}, {r['gpu']}, torch {r['torch']}, {r['precision']}, host_sync={r['host_sync']}): own "
+    return (f"{when}, {r['gpu']}, torch {r['torch']}, {r['precision']}, host_sync={r['host_sync']}: the clock's own "
             f"work {r['own_us']:.2f} µs/step over {own_steps} steps = {r['own_pct']:.3f} % of the native "
             f"{r['native_ms']:.3f} ms step ({steps} steps): {'within' if r['own_pct'] <= BOUND_PCT else 'OVER'} the "
             f"{BOUND_PCT:g} % bound; side by side {side}")
@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if not torch.cuda.is_available():
         assert step_clock("cpu") is None  # no events, nothing per step on CPU
-        text = "gpu clock: no CUDA device here: nothing to measure (on CPU the loop records no events)"
+        text = "no CUDA device here: nothing to measure (on CPU the loop records no events)"
         result: dict[str, Any] = {"gpu": None}
     else:
         sizes = SMALL if args.small else SEED_E2E

@@ -1,26 +1,23 @@
-"""Helpers of scripts/device-check.sh: check the carried wheel set, pick installable wheels, summarise a sweep.
+"""Helpers of scripts/device-check.sh: check the carried wheel set, pick installable wheels.
 
   python3 scripts/device_check.py check WHEEL_DIR SRC_ROOT [--max-mib N]
   python3 scripts/device_check.py installable WHEEL_DIR [--strict]
-  python3 scripts/device_check.py summary LABEL SWEEP_DIR STATUS
 
-Standard library only, except ``check`` (needs ``packaging``, run where the wheels are prepared)
-and ``summary`` (imports ``ddpbench.analysis.flops`` from the installed wheel). Bad input: one line
-``device-check: error: ...`` on stderr and exit status 2; a wheel set that fails its checks exits 1.
+Standard library only, except ``check`` (needs ``packaging``, run where the wheels are prepared). The plan and the
+summary lines of a run are ``scripts/device_report.py``'s. Bad input: one line ``device-check: error: ...`` on
+stderr and exit status 2; a wheel set that fails its checks exits 1.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import json
 import re
 import sys
 import zipfile
 from dataclasses import dataclass
 from email.parser import HeaderParser
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Optional
 
 PROG = "device-check"
 
@@ -226,74 +223,6 @@ def _interpreter_tags() -> set[str]:
     return {str(t) for t in sys_tags()}
 
 
-# ----------------------------------------------------------------------------------------------- summary
-
-def _fmt(summary: Optional[dict[str, Any]], unit: str, digits: int = 2) -> str:
-    if not summary or summary.get("mean") is None:
-        return "n/a"
-    text = f"{summary['mean']:+.{digits}f}{unit}"
-    half = summary.get("half_width")
-    return text + (f" ± {half:.{digits}f}" if half is not None else " (no interval)")
-
-
-def _mean(values: Iterable[float]) -> Optional[float]:
-    values = list(values)
-    return sum(values) / len(values) if values else None
-
-
-def throughput_line(rows: list[dict[str, str]], baseline: str) -> str:
-    """Achieved TFLOP/s of the baseline mode's mean step and its fraction of the GPU's peak."""
-    from ddpbench.analysis.flops import achieved_tflops, peak_tflops, step_flops_for_model
-
-    base = [r for r in rows if r.get("mode") == baseline and r.get("status") == "ok" and r.get("step_time_ms_mean")]
-    if not base:
-        return "TFLOP/s n/a (no ok baseline trial)"
-    config = json.loads(base[0]["config_json"])
-    step_ms = _mean(float(r["step_time_ms_mean"]) for r in base)
-    assert step_ms is not None
-    flops = step_flops_for_model(config["model"])
-    achieved = achieved_tflops(flops.total, step_ms)
-    gpu = (base[0].get("env_gpu_names") or "").split(",")[0]
-    precision = str(config.get("cluster", {}).get("precision", ""))
-    text = f"{baseline} {step_ms:.3f} ms/step = {achieved:.3g} TFLOP/s ({flops.total / 1e9:.4g} GFLOP/step/rank)"
-    if not gpu:
-        return text + ", no GPU"
-    peak = peak_tflops(gpu, precision) if precision in ("fp16", "bf16", "fp32") else None
-    return text + (f" = {100 * achieved / peak:.1f} % of {gpu}'s {peak:g} {precision} peak" if peak
-                   else f" on {gpu} (peak for {precision} not in the table)")
-
-
-def summary_line(label: str, sweep_dir: Path, status: str) -> str:
-    """One line per sweep: trials, GPU, every comparison's headline figures, achieved TFLOP/s."""
-    analysis_path, results_path = sweep_dir / "analysis.json", sweep_dir / "results.csv"
-    if not analysis_path.is_file() or not results_path.is_file():
-        return f"{PROG}: {label} [{status}] no report in {sweep_dir}"
-    analysis = json.loads(analysis_path.read_text())
-    with results_path.open(newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    gpus = sorted({g for r in rows for g in (r.get("env_gpu_names") or "").split(",") if g}) or ["no GPU"]
-    parts = [f"{PROG}: {label} [{status}] {analysis.get('n_ok')}/{analysis.get('n_trials')} trials ok, {', '.join(gpus)}"]
-    for c in analysis.get("comparisons", []):
-        m = c.get("metrics", {})
-        text = (f"{c['mode']} vs {c['baseline']} (n={c.get('n_pairs')}, {c.get('stop_kind')}): "
-                f"throughput {_fmt(m.get('throughput_overhead_pct'), '%')}, wall {_fmt(m.get('wall_overhead_pct'), '%')}, "
-                f"step {_fmt(m.get('step_overhead_ms'), ' ms', 3)}")
-        if c.get("role") == "tool":
-            text += f", verdict {c.get('verdict', {}).get('status')}"
-        for item in (c.get("calibration") or {}).get("items", []):
-            if item.get("injected"):
-                text += (f", calibration {item['name']} injected {item['injected']:g} {item['unit']} "
-                         f"recovered {item['recovered']:.3f} ({'within' if item.get('within_tolerance') else 'OUTSIDE'} tolerance)")
-        parts.append(text)
-    parts.append(throughput_line(rows, str(analysis.get("baseline", "native"))))
-    return " | ".join(parts)
-
-
-def cmd_summary(args: argparse.Namespace) -> int:
-    print(summary_line(args.label, Path(args.sweep_dir), args.status))
-    return 0
-
-
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -306,11 +235,6 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("wheel_dir")
     p.add_argument("--strict", action="store_true", help="fail on a wheel this Python cannot install")
     p.set_defaults(func=cmd_installable)
-    p = sub.add_parser("summary", help="one summary line of a finished sweep")
-    p.add_argument("label")
-    p.add_argument("sweep_dir")
-    p.add_argument("status")
-    p.set_defaults(func=cmd_summary)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))

@@ -21,10 +21,12 @@ from pathlib import Path
 import pytest
 
 from helpers.processes import child_env, run_bounded
+from helpers.trials import make_sweep, step_summary
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "device-check.sh"
 HELPER = REPO / "scripts" / "device_check.py"
+REPORTER = REPO / "scripts" / "device_report.py"
 EXPECTED = {"ddpbench", "hydra-core", "omegaconf", "antlr4-python3-runtime", "submitit",
             "hydra-submitit-launcher", "traceml-ai", "msgspec"}
 #: Hydra's plugin scan of a non-editable install failing in dataclasses (a plugin module with postponed annotations)
@@ -124,35 +126,44 @@ def test_pure_wheels_install_into_a_fresh_target_and_import_from_there(wheel_dir
 
 @pytest.mark.slow
 def test_selftest_runs_the_bounded_run_path_on_cpu(wheel_dir, tmp_path):
-    """The `run` path on CPU: three sweeps, the calibration one overrunning its bound; the others still run."""
+    """The `run` path on CPU: the reference in the seed loop (TraceML against native), the clock's line, the
+    calibration overrunning its bound (the others still run), the device-side wait refused in one line, the
+    within-trial sweep; each with its summary line (where the step lands, start-up parts)."""
     work, out = tmp_path / "work", tmp_path / "out"
     env = child_env({"PYTHON": sys.executable, "WHEEL_DIR": str(wheel_dir), "WORK_DIR": str(work), "OUT": str(out),
-                     "CAL_SEC": "120", "CAL_CAP_S": "12", "PYTHONUNBUFFERED": "1",
-                     # room for the two sweeps that must finish on a loaded machine (the defaults fit a GPU run)
-                     "REF_CAP_S": "240", "AA_CAP_S": "240", "BUDGET_S": "540"})
+                     "CAL_SEC": "120", "CAL_CAP_S": "12", "PYTHONUNBUFFERED": "1", "HF_PAIRS": "0",
+                     # fixed bounds for the sweeps that must finish on a loaded machine (the plan fits a GPU run)
+                     "REF_CAP_S": "240", "BLOCKS_CAP_S": "240", "BUDGET_S": "540"})
     env.pop("PYTHONPATH", None)
     run = run_bounded(["bash", str(SCRIPT), "selftest"], timeout=600, env=env, cwd=tmp_path, poll_s=0.5)
     text = run.output
     assert PLUGIN_SCAN_BUG not in text, "Hydra's plugin scan breaks on the wheel install"
     assert run.returncode == 1, text[-4000:]  # a sweep hit its bound: the run says so
     lines = (out / "summary.txt").read_text().splitlines()
-    assert [line.split()[1] for line in lines] == ["ref", "calibration", "aa"], lines
-    ref, cal, aa = lines
-    assert "[ok] 2/2 trials ok" in ref and "traceml vs native (n=1, duration)" in ref, ref
+    assert [line.split()[1] for line in lines] == ["ref", "gpu-clock", "cal", "calibration", "blocks", "hf"], lines
+    ref, clock, cal, device, blocks, hf = lines
+    assert "[ok] 2/2 trials ok, no GPU, host_sync=seed" in ref and "traceml vs native (n=1, duration)" in ref, ref
+    assert "where, ms/step: native host" in ref and "(no GPU split on CPU)" in ref and "start-up: native" in ref
     assert "ms/step" in ref and "TFLOP/s" in ref
+    assert "[ok] no CUDA device here" in clock, clock
     assert "[stopped at its 12s bound]" in cal, cal
-    assert "[ok] 2/2 trials ok" in aa and "native_aa vs native (n=1" in aa, aa
+    assert "[not applicable on CPU] refused in one line: mode=inject_device:" in device, device
+    assert "[ok] 2/2 trials ok" in blocks and "within-trial" in blocks and "no-op switch (native)" in blocks, blocks
+    assert "[not asked (0 pairs)]" in hf, hf
     for line in lines:  # the summary lines are also in the output (the device tool's output_tail)
         assert line in run.stdout
     with tarfile.open(out / "device-check.tar.gz") as tar:
         names = set(tar.getnames())
-    for sweep in ("ref", "aa"):
+    for sweep in ("ref", "blocks"):
         for name in ("report.md", "analysis.json", "results.csv"):
             assert f"./outputs/multirun/{sweep}/{name}" in names
         assert any(n.startswith(f"./outputs/multirun/{sweep}/plots/") and n.endswith(".png") for n in names)
-    assert {"./combined/report.md", "./summary.txt", "./environment.txt", "./ref.log", "./calibration.log"} <= names
+        assert any(n.startswith(f"./outputs/multirun/{sweep}/") and n.endswith("rank-0.json") for n in names)
+    assert {"./combined/report.md", "./summary.txt", "./environment.txt", "./ref.log", "./cal.log"} <= names
     analysis = json.loads((work / "outputs/multirun/ref/analysis.json").read_text())
     assert analysis["n_ok"] == 2
+    report = (work / "outputs/multirun/ref/report.md").read_text()
+    assert "Training loop: `host_sync=seed`" in report and "Start-up by part, s per trial" in report
     assert not (work / "site" / "torch").exists()  # torch stays the interpreter's own
 
 
@@ -172,3 +183,79 @@ def test_bad_input_is_one_line(tmp_path):
                           env=child_env({"WHEEL_DIR": str(tmp_path / "w")}))
     assert proc.returncode == 2 and "holds more than wheels" in proc.stderr
     assert (tmp_path / "w" / "notes.md").read_text() == "mine"
+
+
+def _reporter():
+    """scripts/device_report.py as a module (it is a script, not part of the package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("device_report", REPORTER)
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    sys.modules["device_report"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_plan_sizes_each_sweep_to_the_time_left_in_order_of_priority(tmp_path):
+    """The first sweep gets its asked size when the later sweeps' smallest sizes still fit, shrinks (seconds first,
+    then pairs) when not, takes its smallest size past the reserve, and is skipped only when even that does not fit;
+    overheads measured by earlier sweeps replace the assumptions."""
+    r = _reporter()
+    specs = [r.parse_spec(t) for t in ("ref:3:6:3:native+traceml", "cal:1:4:2:native+native_aa+inject+inject_device",
+                                       "hf:1:3:2:native+traceml:hf")]
+    assert specs[2].framework and specs[1].modes == ("native", "native_aa", "inject", "inject_device")
+    # assumed: native 12 s, tool 22 s, hf +6 s, inject +1.5 s; a sweep 10 s; a trial's gap 1 s
+    ref = r.cost(specs[0], 3, 6, "gpu", {})
+    assert ref == pytest.approx(10 + 3 * ((12 + 6 + 1) + (22 + 6 + 1)))
+    reserve = r.cost(specs[1], 1, 2, "gpu", {}) + r.cost(specs[2], 1, 2, "gpu", {})
+    assert r.plan_next(specs, ref + reserve, "gpu", {})[:2] == (3, 6)
+    assert r.plan_next(specs, ref + reserve - 1, "gpu", {})[:2] == (3, 5)  # seconds shrink first
+    pairs, sec, cap, why = r.plan_next(specs, 150, "gpu", {})  # past the reserve: the smallest size that fits
+    assert (sec, why) == (3, "") and pairs == 3 and cap <= 150
+    assert r.plan_next(specs, 30, "gpu", {})[3].startswith("skipped: 30s left")
+    assert r.plan_next([r.parse_spec("ref:0:6:3:native")], 500, "gpu", {})[3] == "not asked (0 pairs)"
+    # measured: a slow machine's native trials (24 s beyond their timed seconds) scale every assumption
+    sweep = tmp_path / "multirun" / "ref"
+    sweep.mkdir(parents=True)
+    (sweep / "results.csv").write_text("mode,status,wall_s,train_s,workload\nnative,ok,30,6,mlp\nnative,ok,31,7,mlp\n")
+    measured = r.measured_overheads(tmp_path / "multirun")
+    assert measured == {("native", False): 24.0}
+    assert r.overhead("traceml", True, "gpu", measured) == pytest.approx((22 + 6) * 2)
+    (tmp_path / "timings").mkdir()
+    (tmp_path / "timings" / "ref").write_text("100\n")  # 100 s for 61 s of trials: 37 s of its own
+    assert r.measured_sweep_s(tmp_path / "multirun", tmp_path / "timings") == pytest.approx(100 - 61 - 2)
+    for bad in ("ref:3:6", "ref:3:2:3:native", "ref:x:6:3:native", "ref:3:6:3:"):
+        with pytest.raises(r.ReportError):
+            r.parse_spec(bad)
+
+
+def test_the_summary_line_gives_where_the_cost_lands_and_the_calibration_by_side(tmp_path):
+    """A GPU-shaped sweep (the seed loop, the GPU split per step, a device-side calibration): its summary line
+    says the per-step interval against the 1 % goal, host / GPU-busy / GPU-idle per mode, the calibration's side."""
+    from ddpbench.report import write_report
+
+    def figures(mode, repeat):
+        busy, idle, step = {"native": (3.0, 2.0, 5.0), "traceml": (3.1, 3.5, 6.6),
+                            "inject_device": (5.0, 2.0, 7.0)}[mode]
+        step += 0.01 * repeat + (0.1 * (repeat % 3) - 0.1 if mode == "traceml" else 0.0)  # Δ 1.6, 1.7, 1.5 ms
+        return {"step_ms": step, "host_sync": "seed",
+                "gpu_time_ms": {"busy": step_summary(busy), "idle": step_summary(idle), "late_reads": 0},
+                "environment": {"gpu_names": ["NVIDIA H200"], "hostnames": ["gpu-0"]}}
+
+    make_sweep(tmp_path / "ref", ("native", "traceml", "inject_device"), 3, per_trial=figures)
+    for path in (tmp_path / "ref").rglob("trial.json"):
+        trial = json.loads(path.read_text())
+        if trial["mode"] == "inject_device":
+            trial["config"]["mode"] = {"name": "inject_device", "role": "calibration",
+                                       "workload_args": ["--inject-device-step-ms=2.0"]}
+            path.write_text(json.dumps(trial))
+    write_report([tmp_path / "ref"])
+    line = _reporter().summary_line("ref", tmp_path / "ref", "ok", reference_ms=1.6)
+    assert line.startswith("device-check: ref [ok] 9/9 trials ok, NVIDIA H200, host_sync=seed | "), line
+    assert "traceml vs native (n=3, steps): per-step +1.600 ms ± 0.248 (+31.9 % of the 5.020 ms step; " \
+           "half-width 4.95 %, goal <= 1 %: not reached), seed script's +1.6 ms inside its interval" in line, line
+    assert "calibration inject_device: device wait in GPU busy [device] injected 2 ms recovered 2.000 (within); " \
+           "device wait in the host step [device] injected 2 ms recovered 2.000 (within)" in line, line
+    assert "where, ms/step: native host 5.020 / GPU-busy 3.000 / GPU-idle 2.000; traceml host 6.620 (+1.600) / " \
+           "GPU-busy 3.100 (+0.100) / GPU-idle 3.500 (+1.500); inject_device host 7.020 (+2.000)" in line, line
