@@ -289,6 +289,12 @@ def calibration_text(c: dict[str, Any]) -> str:
     return f"calibration {c['mode']}: " + "; ".join(parts) if parts else ""
 
 
+def _differing_keys(conditions: list[dict[str, Any]]) -> list[str]:
+    """The condition keys whose values differ between the comparisons of a sweep (what tells them apart)."""
+    keys = list(dict.fromkeys(k for c in conditions for k in c))
+    return [k for k in keys if len({json.dumps(c.get(k), sort_keys=True) for c in conditions}) > 1]
+
+
 def summary_line(label: str, sweep_dir: Path, status: str, reference_ms: Optional[float] = None) -> str:
     """One line per sweep (see the module doc)."""
     analysis_path, results_path = sweep_dir / "analysis.json", sweep_dir / "results.csv"
@@ -302,15 +308,25 @@ def summary_line(label: str, sweep_dir: Path, status: str, reference_ms: Optiona
     parts = [f"{PROG}: {label} [{status}] {analysis.get('n_ok')}/{analysis.get('n_trials')} trials ok, "
              f"{', '.join(gpus)}, host_sync={'/'.join(syncs)}"]
     baseline = str(analysis.get("baseline", "native"))
-    for c in analysis.get("comparisons", []):
-        parts.append(calibration_text(c) if c.get("role") == "calibration" else comparison_text(c, reference_ms))
-        if c.get("role") == "tool" and c.get("switched_base"):
-            floor = c["switched_base"]
-            half = (floor["ci_high_ms"] - floor["ci_low_ms"]) / 2 if floor.get("ci_low_ms") is not None else None
-            if half is not None:
-                parts.append(f"no-op switch ({baseline}) {floor['overhead_ms']:+.3f} ± {half:.3f} ms")
-    modes = [baseline] + [c["mode"] for c in analysis.get("comparisons", []) if c["mode"] != baseline]
-    parts += [text for text in (where_line(rows, modes), startup_line(rows, modes)) if text]
+    comparisons = analysis.get("comparisons", [])
+    conditions = list(dict.fromkeys(str(c.get("condition_id")) for c in comparisons))
+    differing = _differing_keys([c.get("condition") or {} for c in comparisons])
+    for cond in conditions:
+        mine = [c for c in comparisons if str(c.get("condition_id")) == cond]
+        label = ",".join(f"{k}={(mine[0].get('condition') or {}).get(k)}" for k in differing)
+        texts = []
+        for c in mine:
+            texts.append(calibration_text(c) if c.get("role") == "calibration" else comparison_text(c, reference_ms))
+            if c.get("role") == "tool" and c.get("switched_base"):
+                floor = c["switched_base"]
+                if floor.get("ci_low_ms") is not None:
+                    half = (floor["ci_high_ms"] - floor["ci_low_ms"]) / 2
+                    texts.append(f"no-op switch ({baseline}) {floor['overhead_ms']:+.3f} ± {half:.3f} ms")
+        modes = [baseline] + [c["mode"] for c in mine if c["mode"] != baseline]
+        texts.append(where_line([r for r in rows if r.get("condition_id") == cond], modes))
+        parts += [f"[{label}] {t}" if label else t for t in texts if t]
+    modes = [baseline] + list(dict.fromkeys(c["mode"] for c in comparisons if c["mode"] != baseline))
+    parts.append(startup_line(rows, modes))
     parts.append(throughput_line(rows, baseline))
     return " | ".join(p for p in parts if p)
 

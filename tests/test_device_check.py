@@ -251,6 +251,10 @@ def test_the_summary_line_gives_where_the_cost_lands_and_the_calibration_by_side
                                        "workload_args": ["--inject-device-step-ms=2.0"]}
             path.write_text(json.dumps(trial))
     write_report([tmp_path / "ref"])
+    report = (tmp_path / "ref" / "report.md").read_text()
+    assert "Where the step's time lands, mean ms per step:" in report
+    assert "| traceml | GPU idle (ms) | 2.000 ± 0.000 | 3.500 ± 0.000 | +1.500 ms [+1.500, +1.500] |" in report
+    assert "Training loop: `host_sync=seed`, the seed script's loop" in report
     line = _reporter().summary_line("ref", tmp_path / "ref", "ok", reference_ms=1.6)
     assert line.startswith("device-check: ref [ok] 9/9 trials ok, NVIDIA H200, host_sync=seed | "), line
     assert "traceml vs native (n=3, steps): per-step +1.600 ms ± 0.248 (+31.9 % of the 5.020 ms step; " \
@@ -259,3 +263,20 @@ def test_the_summary_line_gives_where_the_cost_lands_and_the_calibration_by_side
            "device wait in the host step [device] injected 2 ms recovered 2.000 (within)" in line, line
     assert "where, ms/step: native host 5.020 / GPU-busy 3.000 / GPU-idle 2.000; traceml host 6.620 (+1.600) / " \
            "GPU-busy 3.100 (+0.100) / GPU-idle 3.500 (+1.500); inject_device host 7.020 (+2.000)" in line, line
+
+
+def test_the_summary_line_tells_the_conditions_of_one_sweep_apart(tmp_path):
+    """The within-trial sweep runs two loops: each comparison and its `where` part are labelled by its loop."""
+    from ddpbench.report import write_report
+
+    for offset, sync in ((0, "seed"), (10, "none")):
+        make_sweep(tmp_path / "blocks", ("native", "traceml"), 2, job_offset=offset,
+                   condition={"cluster": "gpu", "model": "seed_e2e", "workload.host_sync": sync},
+                   per_trial=lambda mode, repeat, sync=sync: {
+                       "host_sync": sync, "step_ms": 5.0 + (1.0 if mode == "traceml" else 0.0) + 0.1 * repeat})
+    write_report([tmp_path / "blocks"])
+    line = _reporter().summary_line("blocks", tmp_path / "blocks", "ok")
+    assert "host_sync=none/seed" in line
+    for sync in ("seed", "none"):
+        assert f"[workload.host_sync={sync}] traceml vs native (n=2, steps): per-step +1.000 ms" in line, line
+        assert f"[workload.host_sync={sync}] where, ms/step: native host 5.150; traceml host 6.150" in line, line

@@ -56,8 +56,8 @@ def test_rank_record_checks_ask_a_version_only_for_its_own_fields() -> None:
     assert (v4["host_sync"], v4["gpu_time_ms"], v4["startup_s"], v4["gc"]) == ("none", None, None, None)
     assert v4["inject"]["device_step_ms"] == 0.0 and rank_record.validate_rank_record(v4) == []
     bad = {**v4, "host_sync": "sometimes", "gpu_time_ms": {"busy": {"mean": 1.0}, "idle": {}, "steps": 3},
-           "startup_s": {"script": -1.0}, "gc": {"mode": "maybe", "collections": [1, 2]}}
-    del bad["inject"]["device_step_ms"]
+           "startup_s": {"script": -1.0}, "gc": {"mode": "maybe", "collections": [1, 2]},
+           "inject": {k: v for k, v in v4["inject"].items() if k != "device_step_ms"}}
     problems = rank_record.validate_rank_record(bad)
     for start in ("host_sync: 'sometimes'", "gpu_time_ms.busy.median", "gpu_time_ms.idle.mean",
                   "gpu_time_ms.late_reads", "startup_s.script", "startup_s.warmup", "gc.mode", "gc.collections",
