@@ -200,8 +200,8 @@ class RobustInterval:
 class FigureRow:
     """One figure of both sides and its per-pair difference: a phase, a memory peak, a workload metric.
 
-    ``group`` is ``phase``, ``memory`` or ``metric``; ``unit`` the figure's (ms, MB, or the metric's
-    own). ``base``/``mode``: one-sample summaries of each side's figure; ``diff``: mode − base per
+    ``group`` is ``phase``, ``memory``, ``metric``, ``gpu`` (host step, GPU busy, GPU idle per step) or ``startup``
+    (the start-up's parts); ``unit`` the figure's (ms, MB, s, or the metric's own). ``base``/``mode``: one-sample summaries of each side's figure; ``diff``: mode − base per
     pair; ``pct``: 100 · (mode/base − 1) per pair, None when the baseline is near zero
     (``note`` says why) or the figure is unknown on a side.
     """
