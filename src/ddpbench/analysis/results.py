@@ -155,7 +155,7 @@ class CalibrationItem:
     recovered: float
     error_pct: float
     within_tolerance: bool | None
-    # added with analysis record v5: where the cost was injected (host, device, start-up, teardown)
+    # added with analysis record v7: where the cost was injected (host, device, start-up, teardown)
     side: str = "host"
     # whether this loop lets this figure show the cost (None: not assessed)
     knowable: bool | None = None
