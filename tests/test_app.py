@@ -11,7 +11,7 @@ import pytest
 
 from ddpbench import __version__
 
-from helpers.cli import assert_nothing_left, run_ddpbench
+from helpers.cli import assert_nothing_left, only_sweep_dir, run_ddpbench, trials_in
 
 FAST = ["model=tiny", "stop.steps=30", "stop.warmup_steps=3"]
 
@@ -27,6 +27,30 @@ def test_local_2node_gives_world_size_four_across_two_node_ranks(tmp_path: Path)
     assert [n["node_rank"] for n in trial["nodes"]] == [0, 1]
     assert "status=ok" in run.stdout
     assert_nothing_left(str(tmp_path))
+
+
+@pytest.mark.slow
+def test_the_main_command_switches_and_its_verdict_weighs_the_lower_bound(tmp_path: Path) -> None:
+    """The README's main command with its defaults (one pair, fewer steps): model=tiny and switching=auto, so both
+    trials switch in blocks; TraceML's trace_step wraps the on-blocks only; the verdict line weighs the within-trial
+    lower bound beside the whole-trial figures, which describe the tool fully on."""
+    import subprocess
+    import sys
+
+    composed = subprocess.run([sys.executable, "-m", "ddpbench", "--cfg", "job"], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=60)
+    assert "kind: auto" in composed.stdout and "steps: 1000" in composed.stdout and "hidden_dim: 32" in composed.stdout
+    run = run_ddpbench(["-m", "mode=native,traceml", "repeat=1", "stop.steps=400", "switching=auto"], tmp_path)
+    assert run.returncode == 0, run.output
+    sweep = only_sweep_dir(tmp_path)
+    trials = {t["mode"]: t for t in trials_in(sweep)}
+    assert {m: t["switching"]["what"] for m, t in trials.items()} == {"native": "none", "traceml": "trace_step"}
+    on_steps = sum(b["steps"] for b in trials["traceml"]["switching"]["blocks"] if b["side"] == "on")
+    assert trials["traceml"]["traceml"]["steps_analyzed"] == trials["traceml"]["warmup_steps"] + on_steps
+    (comparison,) = json.loads((sweep / "analysis.json").read_text())["comparisons"]
+    assert comparison["verdict"]["lower_bound_confidence"] == 0.975 and comparison["verdict"]["lower_bound_pct"]
+    line = next(l for l in (sweep / "report.md").read_text().splitlines() if l.startswith("- traceml vs native"))
+    assert "within-trial lower bound" in line and "(97.5 %)" in line, line
 
 
 def test_installed_configs_work_from_any_directory(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.cli import ONE_RANK, only_sweep_dir, trials_in
+from helpers.cli import ONE_RANK, only_sweep_dir, pinned, trials_in
 from helpers.processes import child_env, run_bounded
 
 REPO = Path(__file__).resolve().parent.parent
@@ -82,8 +82,8 @@ def test_the_install_runs_a_paired_sweep_with_its_report_from_an_empty_folder(in
                            capture_output=True, text=True, timeout=60)
     assert where.returncode == 0, where.stderr
     assert Path(where.stdout.strip()).resolve() == (package / "__init__.py").resolve(), f"{mode}: {where.stdout}"
-    run = run_bounded([str(python), "-m", "ddpbench", "-m", "mode=native,traceml", "repeat=1", "model=tiny",
-                       "stop.steps=10", ONE_RANK], timeout=300, env=_env(), cwd=user)
+    run = run_bounded([str(python), "-m", "ddpbench", *pinned(["-m", "mode=native,traceml", "repeat=1", "model=tiny",
+                       "stop.steps=10", ONE_RANK])], timeout=300, env=_env(), cwd=user)
     assert run.returncode == 0, f"{mode}: {run.output[-4000:]}"
     sweep = only_sweep_dir(user)
     trials = trials_in(sweep)

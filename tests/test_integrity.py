@@ -24,7 +24,7 @@ from ddpbench.formats.rank_record import read_rank_record
 from ddpbench.io import write_json_atomic
 from ddpbench.sweep.lock import TOKEN_ENV, SweepLock, SweepLockedError, hold_sweep_lock, lock_path
 from ddpbench.trial.attempts import CURRENT_FILE, attempt_of_launch, join_attempt, start_attempt
-from helpers.cli import ONE_RANK, assert_nothing_left, cli_env, run_ddpbench, wait_or_kill
+from helpers.cli import assert_nothing_left, cli_env, ONE_RANK, pinned, run_ddpbench, wait_or_kill
 from helpers.processes import wait_for, wait_for_file, wait_for_text
 
 FAST = ["model=tiny", "stop.steps=20", "stop.warmup_steps=2", "trial.collective_timeout_s=10"]
@@ -58,7 +58,7 @@ def start_driver(args: List[str], cwd: Path, tag: str, logs: Optional[Path] = No
     """Start ``python -m ddpbench ARGS`` in ``cwd``; its output goes to ``<logs or cwd>/<tag>.out|err``."""
     stdout, stderr = (logs or cwd) / f"{tag}.out", (logs or cwd) / f"{tag}.err"
     with open(stdout, "wb") as out, open(stderr, "wb") as err:
-        process = subprocess.Popen([sys.executable, "-m", "ddpbench", *args], cwd=cwd, env=cli_env(),
+        process = subprocess.Popen([sys.executable, "-m", "ddpbench", *pinned(args)], cwd=cwd, env=cli_env(),
                                    stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
     return Driver(process, stdout, stderr)
 

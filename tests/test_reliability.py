@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.cli import ONE_RANK, assert_nothing_left, cli_env, only_sweep_dir, run_ddpbench, trials_in
+from helpers.cli import assert_nothing_left, cli_env, ONE_RANK, only_sweep_dir, pinned, run_ddpbench, trials_in
 from helpers.processes import wait_for_file, wait_for_text
 
 pytestmark = pytest.mark.slow
@@ -70,7 +70,7 @@ def test_resume_skips_finished_trials_and_keeps_earlier_attempts(tmp_path: Path)
 
 
 def _start_driver(args: list[str], cwd: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "ddpbench", *args], cwd=cwd, env=cli_env(),
+    return subprocess.Popen([sys.executable, "-m", "ddpbench", *pinned(args)], cwd=cwd, env=cli_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

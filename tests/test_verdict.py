@@ -8,8 +8,8 @@ import pytest
 
 from ddpbench.analysis.stats import paired_summary
 from ddpbench.analysis.switching import SwitchedEstimate
-from ddpbench.analysis.verdict import (INCONCLUSIVE, LOWER_BOUND, ON_STEP, OVER, WITHIN, Figure, assumption_holds,
-                                       combine, verdict_for)
+from ddpbench.analysis.verdict import (INCONCLUSIVE, LOWER_BOUND, OVER, WITHIN, Figure, assumption_holds, combine,
+                                       verdict_for)
 
 BUDGET = 2.0
 
@@ -46,24 +46,22 @@ def test_the_within_trial_lower_bound_can_prove_over_but_never_within() -> None:
     assert below.status == INCONCLUSIVE and below.per_metric[LOWER_BOUND] == INCONCLUSIVE
 
 
-def test_a_switching_sweep_decides_on_the_on_blocks_not_the_mixed_whole_run() -> None:
-    metrics = {"step_overhead_pct": summary(1.0), "on_step_overhead_pct": summary(4.0),
-               "projected_overhead_pct": summary(4.2)}
+def test_a_switching_sweep_weighs_the_whole_cost_and_the_lower_bound_together() -> None:
+    metrics = {"step_overhead_pct": summary(4.0), "projected_overhead_pct": summary(4.2)}
     v = verdict_for(metrics, BUDGET, switched(1.5, 1.2, 1.8))
-    assert v.status == OVER and set(v.per_metric) == {ON_STEP, "projected_overhead_pct", LOWER_BOUND}
-    assert v.decided_by == (ON_STEP, "projected_overhead_pct") and v.assumption_holds is True
+    assert v.status == OVER and set(v.per_metric) == {"step_overhead_pct", "projected_overhead_pct", LOWER_BOUND}
+    assert v.decided_by == ("step_overhead_pct", "projected_overhead_pct") and v.assumption_holds is True
 
 
 def test_a_contradicted_assumption_leaves_the_lower_bound_out() -> None:
-    metrics = {"step_overhead_pct": summary(0.0), "on_step_overhead_pct": summary(0.3, 0.2),
-               "projected_overhead_pct": summary(0.5, 0.2)}
-    v = verdict_for(metrics, BUDGET, switched(3.0, 2.5, 3.5))  # the on-blocks' interval lies wholly below it
+    metrics = {"step_overhead_pct": summary(0.3, 0.2), "projected_overhead_pct": summary(0.5, 0.2)}
+    v = verdict_for(metrics, BUDGET, switched(3.0, 2.5, 3.5))  # the per-step interval lies wholly below it
     assert v.assumption_holds is False and LOWER_BOUND not in v.per_metric
     assert v.status == WITHIN and "not used" in v.reason
 
 
 def test_assumption_check_needs_both_intervals() -> None:
-    on = Figure(ON_STEP, 1.0, 0.5, 1.5, 4, True)
+    on = Figure("step_overhead_pct", 1.0, 0.5, 1.5, 4, True)
     assert assumption_holds(on, Figure(LOWER_BOUND, 1.2, 0.9, 1.5, 5, False)) is True
     assert assumption_holds(on, Figure(LOWER_BOUND, 3.0, 2.0, 4.0, 5, False)) is False
     assert assumption_holds(on, None) is None

@@ -88,7 +88,7 @@ def compose_cfg() -> Any:
 
 
 def test_mlp_is_the_default_workload_with_its_old_arguments(compose_cfg: Any) -> None:
-    cfg: DictConfig = compose_cfg([])
+    cfg: DictConfig = compose_cfg(["model=small"])
     validate(cfg)
     args = workload_args(cfg, "/m")
     assert cfg.workload.name == "mlp" and cfg.timing == "step" and cfg.data.loader == "synthetic"
@@ -121,7 +121,7 @@ def test_transformer_gets_its_sizes_and_the_new_flags(compose_cfg: Any) -> None:
         ("data.loader=disk", "data.loader='disk': must be synthetic or realistic"),
         ("timing=kernel", "timing='kernel': must be step or phase"),
         ("data.workers=0", "data.workers=0: must be >= 1"),
-        ("model.transformer.heads=3", "model.transformer.d_model=64: must be a multiple of model.transformer.heads=3"),
+        ("model.transformer.heads=3", "model.transformer.d_model=16: must be a multiple of model.transformer.heads=3"),
         ("model.convnet.width=0", "model.convnet.width=0: must be >= 1"),
     ],
 )

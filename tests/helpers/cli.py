@@ -16,6 +16,22 @@ from helpers.processes import wait_for
 #: the override for a test of the sweep (resume, signals, integrity, the report), not of DDP between ranks: a
 #: trial of one rank is still a real torchrun job, at about two thirds of the CPU of two ranks
 ONE_RANK = "cluster.nproc_per_node=1"
+#: what the tests' runs get unless they set it: within-trial switching off. The default (switching=auto) switches
+#: every built-in workload's trial, which changes what a tool sees (TraceML's trace_step wraps the on-blocks only);
+#: the tests of switching set it, and test_app runs the main command's defaults as they are
+PINNED = ("switching=none",)
+#: arguments after which nothing runs (no overrides to pin)
+_NO_RUN = ("--help", "--hydra-help", "--version", "--info", "-h")
+
+
+def pinned(args: Sequence[str], first: bool = True) -> List[str]:
+    """``args`` with :data:`PINNED` added beside the first override (Hydra's parser wants its overrides together),
+    or last (``first`` False: a command whose first arguments are positional), unless they set switching
+    themselves or run nothing."""
+    if any(a in _NO_RUN for a in args) or any(a.split("=", 1)[0].lstrip("+~").startswith("switching") for a in args):
+        return list(args)
+    at = next((i for i, a in enumerate(args) if "=" in a and not a.startswith("-")), len(args)) if first else len(args)
+    return [*args[:at], *PINNED, *args[at:]]
 
 
 @dataclass
@@ -81,7 +97,8 @@ def run_ddpbench(args: Sequence[str], cwd: Path, timeout: float = 300, env: Opti
                  module: str = "ddpbench") -> CliRun:
     """Run ``python -m ddpbench ARGS`` (or ``-m module``: another of its commands) in ``cwd``; kill its session if
     it outlives ``timeout``."""
-    process = subprocess.Popen([sys.executable, "-m", module, *args], cwd=cwd, env=cli_env(env),
+    process = subprocess.Popen([sys.executable, "-m", module, *pinned(args, module == "ddpbench")], cwd=cwd,
+                               env=cli_env(env),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         stdout, stderr = process.communicate(timeout=timeout)
@@ -114,7 +131,7 @@ def start_ddpbench(args: Sequence[str], cwd: Path, prefix: Sequence[str] = (), e
     """
     out = open(log, "wb") if log is not None else subprocess.DEVNULL
     try:
-        return subprocess.Popen([*prefix, sys.executable, "-m", "ddpbench", *args], cwd=cwd, env=cli_env(env),
+        return subprocess.Popen([*prefix, sys.executable, "-m", "ddpbench", *pinned(args)], cwd=cwd, env=cli_env(env),
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     finally:
         if log is not None:

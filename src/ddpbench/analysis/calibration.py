@@ -25,7 +25,7 @@ from ddpbench.analysis.device_split import Loop, loop_of
 from ddpbench.analysis.figures import finite
 from ddpbench.analysis.results import CALIBRATION_TOLERANCE_PCT, Calibration, CalibrationItem, PairRecord
 from ddpbench.analysis.stats import mean, to_float
-from ddpbench.analysis.switching import on_fraction, switched_of_rows
+from ddpbench.analysis.switching import switched_of_rows
 
 __all__ = ["INJECT_FLAGS", "applied_injection", "calibration"]
 
@@ -33,19 +33,13 @@ __all__ = ["INJECT_FLAGS", "applied_injection", "calibration"]
 #: config.inject key -> the workload flag that applies it
 INJECT_FLAGS = {"step_ms": "--inject-step-ms", "device_step_ms": "--inject-device-step-ms",
                 "startup_s": "--inject-startup-sec", "teardown_s": "--inject-teardown-sec"}
-#: per-step keys: the waits switched by within-trial switching of ``inject``
-PER_STEP_KEYS = ("step_ms", "device_step_ms")
 
 
 def applied_injection(row: dict[str, Any], key: str) -> float:
-    """The cost ``key`` the trial's workload got on average over its timed steps: under within-trial switching of
-    the injected waits (``switching=blocks``) the per-step waits ran in the on-blocks only, so they are scaled by
-    their share of the steps."""
-    value = _configured_injection(row, key)
-    if key in PER_STEP_KEYS and row.get("switch_what") == "inject":
-        share = on_fraction(row.get("switch_blocks_json"))
-        return value * share if share is not None else value
-    return value
+    """The cost ``key`` the trial's workload got in each timed step with its mode fully on. Under within-trial
+    switching the analysis counts every trial's off-blocks at its on-blocks' step
+    (:func:`ddpbench.analysis.switching.full_on_row`), so the switched per-step waits count in every step too."""
+    return _configured_injection(row, key)
 
 
 def _configured_injection(row: Mapping[str, Any], key: str) -> float:

@@ -20,8 +20,9 @@ signed-rank interval; a bootstrap interval of the median for the per-step metric
 whose baseline is near zero is dropped, with a note (:mod:`ddpbench.analysis.rows`). The verdict
 against the budget uses every figure that may decide: the per-step and the projected overhead and, in a
 ``switching=blocks`` sweep, the within-trial lower bound (rules in :mod:`ddpbench.analysis.verdict`); a short
-trial's wall overhead, mostly fixed cost, decides nothing. ``switching=blocks`` adds ``on_step_overhead_ms``/``_pct``
-(the on-blocks' between-trial per-step cost, the tool fully on).
+trial's wall overhead, mostly fixed cost, decides nothing. In a ``switching=blocks`` sweep every trial's whole-run
+figures are those of its tool fully on (:func:`ddpbench.analysis.switching.full_on_row`: the off-blocks' steps
+counted at the on-blocks' step), so every metric describes the tool fully on there too.
 
 Roles: each mode declares one (``config.mode.role``, the ``role`` column). A ``calibration`` mode is
 checked against the ``--inject-*`` workload arguments it really passed (``config.inject``, which every
@@ -112,11 +113,7 @@ METRIC_UNITS: dict[str, str] = {
     "teardown_diff_pct": "%",
     "fixed_diff_s": "s",
     "projected_overhead_pct": "%",
-    "on_step_overhead_ms": "ms",
-    "on_step_overhead_pct": "%",
 }
-#: metrics only a switching sweep (switching=blocks) measures: left out of a comparison whose trials did not switch
-SWITCHING_METRICS = ("on_step_overhead_ms", "on_step_overhead_pct")
 #: metrics computed from the others rather than read from the pair (:mod:`ddpbench.analysis.projection`)
 DERIVED_METRICS = (PROJECTED,)
 #: each percentage metric → (its absolute metric, the side figure its baseline is, unit): the
@@ -188,11 +185,8 @@ def _comparison(
 ) -> Comparison:
     """One mode against the baseline in one condition (noise floor filled in later)."""
     values = {m: [getattr(p, m) for p in cp] for m in METRIC_UNITS if m not in DERIVED_METRICS}
-    values[PROJECTED] = projected_values([p.full_on_step_pct for p in cp], values["fixed_diff_s"], job_s)
+    values[PROJECTED] = projected_values(values["step_overhead_pct"], values["fixed_diff_s"], job_s)
     metrics = {m: paired_summary(v, confidence) for m, v in values.items()}
-    for name in SWITCHING_METRICS:
-        if metrics[name].n == 0:
-            del metrics[name], values[name]
     figures = _side_figures(cp, cs)
     side_summ = {k: paired_summary(v, confidence) for k, v in figures.items()}
     pct_notes = {}

@@ -19,7 +19,7 @@ from ddpbench.analysis.efficiency import workload_of
 from ddpbench.analysis.figures import THROUGHPUT_KINDS, finite, step_median_ms, step_ms, throughput
 from ddpbench.analysis.results import ExcludedPair, PairRecord
 from ddpbench.analysis.stats import to_float
-from ddpbench.analysis.switching import side_mean_ms
+from ddpbench.analysis.switching import full_on_row
 
 __all__ = ["PAIR_KEY", "REQUIRED_FIGURES", "pair_table", "str_or_none"]
 
@@ -87,7 +87,6 @@ def pair_record(b: dict[str, Any], x: dict[str, Any], mode: str) -> PairRecord:
     b_tear, x_tear = finite(b.get("teardown_s")), finite(x.get("teardown_s"))
     nan_or = lambda v: NAN if v is None else v  # noqa: E731
     startup_diff, teardown_diff = _diff(x_start, b_start), _diff(x_tear, b_tear)
-    b_on, x_on = side_mean_ms(b.get("switch_blocks_json"), "on"), side_mean_ms(x.get("switch_blocks_json"), "on")
     return PairRecord(
         sweep_dir=str(b["sweep_dir"]),
         condition_id=str(b["condition_id"]),
@@ -116,8 +115,6 @@ def pair_record(b: dict[str, Any], x: dict[str, Any], mode: str) -> PairRecord:
         teardown_diff_pct=_pct(x_tear, b_tear),
         fixed_diff_s=startup_diff + teardown_diff,
         switched_step_overhead_ms=nan_or(finite(x.get("switched_step_overhead_ms"))),
-        on_step_overhead_ms=_diff(x_on, b_on),
-        on_step_overhead_pct=_pct(x_on, b_on),
         switched_step_overhead_pct=nan_or(finite(x.get("switched_step_overhead_pct"))),
     )
 
@@ -125,7 +122,7 @@ def pair_record(b: dict[str, Any], x: dict[str, Any], mode: str) -> PairRecord:
 def _grouped(frame: pd.DataFrame) -> dict[tuple[str, str], dict[int, dict[str, list[dict[str, Any]]]]]:
     """(sweep_dir, condition_id) → repeat → mode → rows."""
     out: dict[tuple[str, str], dict[int, dict[str, list[dict[str, Any]]]]] = {}
-    for row in frame.to_dict("records"):
+    for row in (full_on_row(r) for r in frame.to_dict("records")):
         key = (str(row["sweep_dir"]), str(row["condition_id"]))
         out.setdefault(key, {}).setdefault(int(row["repeat"]), {}).setdefault(str(row["mode"]), []).append(row)
     return out

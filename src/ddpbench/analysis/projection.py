@@ -10,8 +10,7 @@ of training (``report.job_hours`` × 3600)::
 Its interval is the paired *t* interval of these per-pair values: the sum of two figures measured on
 the same two trials, so its variance is the two parts' variances plus twice their covariance, which
 the per-pair sum carries exactly (no assumption that the parts are independent). A pair without
-the fixed-cost split (a foreign script without rank records) has no projection. In a ``switching=blocks``
-sweep s is the on-blocks' per-step cost (:attr:`PairRecord.full_on_step_pct`): the job runs with the tool fully on.
+the fixed-cost split (a foreign script without rank records) has no projection.
 """
 
 from __future__ import annotations
@@ -28,9 +27,8 @@ __all__ = ["JOB_HOURS", "PROJECTED", "PROJECTION_METHOD", "job_seconds", "pair_v
 JOB_HOURS = 1.0
 #: the per-pair metric of the projection
 PROJECTED = "projected_overhead_pct"
-PROJECTION_METHOD = ("per pair: step_overhead_pct (on_step_overhead_pct where the trials switched) + 100 * "
-                     "(startup_diff_s + teardown_diff_s) / (job_hours * 3600); Student's paired t interval of these "
-                     "values (the covariance of the two parts included)")
+PROJECTION_METHOD = ("per pair: step_overhead_pct + 100 * (startup_diff_s + teardown_diff_s) / (job_hours * 3600); "
+                     "Student's paired t interval of these values (the covariance of the two parts included)")
 
 
 def job_seconds(job_hours: float) -> float:
@@ -58,5 +56,5 @@ def projected_values(step_pcts: Sequence[float], fixed_s: Sequence[float], job_s
 def pair_value(pair: PairRecord, metric: str, job_s: float) -> float:
     """One pair's value of ``metric``: a :class:`PairRecord` field, or :data:`PROJECTED` for a ``job_s`` job."""
     if metric == PROJECTED:
-        return projected_pct(pair.full_on_step_pct, pair.fixed_diff_s, job_s)
+        return projected_pct(pair.step_overhead_pct, pair.fixed_diff_s, job_s)
     return float(getattr(pair, metric))

@@ -47,18 +47,9 @@ class PairRecord:
     fixed_diff_s: float = math.nan
     # added with analysis record v4: the mode trial's within-trial per-step cost (switching=blocks), ms; NaN otherwise
     switched_step_overhead_ms: float = math.nan
-    # added with analysis record v5 (switching=blocks; NaN otherwise): the on-blocks' between-trial per-step cost, ms
-    # and % of the baseline trial's on-blocks' mean step (the same step positions: both trials of a repeat switch alike)
-    on_step_overhead_ms: float = math.nan
-    on_step_overhead_pct: float = math.nan
-    # the mode trial's within-trial estimate, % of its off-blocks' step (what repeat=auto's lower bound decides on)
+    # added with analysis record v5: the mode trial's within-trial estimate, % of its off-blocks' step (what
+    # repeat=auto's lower bound decides on; switching=blocks, NaN otherwise)
     switched_step_overhead_pct: float = math.nan
-
-    @property
-    def full_on_step_pct(self) -> float:
-        """The per-step cost with the tool fully on, %: the on-blocks' figure where the trials switched, else the
-        whole run's."""
-        return self.on_step_overhead_pct if math.isfinite(self.on_step_overhead_pct) else self.step_overhead_pct
 
 
 #: causes of an excluded pair: pairing could not use it (a side missing, not ok, lacking its wall time, or of

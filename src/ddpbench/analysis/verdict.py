@@ -5,9 +5,8 @@ condition:
 
 - **whole-cost figures** (the tool fully on, between trials): the per-step cost (``step_overhead_pct``) and that
   cost projected onto a job of ``job_hours`` with the fixed cost paid once (``projected_overhead_pct``,
-  :mod:`ddpbench.analysis.projection`). In a ``switching=blocks`` sweep the trials' whole-run figures mix on- and
-  off-blocks, so the per-step figure is the on-blocks' between-trial one (``on_step_overhead_pct``: the same step
-  positions in both trials of a pair) and the projection is built on it.
+  :mod:`ddpbench.analysis.projection`). In a ``switching=blocks`` sweep they describe the tool fully on too: each
+  trial's off-blocks are counted at its on-blocks' step (:func:`ddpbench.analysis.switching.full_on_row`).
 - **a lower bound** (``switching=blocks``): the within-trial figure (``switched_overhead_pct``: the combined
   estimate of :mod:`ddpbench.analysis.switching`, % of the off-blocks' step), the cost of the work the mode's switch
   turns off, measured inside the same processes. The tool's whole cost is at least
@@ -18,9 +17,9 @@ The rule: **over** when any usable figure's interval lies wholly above the budge
 whole-cost figure's interval lies wholly below it; else **inconclusive**. ``decided_by`` names the figures
 that decided (those above the budget for ``over``, the whole-cost ones for ``within``).
 
-The assumption is checked where both figures exist: the on-blocks' between-trial figure should lie at or above
-the within-trial one. When its interval lies wholly below the within-trial estimate, the assumption is
-contradicted, the within-trial figure is left out of the verdict and the verdict says so.
+The assumption is checked where both figures exist: the between-trial per-step figure should lie at or above the
+within-trial one. When its interval lies wholly below the within-trial interval, the assumption is contradicted,
+the within-trial figure is left out of the verdict and the verdict says so.
 
 Error rates, with two-sided intervals at confidence c: a false ``over`` (true cost at or below the budget) needs
 an interval that misses on its low side, probability at most (1 − c)/2 for each figure; the per-step and the
@@ -41,18 +40,17 @@ from ddpbench.analysis.results import Verdict
 from ddpbench.analysis.stats import PairedSummary
 from ddpbench.analysis.switching import SwitchedEstimate
 
-__all__ = ["FIGURE_NAMES", "INCONCLUSIVE", "LOWER_BOUND", "ON_STEP", "OVER", "WITHIN", "Figure", "assumption_holds",
-           "combine", "lower_bound", "lower_bound_confidence", "verdict_for", "whole_cost_metrics"]
+__all__ = ["FIGURE_NAMES", "INCONCLUSIVE", "LOWER_BOUND", "OVER", "WHOLE_COST", "WITHIN", "Figure",
+           "assumption_holds", "combine", "lower_bound", "lower_bound_confidence", "verdict_for"]
 
 WITHIN, OVER, INCONCLUSIVE = "within", "over", "inconclusive"
-#: the per-step whole-cost figure of a switching sweep: the on-blocks' between-trial cost
-ON_STEP = "on_step_overhead_pct"
+#: the whole-cost figures, the per-step one first
+WHOLE_COST = ("step_overhead_pct", PROJECTED)
 #: the within-trial figure, a lower bound on the tool's per-step cost
 LOWER_BOUND = "switched_overhead_pct"
 #: what each figure is called in the verdict's words
 FIGURE_NAMES: dict[str, str] = {
     "step_overhead_pct": "between-trial per-step",
-    ON_STEP: "between-trial per-step of the on-blocks",
     PROJECTED: "projected onto the job",
     LOWER_BOUND: "within-trial lower bound",
 }
@@ -99,19 +97,12 @@ def _figure(metric: str, s: PairedSummary | None, whole_cost: bool) -> Figure | 
     return Figure(metric, s.mean, s.ci_low, s.ci_high, s.n, whole_cost)
 
 
-def whole_cost_metrics(metrics: Mapping[str, PairedSummary]) -> tuple[str, ...]:
-    """The whole-cost metrics the verdict uses: the on-blocks' per-step figure in a switching sweep (it has pairs),
-    else the whole-run one; and the projection."""
-    on = metrics.get(ON_STEP)
-    return ((ON_STEP if on is not None and on.n > 0 else "step_overhead_pct"), PROJECTED)
-
-
-def assumption_holds(on_step: Figure | None, lower_bound: Figure | None) -> bool | None:
-    """Whether "what stays on costs nothing negative" survives the data: the on-blocks' between-trial interval does
+def assumption_holds(per_step: Figure | None, lower_bound: Figure | None) -> bool | None:
+    """Whether "what stays on costs nothing negative" survives the data: the between-trial per-step interval does
     not lie wholly below the within-trial interval. None when either figure lacks an interval."""
-    if on_step is None or lower_bound is None or not (on_step.has_interval and lower_bound.has_interval):
+    if per_step is None or lower_bound is None or not (per_step.has_interval and lower_bound.has_interval):
         return None
-    return not on_step.high < lower_bound.low
+    return not per_step.high < lower_bound.low
 
 
 def combine(figures: Sequence[Figure], budget_pct: float, assumption: bool | None = None,
@@ -133,7 +124,7 @@ def combine(figures: Sequence[Figure], budget_pct: float, assumption: bool | Non
         status, deciding = INCONCLUSIVE, []
     parts = [f"{f.metric} {f.text()} % is {per[f.metric]}" if f.has_interval else f"{f.metric} has {f.text()}"
              for f in used]
-    parts += [f"{f.metric} {f.text()} not used: the on-blocks' between-trial figure lies below it, so what stays on "
+    parts += [f"{f.metric} {f.text()} not used: the between-trial per-step figure lies below it, so what stays on "
               "is not free" for f in figures if f not in used]
     reason = f"budget {budget_pct:g} %: " + "; ".join(parts)
     if deciding:
@@ -163,19 +154,18 @@ def verdict_for(metrics: Mapping[str, PairedSummary], budget_pct: float,
                 switched: SwitchedEstimate | None = None, bound_confidence: float | None = None) -> Verdict:
     """The verdict on every figure that may decide (:data:`FIGURE_NAMES`) against ``budget_pct``.
 
-    Whole-cost figures come from ``metrics`` (:func:`whole_cost_metrics`); a whole-cost metric no pair measured
-    (n = 0: a foreign script without a start-up/teardown split has no projection) is left out when another is
-    known. The within-trial figure ``switched`` (its interval at :func:`lower_bound_confidence`, recorded as
+    Whole-cost figures come from ``metrics`` (:data:`WHOLE_COST`); a whole-cost metric no pair measured (n = 0: a
+    foreign script without a start-up/teardown split has no projection) is left out when another is known. The within-trial figure ``switched`` (its interval at :func:`lower_bound_confidence`, recorded as
     ``bound_confidence``) joins when the trials switched.
     """
-    chosen = whole_cost_metrics(metrics)
+    chosen = WHOLE_COST
     whole = [f for f in (_figure(m, metrics.get(m), True) for m in chosen) if f is not None]
     unmeasured = [m for m in chosen if m not in {f.metric for f in whole}]
     if not whole:  # nothing measured: the verdict still names what it lacks
         whole, unmeasured = [Figure(m, math.nan, math.nan, math.nan, 0, True) for m in chosen], []
     lower = lower_bound(switched)
-    on = next((f for f in whole if f.metric == ON_STEP), None)
-    verdict = combine(whole + ([lower] if lower is not None else []), budget_pct, assumption_holds(on, lower),
+    per_step = next((f for f in whole if f.metric == "step_overhead_pct"), None)
+    verdict = combine(whole + ([lower] if lower is not None else []), budget_pct, assumption_holds(per_step, lower),
                       bound_confidence)
     if unmeasured:
         verdict = replace(verdict, reason=verdict.reason + "".join(f"; {m} unknown (no pair measured it)"

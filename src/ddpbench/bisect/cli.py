@@ -20,6 +20,7 @@ from typing import Any, List, NoReturn, Optional, Sequence, Tuple
 from ddpbench.bisect import commits as git
 from ddpbench.bisect.run import Bisection, folder_of
 from ddpbench.bisect.step import Interrupted, Plan, Rule
+from ddpbench.config import switches
 from ddpbench.errors import ConfigError, DdpbenchError, fail
 
 #: keys the bisection sets itself in every look's sweep
@@ -85,7 +86,7 @@ def rule_of(cfg: Any) -> Rule:
     rule = Rule(regression_pct=float(cfg.regression_pct), min_pairs=int(precision.min_pairs),
                 max_pairs=int(precision.max_pairs), max_minutes=float(precision.max_minutes),
                 spending=str(precision.spending), disturbed=str(precision.disturbed),
-                switched=str(cfg.switching.kind) == "blocks")
+                switched=switches(cfg))
     if not rule.regression_pct > 0:
         raise ConfigError(f"regression_pct={rule.regression_pct}: must be > 0")
     if rule.disturbed not in DISTURBED_CHOICES:
@@ -135,7 +136,7 @@ def prepare(args: argparse.Namespace, base: Path) -> Bisection:
 def main(argv: Optional[Sequence[str]] = None) -> None:
     """Console entry point (``ddpbench-bisect``, ``python -m ddpbench.bisect``)."""
     from ddpbench.io import writable_dir_problem
-    from ddpbench.sweep_lock import hold_sweep_lock
+    from ddpbench.sweep.lock import hold_sweep_lock
 
     args = parser().parse_intermixed_args(argv)
     try:

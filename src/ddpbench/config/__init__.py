@@ -7,7 +7,8 @@ The application converts a composed config once (:func:`typed`); :func:`validate
 express (:mod:`~ddpbench.config.checks`).
 """
 
-from ddpbench.config.checks import parse_repeat, switching_seed, validate, validate_switching, validate_tool
+from ddpbench.config.checks import (can_switch, parse_repeat, switches, switching_seed, validate, validate_switching,
+                                    validate_tool)
 from ddpbench.config.cluster import ClusterConfig, RayConfig, SlurmConfig
 from ddpbench.config.convert import register_configs, to_plain, typed
 from ddpbench.config.mode import (ARTIFACT_KINDS, TORCH_PROFILER_HANDLERS, ArtifactConfig, ModeConfig,
@@ -23,6 +24,6 @@ __all__ = [
     "InjectConfig", "ModeConfig", "ModeSwitchConfig", "ModelConfig", "PrecisionConfig", "PySpyConfig", "RayConfig",
     "ReportConfig", "SlurmConfig", "StopConfig", "SwitchingConfig", "ToolConfig", "TorchProfilerConfig",
     "TransformerSizeConfig", "TrialConfig", "WandbConfig", "WorkloadConfig",
-    "parse_repeat", "register_configs", "switching_seed", "to_plain", "typed", "validate", "validate_switching",
+    "can_switch", "parse_repeat", "register_configs", "switches", "switching_seed", "to_plain", "typed", "validate", "validate_switching",
     "validate_tool",
 ]

@@ -163,10 +163,20 @@ def validate_tool(tool: ToolConfig, mode: ModeConfig) -> None:
              "must use letters, digits, '.', '_', '-'", tool.wandb.project)
 
 
+def can_switch(cfg: DdpbenchConfig) -> bool:
+    """Whether a trial of ``cfg`` can switch: its mode declares a switch and ddpbench's own loop runs the workload."""
+    return cfg.mode.switch is not None and cfg.workload.path is None and cfg.workload.framework is None
+
+
+def switches(cfg: DdpbenchConfig) -> bool:
+    """Whether a trial of ``cfg`` switches: ``switching=blocks``, or ``auto`` where it can (:func:`can_switch`)."""
+    return cfg.switching.kind == "blocks" or (cfg.switching.kind == "auto" and can_switch(cfg))
+
+
 def validate_switching(cfg: DdpbenchConfig) -> None:
     """Check switching.*; with switching=blocks, refuse a mode or workload that cannot be switched (one line)."""
     sw, mode = cfg.switching, cfg.mode
-    _require(sw.kind in ("none", "blocks"), "switching.kind", "must be none or blocks", sw.kind)
+    _require(sw.kind in ("none", "blocks", "auto"), "switching.kind", "must be none, blocks or auto", sw.kind)
     _require(sw.block_steps >= 1, "switching.block_steps", "must be >= 1", sw.block_steps)
     _require(0 <= sw.washout_steps < sw.block_steps, "switching.washout_steps",
              f"must be >= 0 and < switching.block_steps={sw.block_steps}", sw.washout_steps)

@@ -33,7 +33,8 @@ class TrialConfig:
 class SwitchingConfig:
     """Within-trial switching (conf/switching/): blocks of steps with the tool's per-step work off and on, ABBA order."""
 
-    # none (off) | blocks (switch the mode's mode.switch.what every block_steps timed steps)
+    # none (off) | blocks (switch the mode's mode.switch.what every block_steps timed steps) | auto (blocks where the
+    # mode declares a switch and ddpbench's own loop runs the workload, else none: the default)
     kind: str = "none"
     # timed steps per block (docs/accuracy.md: how the default was chosen)
     block_steps: int = 10

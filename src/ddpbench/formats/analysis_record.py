@@ -35,12 +35,12 @@ Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice
   ``verdict`` adds ``decided_by`` (the metrics that decided; empty when inconclusive) and ``assumption_holds``
   (whether the within-trial figure's assumption survived the data; null where it could not be checked),
   ``lower_bound_pct`` ([mean, low, high] of the within-trial lower bound the verdict weighed, null without
-  switching) and ``lower_bound_confidence`` (its interval's level), and its
-  ``per_metric`` may hold ``on_step_overhead_pct`` (instead of ``step_overhead_pct``, in a switching sweep) and
-  ``switched_overhead_pct`` (the within-trial lower bound); its ``metrics`` and ``pairs`` add
-  ``on_step_overhead_ms`` and ``on_step_overhead_pct`` in a switching sweep (the on-blocks' between-trial per-step
-  cost), its ``pairs`` add ``switched_step_overhead_pct``, and in such a sweep ``projected_overhead_pct`` is built on the on-blocks' figure. An earlier record is
-  upgraded with ``decided_by`` empty and ``assumption_holds`` null; its verdicts stay those it was written with.
+  switching) and ``lower_bound_confidence`` (its interval's level), and its ``per_metric`` may hold
+  ``switched_overhead_pct`` (the within-trial lower bound); its ``pairs`` add ``switched_step_overhead_pct``. In a
+  switching sweep every whole-trial figure is now that of the tool fully on (each trial's off-blocks counted at
+  its on-blocks' step: :func:`ddpbench.analysis.switching.full_on_row`; they mixed on- and off-blocks before). An
+  earlier record is upgraded with ``decided_by`` empty and ``assumption_holds`` null; its verdicts stay those it was
+  written with.
 - 6: the versions comparison. The record adds ``versions``: ``regression_pct``, ``rule``, ``units`` and
   ``steps`` (each version against the previous one in its sweep's ``versions=`` list: ``condition_id``,
   ``mode``, ``previous``, ``current``, the versions imported, ``n_pairs``, ``metrics`` with their intervals,

@@ -14,7 +14,7 @@ from ddpbench.analysis.projection import PROJECTED
 from ddpbench.analysis.provenance import Provenance
 from ddpbench.analysis.rerun import excluded_text, is_rerun, rerun_reason
 from ddpbench.analysis.results import Efficiency
-from ddpbench.analysis.verdict import FIGURE_NAMES, LOWER_BOUND, ON_STEP, Figure
+from ddpbench.analysis.verdict import FIGURE_NAMES, LOWER_BOUND, Figure
 from ddpbench.report.tables import ci, robust_text
 
 __all__ = ["artifacts", "calibration_line", "details", "disturbed", "efficiency_line", "method", "setup", "verdict_line"]
@@ -82,17 +82,13 @@ def method(analysis: Analysis) -> list[str]:
 
 
 def verdict_line(c: Comparison, job_hours: float) -> str:
-    """The headline of one tool comparison: its verdict and the figure that decided it, the per-step cost (the
-    on-blocks' in a switching sweep) and the fixed cost apart, their projection onto a ``job_hours`` job, the
-    within-trial lower bound where the trials switched, and the trials' own wall overhead."""
+    """The headline of one tool comparison: its verdict and the figure that decided it, the per-step cost and the
+    fixed cost apart, their projection onto a ``job_hours`` job, the within-trial lower bound where the trials
+    switched, and the trials' own wall overhead."""
     m, v = c.metrics, c.verdict
     per = v.per_metric
-    step_key = ON_STEP if ON_STEP in per else "step_overhead_pct"
-    if step_key == ON_STEP:
-        step = f"per-step, on-blocks {ci(m.get('on_step_overhead_ms'), ' ms', 3)} ({ci(m.get(ON_STEP), ' %')})"
-    else:
-        step_pct = "—" if "step_overhead_pct" in c.pct_notes else ci(m.get("step_overhead_pct"), " %")
-        step = f"per-step {ci(m.get('step_overhead_ms'), ' ms', 3)} ({step_pct})"
+    step_pct = "—" if "step_overhead_pct" in c.pct_notes else ci(m.get("step_overhead_pct"), " %")
+    step = f"per-step {ci(m.get('step_overhead_ms'), ' ms', 3)} ({step_pct})"
     projected = ("unknown (no start-up/teardown split)" if PROJECTED not in per
                  else f"{ci(m.get(PROJECTED), ' %')}: {per[PROJECTED]}")
     lower = ""
@@ -101,12 +97,12 @@ def verdict_line(c: Comparison, job_hours: float) -> str:
         level = f" ({100 * v.lower_bound_confidence:g} %)" if v.lower_bound_confidence else ""
         bound = Figure(LOWER_BOUND, mean, low, high, 0, False).text()
         lower = (f"; within-trial lower bound {bound}{level}: "
-                 + (per[LOWER_BOUND] if LOWER_BOUND in per else "not used (the on-blocks' figure lies below it)"))
+                 + (per[LOWER_BOUND] if LOWER_BOUND in per else "not used (the per-step figure lies below it)"))
     decided = (f" (decided by: {', '.join(FIGURE_NAMES.get(k, k) for k in v.decided_by)})" if v.decided_by else "")
     reruns = [str(e.repeat) for e in c.excluded if is_rerun(e)]
     trial_s = c.sides["base_wall_s"].mean if "base_wall_s" in c.sides else math.nan
     return (
-        f"- {c.label}: **{v.status}**{decided} — {step}: {per.get(step_key, 'unknown')}; fixed "
+        f"- {c.label}: **{v.status}**{decided} — {step}: {per.get('step_overhead_pct', 'unknown')}; fixed "
         f"{ci(m.get('fixed_diff_s'), ' s')} per run (start-up {fmt(m['startup_diff_s'].mean, 2, True)} s, teardown "
         f"{fmt(m['teardown_diff_s'].mean, 2, True)} s); over a {job_hours:g} h job: {projected}{lower}. These "
         f"{fmt(trial_s, 1)} s trials' own wall overhead: {ci(m.get('wall_overhead_pct'), ' %')}"

@@ -13,10 +13,8 @@ the next repeat takes its place; it still uses up ``max_pairs`` and ``max_minute
 ``stopping.json`` records why each condition stopped and which pairs it left out; the report shows it.
 
 The same combined rule as the report's verdict (:mod:`ddpbench.analysis.verdict`): in a ``switching=blocks`` sweep
-a % metric's per-pair values are the tool-fully-on ones (the on-blocks' per-step cost, or the projection built on
-it), and the within-trial lower bound, one value per pair (the mode trial's estimate), runs a sequence of its own
-that may stop the condition as ``over`` (never ``within``); each sequence spends the whole α, so a false ``over``
-has probability at most α (each misses on its low side with at most α/2).
+the within-trial lower bound, one value per pair (the mode trial's estimate), runs a sequence of its own that may
+stop the condition as ``over`` (never ``within``), at 1 − α/2, so a false ``over`` has probability at most 3α/4.
 """
 
 from __future__ import annotations
@@ -135,6 +133,7 @@ class AdaptiveStop:
     def after_pair(self, overrides: Sequence[str], job_dirs: Sequence[str]) -> ConditionState:
         """Record a finished pair (its jobs' dirs) of the job's condition and decide; writes stopping.json."""
         from ddpbench.analysis.pairing import pair_table
+        from ddpbench.analysis.projection import pair_value
         from ddpbench.analysis.rerun import RERUN, disturbed_repeats
         from ddpbench.analysis.sequential import decide_with_lower_bound
         from ddpbench.collect.collector import collect_trials
@@ -155,7 +154,7 @@ class AdaptiveStop:
         lower_by_mode: Dict[str, List[float]] = {}
         counted = set()
         for pair in pairs:
-            value = decision_value(pair, self.metric, self.job_s)
+            value = pair_value(pair, self.metric, self.job_s)
             if pair.repeat not in disturbed and math.isfinite(value):
                 by_mode.setdefault(pair.mode, []).append(value)
                 counted.add(pair.repeat)
@@ -189,16 +188,6 @@ class AdaptiveStop:
                        "excluded": s.excluded, "counted": s.counted, "reason": s.reason or "running",
                        "comparisons": s.comparisons} for s in self.conditions.values()]
         write_stopping_record(self.sweep_dir, build_stopping_record(rule, conditions))
-
-
-def decision_value(pair: Any, metric: str, job_s: float) -> float:
-    """One pair's value of ``metric`` for the decision: the per-step % is the tool-fully-on one (the on-blocks'
-    where the trials switched), as in the report's verdict."""
-    from ddpbench.analysis.projection import pair_value
-
-    if metric == "step_overhead_pct":
-        return float(pair.full_on_step_pct)
-    return pair_value(pair, metric, job_s)
 
 
 def _decision_dict(decision: Any) -> Dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Mapping, NoReturn, Sequence
 from omegaconf import OmegaConf
 
 from ddpbench import state
-from ddpbench.config import typed
+from ddpbench.config import switches, typed
 from ddpbench.errors import DdpbenchError, fail
 from ddpbench.formats.condition import SWEEPER_KEYS
 from ddpbench.launcher.slurm import allocation
@@ -77,7 +77,7 @@ class SweepDriver:
             if auto:
                 adaptive.check_precision(settings.precision, [c.mode.name for c in cfgs],
                                          all(c.cluster.shared_dir for c in cfgs),
-                                         all(c.switching.kind == "blocks" for c in cfgs))
+                                         all(switches(c) for c in cfgs))
             whole = allocation.wanted(self.launcher, cfgs)
         except DdpbenchError as error:
             fail(str(error))

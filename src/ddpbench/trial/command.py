@@ -17,7 +17,7 @@ from typing import Dict, List, Mapping, Sequence
 
 
 from ddpbench.cluster import backend_for
-from ddpbench.config import DdpbenchConfig, switching_seed
+from ddpbench.config import DdpbenchConfig, switches, switching_seed
 from ddpbench.trial import frameworks, ray_train, wrapped
 from ddpbench.trial.script_workload import is_user_script, script_args, script_file
 from ddpbench.errors import ConfigError
@@ -128,7 +128,7 @@ def workload_args(cfg: DdpbenchConfig, metrics_dir: str) -> List[str]:
     if fault.rank is not None:
         args.append(f"--fault-rank={fault.rank}")
     args += [str(arg) for arg in cfg.mode.workload_args]
-    if cfg.switching.kind == "blocks" and cfg.mode.switch is not None:
+    if switches(cfg) and cfg.mode.switch is not None:
         sw = cfg.switching
         args += [f"--switch={cfg.mode.switch.what}", f"--switch-block-steps={sw.block_steps}",
                  f"--switch-washout-steps={sw.washout_steps}", f"--switch-seed={switching_seed(cfg)}"]
