@@ -55,10 +55,11 @@ def verdicts(sweep_dir: Path) -> list[dict[str, Any]]:
     for c in data["comparisons"]:
         if c["role"] != "tool":
             continue
-        step = c["metrics"].get("on_step_overhead_ms") or c["metrics"].get("step_overhead_ms") or {}
+        step = c["metrics"].get("step_overhead_ms") or {}
         out.append({"label": c["label"], "status": c["verdict"]["status"], "decided_by": c["verdict"]["decided_by"],
                     "step_ms": [step.get("mean"), step.get("ci_low"), step.get("ci_high")],
-                    "step_pct": c["metrics"].get("step_overhead_pct", {}).get("mean")})
+                    "step_pct": c["metrics"].get("step_overhead_pct", {}).get("mean"),
+                    "lower_bound_pct": c["verdict"].get("lower_bound_pct")})
     return out
 
 
@@ -90,7 +91,10 @@ def one_run(index: int, command: str, keep: bool) -> dict[str, Any]:
 def _cell(v: dict[str, Any]) -> str:
     mean, low, high = v["step_ms"]
     interval = f"{mean:+.3f} ms [{low:+.3f}, {high:+.3f}]" if None not in (mean, low, high) else "no interval"
-    return f"{v['status']} ({', '.join(v['decided_by']) or '—'}); per-step {interval}"
+    bound = v.get("lower_bound_pct")
+    lower = (f"; within-trial lower bound {bound[0]:+.2f} % [{bound[1]:+.2f}, {bound[2]:+.2f}]"
+             if bound and None not in bound else "")
+    return f"{v['status']} ({', '.join(v['decided_by']) or '—'}); per-step {interval}{lower}"
 
 
 def main(argv: list[str] | None = None) -> int:
