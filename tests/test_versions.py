@@ -137,7 +137,7 @@ def test_releases_side_by_side(env_cache: Path, tmp_path: Path) -> None:
             assert arm["version"] == version and arm["same_packages"] is True and arm["package_diff"] == []
             assert trial["tool"]["usable"] and trial["traceml"]["steps_analyzed"], trial["tool"]  # its summary read
             assert Path(sweep / f"cluster.nproc_per_node=1,mode={mode}=={version},model=tiny,repeat=1,stop.steps=3,"
-                        "stop.warmup_steps=1,trial.log_every=0").is_dir()
+                        "stop.warmup_steps=1,switching=none,trial.log_every=0").is_dir()
     assert by_mode["native"]["arm"] is None
     report = (sweep / "report.md").read_text()
     assert "## Versions compared" in report and "traceml==0.4.2 (0.4.2) → traceml==0.5.0 (0.5.0)" in report

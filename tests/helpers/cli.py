@@ -94,10 +94,11 @@ def assert_nothing_left(marker: str, grace_s: float = 3.0) -> None:
 
 
 def run_ddpbench(args: Sequence[str], cwd: Path, timeout: float = 300, env: Optional[Mapping[str, str]] = None,
-                 module: str = "ddpbench") -> CliRun:
-    """Run ``python -m ddpbench ARGS`` (or ``-m module``: another of its commands) in ``cwd``; kill its session if
-    it outlives ``timeout``."""
-    process = subprocess.Popen([sys.executable, "-m", module, *pinned(args, module == "ddpbench")], cwd=cwd,
+                 module: str = "ddpbench", pin: bool = True) -> CliRun:
+    """Run ``python -m ddpbench ARGS`` (or ``-m module``: another of its commands) in ``cwd``, with
+    :data:`PINNED` unless ``pin`` is False; kill its session if it outlives ``timeout``."""
+    argv = pinned(args, module == "ddpbench") if pin else list(args)
+    process = subprocess.Popen([sys.executable, "-m", module, *argv], cwd=cwd,
                                env=cli_env(env),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
