@@ -51,8 +51,8 @@ switch: {what: inject, stays_on: "nothing"}
 """
 #: one rank, the tiny model, few steps; a clear regression (+40 ms on a ~42 ms step: the tool's wait dominates the
 #: step, so a loaded shared machine moves it little) against 25 %; pairs on a busy machine are counted
-CHEAP = ["model=tiny", "stop.steps=25", "stop.warmup_steps=2", "trial.log_every=0", "cluster.nproc_per_node=1",
-         "regression_pct=25", "precision.max_pairs=6", "precision.disturbed=count"]
+CHEAP = ["model=tiny", "stop.steps=15", "stop.warmup_steps=2", "trial.log_every=0", "cluster.nproc_per_node=1",
+         "regression_pct=25", "precision.min_pairs=2", "precision.max_pairs=6", "precision.disturbed=count"]
 
 
 def git(repo: Path, *args: str) -> str:

@@ -42,6 +42,7 @@ def _cpu_s(pid: int) -> float:
 
 # --- the injected per-step cost ---
 
+@pytest.mark.quiet  # its bounds are wall and CPU time: beside other tests a wake-up can come 10 ms late
 def test_injected_wait_ends_on_time_and_leaves_the_cpu() -> None:
     cpu0, t0 = time.process_time(), time.perf_counter()
     for _ in range(5):
@@ -52,6 +53,7 @@ def test_injected_wait_ends_on_time_and_leaves_the_cpu() -> None:
     assert cpu < 0.25 * wall, f"spun {cpu * 1e3:.1f} ms of {wall * 1e3:.1f} ms"  # a busy-wait would be ~100 %
 
 
+@pytest.mark.quiet
 def test_injected_wait_pays_back_late_wake_ups() -> None:
     wait = InjectedWait(0.004)
     t0 = time.perf_counter()
