@@ -11,6 +11,7 @@ from ddpbench import cluster
 from ddpbench.errors import ConfigError
 from ddpbench.trial import command as commands
 from ddpbench.trial.job import JobInfo
+from ddpbench.versions.arm import resolve_arm
 
 CUSTOM_BACKEND = '''
 from ddpbench.cluster.base import Backend, NodePlan, register
@@ -69,14 +70,15 @@ def test_static_backend_owns_its_rules_and_hooks() -> None:
     cfg = _cfg(kind="static", shared_dir=False, node_rank=1)
     assert not cluster.writes_report(cfg) and cluster.writes_report(_cfg(kind="static"))
     assert cluster.writes_report(_cfg(kind="local"))
-    context = commands.make_context(cfg, node_rank=1, master_addr="a", master_port=1, aggregator_port=2,
-                                    run_name="r-1", job_dir=Path("/tmp/j"))
+    context = commands.make_context(cfg, resolve_arm(cfg), node_rank=1, master_addr="a", master_port=1,
+                                    aggregator_port=2, run_name="r-1", job_dir=Path("/tmp/j"))
     assert "--gather-metrics" in commands.workload_args(cfg, "/tmp/j/metrics")
     assert "--gather-metrics" not in commands.workload_args(_cfg(kind="static"), "/tmp/j/metrics")
     assert "--gather-metrics" not in commands.workload_args(_cfg(kind="local", shared_dir=False), "/tmp/j/metrics")
-    env = commands.node_environment(cfg, context, base={})
+    env = commands.node_environment(cfg, resolve_arm(cfg), context, base={})
     assert env["PET_RDZV_ID"] == "r-1" and env["PET_RDZV_CONF"] == "timeout=60"
-    assert "PET_RDZV_ID" not in commands.node_environment(_cfg(kind="local"), context, base={})
+    local = _cfg(kind="local")
+    assert "PET_RDZV_ID" not in commands.node_environment(local, resolve_arm(local), context, base={})
 
 
 def test_a_backend_of_your_own_is_one_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -87,6 +89,7 @@ def test_a_backend_of_your_own_is_one_module(tmp_path: Path, monkeypatch: pytest
     job = JobInfo(job_dir=tmp_path, sweep_dir=tmp_path, job_num=4, overrides=[], choices={}, multirun=True)
     plan = cluster.plan_nodes(cfg, job, 12.5)
     assert (plan.master_addr, plan.master_port, plan.run_token) == ("10.0.0.1", 1004, "12.5")
-    context = commands.make_context(cfg, node_rank=0, master_addr="a", master_port=1, aggregator_port=2,
+    arm = resolve_arm(cfg)
+    context = commands.make_context(cfg, arm, node_rank=0, master_addr="a", master_port=1, aggregator_port=2,
                                     run_name="r-4", job_dir=tmp_path)
-    assert commands.node_environment(cfg, context, base={})["HERE_RUN"] == "r-4"
+    assert commands.node_environment(cfg, arm, context, base={})["HERE_RUN"] == "r-4"

@@ -10,7 +10,7 @@ from ddpbench.formats.trial_record import config_hash
 from ddpbench.sweep.adaptive import condition_key
 from ddpbench.sweep.progress import Progress
 from ddpbench.trial.job import JobInfo
-from ddpbench.trial.runner import condition_of
+from ddpbench.trial.record import condition_of
 
 SWEPT = ["model=tiny", "stop.steps=20", "mode=traceml", "repeat=3", "pair_position=1", "sweep_name=s"]
 

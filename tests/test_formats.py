@@ -11,7 +11,7 @@ from ddpbench.analysis.paired import analysis_to_dict, analyze
 from ddpbench.collect import collect_trials
 from ddpbench.config import ClusterConfig, DdpbenchConfig
 from ddpbench.formats import analysis_record, rank_record, trial_record
-from ddpbench.trial.runner import classify, read_rank_records
+from ddpbench.trial.outcome import classify, read_rank_records
 from helpers.trials import make_rank_record, make_sweep, make_trial
 
 

@@ -171,6 +171,7 @@ def test_g4dn_2node_launcher_settings() -> None:
 
     from ddpbench.launcher.slurm.submit import Submitter
     from ddpbench.trial import command as commands
+    from ddpbench.versions.arm import resolve_arm
 
     with initialize_config_module("ddpbench.conf", version_base="1.3"):
         cfg = compose("config", overrides=["cluster=g4dn_2node", "mode=traceml", "sweep_name=t"],
@@ -190,9 +191,10 @@ def test_g4dn_2node_launcher_settings() -> None:
         **{**executor, "timeout_min": 7})
     # the trial's own config and node command: nccl, fp16, CUDA
     assert (cfg.cluster.backend, cfg.cluster.precision, cfg.cluster.device) == ("nccl", "fp16", "cuda")
-    context = commands.make_context(cfg, node_rank=1, master_addr="node-a", master_port=29500,
+    arm = resolve_arm(cfg)
+    context = commands.make_context(cfg, arm, node_rank=1, master_addr="node-a", master_port=29500,
                                     aggregator_port=29501, run_name="t-0-1", job_dir=Path("/tmp/j"))
-    argv = " ".join(commands.node_command(cfg, context))
+    argv = " ".join(commands.node_command(cfg, arm, context))
     assert "nccl" in argv and "--nnodes" in argv and "node-a" in argv, argv
 
 

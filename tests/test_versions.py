@@ -258,4 +258,4 @@ def test_each_release_gets_its_launcher_from_the_modes_yaml(tmp_path: Path) -> N
     silent = dataclasses.replace(cfg, mode=dataclasses.replace(cfg.mode, help_command_by_version={
         "<1": ["{python}", "-c", "pass"]}))
     with pytest.raises(ConfigError, match="printed nothing at traceml-ai 0.3.0"):
-        arm.check_flags(silent, _env_at("0.3.0", tmp_path))
+        arm.check_flags(silent.mode, _env_at("0.3.0", tmp_path))

@@ -22,7 +22,8 @@ from hydra import compose, initialize_config_module
 from ddpbench.config import typed
 from ddpbench.errors import ConfigError
 from ddpbench.trial.command import make_context, node_environment
-from ddpbench.trial.runner import check_trial_config
+from ddpbench.versions.arm import resolve_arm
+from ddpbench.trial.checks import check_trial_config
 from ddpbench.workload.frameworks import ENV_HOOK, SITE_HOOK_DIR
 from ddpbench.workload.recorder import ENV_METRICS_DIR, ENV_STOP_STEPS
 from helpers.cli import CliRun, only_sweep_dir, run_ddpbench, trials_in
@@ -55,9 +56,10 @@ def compose_cfg() -> Iterator[Any]:
 
 
 def environment(cfg: Any, tmp_path: Path) -> Dict[str, str]:
-    context = make_context(cfg, node_rank=0, master_addr="127.0.0.1", master_port=1, aggregator_port=2,
+    arm = resolve_arm(cfg)
+    context = make_context(cfg, arm, node_rank=0, master_addr="127.0.0.1", master_port=1, aggregator_port=2,
                            run_name="r", job_dir=tmp_path)
-    return node_environment(cfg, context, base={"PYTHONPATH": "/user/path"})
+    return node_environment(cfg, arm, context, base={"PYTHONPATH": "/user/path"})
 
 
 def test_a_framework_script_gets_the_hook_and_the_steps_by_default(compose_cfg: Any, tmp_path: Path) -> None:

@@ -16,8 +16,9 @@ import pytest
 from hydra import compose, initialize_config_module
 
 from ddpbench.config import typed
-from ddpbench.trial.runner import check_trial_config
-from ddpbench.trial.script_workload import job_dirname, script_args
+from ddpbench.trial.checks import check_trial_config
+from ddpbench.formats.condition import job_dirname
+from ddpbench.trial.script_workload import script_args
 from ddpbench.errors import ConfigError
 from ddpbench.formats.rank_record import validate_rank_record
 from ddpbench.formats.trial_record import validate_trial_record
@@ -90,15 +91,15 @@ def compose_cfg() -> Iterator[Any]:
 def test_script_gets_its_own_path_args_and_recorder_environment(compose_cfg: Any) -> None:
     cfg = compose_cfg(["workload=script", f"workload.path={SCRIPT}", 'workload.args="--steps 3 --width=8"',
                        "workload.records=true", "stop=duration", "stop.duration_sec=2"])
-    check_trial_config(cfg)
-    context = make_context(cfg, node_rank=0, master_addr="127.0.0.1", master_port=1, aggregator_port=2,
+    arm = check_trial_config(cfg)
+    context = make_context(cfg, arm, node_rank=0, master_addr="127.0.0.1", master_port=1, aggregator_port=2,
                            run_name="r", job_dir=Path("/tmp/job"))
     assert context.script == str(SCRIPT.resolve())
     assert workload_args(cfg, context.metrics_dir) == ["--steps", "3", "--width=8"]
-    env = node_environment(cfg, context, base={ENV_STOP_DURATION_S: "99"})
+    env = node_environment(cfg, arm, context, base={ENV_STOP_DURATION_S: "99"})
     assert env[ENV_METRICS_DIR] == "/tmp/job/metrics" and env[ENV_STOP_DURATION_S] == "2.0"
     plain = compose_cfg(["workload=script", f"workload.path={SCRIPT}"])
-    env = node_environment(plain, context, base={ENV_METRICS_DIR: "/elsewhere"})
+    env = node_environment(plain, arm, context, base={ENV_METRICS_DIR: "/elsewhere"})
     assert ENV_METRICS_DIR not in env  # no recorder asked: an outer run's setting does not leak in
 
 

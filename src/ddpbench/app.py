@@ -19,8 +19,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from ddpbench import __version__, state
 from ddpbench.config import register_configs, typed
-from ddpbench.trial.script_workload import job_dirname
 from ddpbench.errors import DdpbenchError, fail
+from ddpbench.formats.condition import job_dirname
 from hydra_plugins.ddpbench_sweeper import register as register_plugins
 
 

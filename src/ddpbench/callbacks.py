@@ -19,7 +19,7 @@ class DdpbenchCallback(Callback):
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         from ddpbench.config import typed
-        from ddpbench.trial.runner import check_trial_config
+        from ddpbench.trial.checks import check_trial_config
 
         try:
             check_trial_config(typed(task_config(config)))

@@ -1,4 +1,4 @@
-"""Atomic file writes for every result file ddpbench produces."""
+"""Atomic file writes for every result file ddpbench produces, and where relative paths a user gives resolve."""
 
 from __future__ import annotations
 
@@ -112,3 +112,11 @@ def writable_dir_problem(path: str | os.PathLike[str]) -> str | None:
     except OSError as error:
         return error.strerror or str(error)
     return None
+
+
+def launch_dir() -> Path:
+    """The directory ddpbench was run from (Hydra's ``runtime.cwd``; the process's cwd outside Hydra): relative paths
+    a user gives (``workload.path``, a version's wheel or source tree) resolve against it."""
+    from hydra.core.hydra_config import HydraConfig
+
+    return Path(str(HydraConfig.get().runtime.cwd)) if HydraConfig.initialized() else Path.cwd()

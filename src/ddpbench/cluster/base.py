@@ -17,6 +17,7 @@ from typing import ClassVar, Dict, List, Optional, Protocol
 
 from ddpbench.config import DdpbenchConfig
 from ddpbench.errors import ConfigError
+from ddpbench.formats.layout import AttemptLayout
 
 #: stands for the node rank in the command of an agent that covers every node (NodePlan.agent_spans_nodes);
 #: each node replaces it with its own node rank
@@ -92,7 +93,7 @@ class Backend:
     def tell_peers(self, cfg: DdpbenchConfig, plan: NodePlan, job: TrialSlot, resumed: bool) -> None:
         """The owner, once the job dir is ready: tell the other nodes it resumed or launches now; default nothing."""
 
-    def wrap_agent(self, cfg: DdpbenchConfig, plan: NodePlan, argv: List[str], attempt_dir: Path) -> List[str]:
+    def wrap_agent(self, cfg: DdpbenchConfig, plan: NodePlan, argv: List[str], attempt: AttemptLayout) -> List[str]:
         """The command that runs agent ``argv`` (e.g. as a step over every node); default ``argv`` itself."""
         return argv
 

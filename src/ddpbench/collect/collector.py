@@ -63,8 +63,9 @@ from typing import Any, Iterable, Iterator
 
 import pandas as pd
 
+from ddpbench.formats.layout import AttemptLayout
 from ddpbench.formats.rank_loop import GPU_TIME_KEYS, STARTUP_PARTS
-from ddpbench.formats.rank_record import INJECT_KEYS, PHASES, STEP_STAT_KEYS, rank_record_name, read_rank_record
+from ddpbench.formats.rank_record import INJECT_KEYS, PHASES, STEP_STAT_KEYS, read_rank_record
 from ddpbench.formats.trial_record import LOAD_KEYS, TRIAL_FILE, read_trial_record
 from ddpbench.io import atomic_path, write_text_atomic
 
@@ -335,7 +336,7 @@ def load_step_times(frame: pd.DataFrame, rank: int = 0) -> pd.DataFrame:
     parts = []
     ok = frame[frame["status"] == "ok"] if "status" in frame.columns else frame
     for mode, repeat, folder in zip(ok.get("mode", []), ok.get("repeat", []), _attempt_dirs(ok)):
-        record, _ = read_rank_record(folder / "metrics" / rank_record_name(rank))
+        record, _ = read_rank_record(AttemptLayout(folder).rank_record(rank))
         steps = record.get("step_times_ms") if record is not None else None
         if steps:
             parts.append(pd.DataFrame({"mode": mode, "repeat": repeat, "step_ms": steps}))

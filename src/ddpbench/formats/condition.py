@@ -1,4 +1,5 @@
-"""Which config keys make a trial's condition: the one list the runner, the sweep and the record share.
+"""Which config keys make a trial's condition (the one list the runner, the sweep and the record share), and how a
+trial's job folder is named from them.
 
 A *condition* is what the trials of a pair share (the trial record's ``condition`` and
 ``condition_id``): every chosen or swept key except the ones below. The record's ``config_hash``
@@ -7,6 +8,7 @@ leaves out only :data:`SWEEPER_KEYS` (the hash of a trial written before must no
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Optional, Tuple
 
@@ -65,3 +67,27 @@ def arm_name(mode: str, spec: Optional[str]) -> str:
 def base_mode(arm: str) -> str:
     """The mode an arm name (:func:`arm_name`) runs: ``traceml==0.4.2`` -> ``traceml``."""
     return re.split(r"==|\[|@", arm, maxsplit=1)[0]
+
+
+JOB_DIRNAME_MAX = 200
+"""Longest job folder name (bytes) :func:`job_dirname` keeps; longer ones end in a hash (NAME_MAX is 255)."""
+
+
+def job_dirname(override_dirname: str, version: Optional[str] = None) -> str:
+    """A job folder name from Hydra's ``override_dirname`` (the Hydra resolver ``ddpbench_dirname``): one path
+    component, whatever the values hold.
+
+    An arm at a tool ``version`` (``versions=``) is named by its mode: ``mode=traceml==0.4.2``.
+
+    A script path or a pattern may contain ``/`` (``%2F`` here, ``%`` itself as ``%25``), and a long list of
+    arguments may pass the file-name limit (then the name is cut and ends in a hash of the whole).
+    """
+    if version is not None:
+        override_dirname = re.sub(r"(^|,)mode=([^,]+)(?=,|$)",
+                                  lambda m: f"{m.group(1)}mode={arm_name(m.group(2), str(version))}", override_dirname)
+    name = override_dirname.replace("%", "%25").replace("/", "%2F")
+    encoded = name.encode("utf-8")
+    if len(encoded) <= JOB_DIRNAME_MAX:
+        return name
+    digest = hashlib.sha256(encoded).hexdigest()[:16]
+    return encoded[: JOB_DIRNAME_MAX - 17].decode("utf-8", "ignore") + "-" + digest

@@ -42,7 +42,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ddpbench.formats.condition import NOT_IN_HASH
@@ -61,8 +60,6 @@ STATUSES = ("ok", "failed", "timeout")
 #: what a mode is to the analysis (``config.mode.role``, declared by each mode): compared against, judged
 #: against the budget, the baseline again (noise floor), known injected costs
 MODE_ROLES = ("baseline", "tool", "aa", "calibration")
-#: an attempt's folder of node records, one per node that node 0 reads (``nodes/node<r>.json``)
-NODES_DIR = "nodes"
 
 #: fields a reader needs to pair a trial, with their JSON types
 REQUIRED_FIELDS: Dict[str, Tuple[type, ...]] = {
@@ -119,16 +116,6 @@ def node_entry(
     return {"node_rank": node_rank, "hostname": hostname, "wall_s": wall_s, "exit_code": exit_code,
             "spawn_epoch": spawn_epoch, "exit_epoch": exit_epoch, "killed_by": killed_by, "stdout": stdout,
             "stderr": stderr, **extra}
-
-
-def node_record_path(attempt_dir: "str | os.PathLike[str]", node_rank: int) -> Path:
-    """Node ``node_rank``'s record (a :func:`node_entry`) in an attempt's folder: ``nodes/node<r>.json``."""
-    return Path(attempt_dir) / NODES_DIR / f"node{int(node_rank)}.json"
-
-
-def node_log_path(logs_dir: "str | os.PathLike[str]", node_rank: int, stream: str) -> Path:
-    """Node ``node_rank``'s agent log of ``stream`` (``stdout`` or ``stderr``) in a logs folder: ``node<r>.<stream>.log``."""
-    return Path(logs_dir) / f"node{int(node_rank)}.{stream}.log"
 
 
 def nodes_from_ranks(

@@ -27,7 +27,7 @@ def check_jobs(hydra_context: Any, config: DictConfig, jobs: Sequence[Sequence[s
     version comparison get their environments here (ddpbench.versions.arm.prepare).
     """
     from ddpbench.config import validate
-    from ddpbench.trial.runner import check_trial_config
+    from ddpbench.trial.checks import check_trial_config
     from ddpbench.versions.arm import prepare
 
     cfgs = composed_jobs(hydra_context, config, jobs)

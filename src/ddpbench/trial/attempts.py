@@ -21,7 +21,8 @@ from typing import Any, Dict, Iterator, Optional, Sequence
 
 from ddpbench.cluster import NodePlan
 from ddpbench.errors import StorageError
-from ddpbench.formats.trial_record import NODES_DIR, TRIAL_FILE, node_record_path, read_trial_record
+from ddpbench.formats.layout import LOGS_DIR, METRICS_DIR, NODES_DIR, AttemptLayout
+from ddpbench.formats.trial_record import TRIAL_FILE, read_trial_record
 from ddpbench.io import read_json, storage_error, write_json_atomic
 
 __all__ = [
@@ -37,7 +38,7 @@ CURRENT_FILE = "current.json"
 #: seconds a node waits for node 0's CURRENT_FILE to show on the shared file system
 JOIN_WAIT_S = 10.0
 #: what one attempt left in its job dir before attempt folders; moved together into previous/<n>/
-ATTEMPT_ENTRIES = (TRIAL_FILE, "logs", "metrics", "traceml", NODES_DIR)
+ATTEMPT_ENTRIES = (TRIAL_FILE, LOGS_DIR, METRICS_DIR, "traceml", NODES_DIR)
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,11 @@ class Attempt:
     number: int
     # where this attempt's rank records (metrics/), logs/, nodes/ and tool output go
     dir: Path
+
+    @property
+    def layout(self) -> AttemptLayout:
+        """Where this attempt's files lie."""
+        return AttemptLayout(self.dir)
 
     def section(self) -> Dict[str, Any]:
         """The trial record's ``attempt`` section."""
@@ -108,7 +114,7 @@ def _launched(job_dir: Path, run_token: str, node_ranks: Sequence[int]) -> Optio
     except (OSError, ValueError, KeyError, TypeError):
         return None
     folder = root / str(number)
-    taken = [folder / TRIAL_FILE, *(node_record_path(folder, r) for r in node_ranks)]
+    taken = [folder / TRIAL_FILE, *(AttemptLayout(folder).node_record(r) for r in node_ranks)]
     if current.get("run_token") != run_token or _record_number(job_dir) == number or any(p.exists() for p in taken):
         return None
     return Attempt(number, folder)

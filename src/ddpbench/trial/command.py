@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import string
-import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Dict, List, Mapping, Sequence
@@ -21,9 +20,10 @@ from ddpbench.config import DdpbenchConfig, switches, switching_seed
 from ddpbench.trial import frameworks, ray_train, wrapped
 from ddpbench.trial.script_workload import is_user_script, script_args, script_file
 from ddpbench.errors import ConfigError
+from ddpbench.formats.layout import AttemptLayout
 from ddpbench.workload import recorder
 from ddpbench.trial.tool import find_executable
-from ddpbench.versions import arm
+from ddpbench.versions.arm import Arm
 
 #: the folder of the built-in workload scripts, run by path (``traceml run`` needs a path)
 WORKLOAD_DIR = Path(__file__).resolve().parent.parent / "workload"
@@ -54,9 +54,15 @@ class LaunchContext:
         """Placeholder name -> text."""
         return {key: str(value) for key, value in asdict(self).items()}
 
+    @property
+    def attempt(self) -> AttemptLayout:
+        """Where the attempt's files lie (``job_dir`` is the attempt's folder)."""
+        return AttemptLayout(Path(self.job_dir))
+
 
 def make_context(
     cfg: DdpbenchConfig,
+    arm: Arm,
     *,
     node_rank: int,
     master_addr: str,
@@ -65,9 +71,9 @@ def make_context(
     run_name: str,
     job_dir: Path,
 ) -> LaunchContext:
-    """Fill a :class:`LaunchContext` from the config and the values chosen at launch."""
+    """Fill a :class:`LaunchContext` from the config, the trial's arm and the values chosen at launch."""
     return LaunchContext(
-        python=arm.python_for(cfg) if cfg.version is not None else sys.executable,
+        python=arm.python,
         script=str(script_file(cfg) if is_user_script(cfg) else WORKLOAD_DIR / cfg.workload.script),
         nnodes=cfg.cluster.nnodes,
         nproc_per_node=cfg.cluster.nproc_per_node,
@@ -78,7 +84,7 @@ def make_context(
         aggregator_bind_host="127.0.0.1" if cfg.cluster.nnodes == 1 else "0.0.0.0",
         run_name=run_name,
         job_dir=str(job_dir),
-        metrics_dir=str(job_dir / "metrics"),
+        metrics_dir=str(AttemptLayout(job_dir).metrics),
     )
 
 
@@ -165,15 +171,15 @@ def fill_placeholders(text: str, context: LaunchContext) -> str:
     return _fill(text, context.placeholders())
 
 
-def node_command(cfg: DdpbenchConfig, context: LaunchContext) -> List[str]:
-    """The argv of one node agent for ``cfg.mode``: its ``wrapper`` then its ``command``.
+def node_command(cfg: DdpbenchConfig, arm: Arm, context: LaunchContext) -> List[str]:
+    """The argv of one node agent for ``cfg.mode``: its ``wrapper`` then its command (the arm's).
 
     A first token naming ``mode.requires_executable`` runs the executable from where it was found. Under a
     wrapper the command runs in :mod:`ddpbench.trial.wrapped`'s shell, which records its exit status.
     A Ray Train workload runs its driver instead (:mod:`ddpbench.trial.ray_train`).
     """
     if ray_train.is_ray_train(cfg):  # one driver places the workers: the mode gives its trainer, not a command
-        return ray_train.driver_command(cfg, context.python, context.job_dir, context.run_name,
+        return ray_train.driver_command(cfg, context.python, context.attempt.ray_storage, context.run_name,
                                         lambda text: fill_placeholders(text, context),
                                         workload_args(cfg, context.metrics_dir))
     lists = {
@@ -182,15 +188,17 @@ def node_command(cfg: DdpbenchConfig, context: LaunchContext) -> List[str]:
     }
     argv = render_command(cfg.mode.wrapper, context, lists)
     if argv:  # the wrapper's own exit status need not be its command's (py-spy): record the command's
-        argv += wrapped.recording_prefix(Path(context.job_dir) / "logs", context.node_rank)
-    argv += render_command(arm.command_for(cfg), context, lists)
+        argv += wrapped.recording_prefix(context.attempt.command_status(context.node_rank))
+    argv += render_command(arm.command, context, lists)
     if argv and cfg.mode.requires_executable and argv[0] == cfg.mode.requires_executable:
         argv[0] = find_executable(argv[0]) or argv[0]
     return argv
 
 
-def node_environment(cfg: DdpbenchConfig, context: LaunchContext, base: Mapping[str, str] | None = None) -> Dict[str, str]:
-    """Environment of one node agent: ``base`` (default os.environ) plus thread limits and the mode's env."""
+def node_environment(cfg: DdpbenchConfig, arm: Arm, context: LaunchContext,
+                     base: Mapping[str, str] | None = None) -> Dict[str, str]:
+    """Environment of one node agent: ``base`` (default os.environ) plus thread limits, the mode's env and what the
+    arm's version adds."""
     env = dict(os.environ if base is None else base)
     threads = cfg.cluster.threads_per_rank
     if threads > 0:
@@ -201,10 +209,9 @@ def node_environment(cfg: DdpbenchConfig, context: LaunchContext, base: Mapping[
     values = context.placeholders()
     for key, value in cfg.mode.env.items():
         env[str(key)] = _fill(str(value), values)
-    by_version = arm.env_for_version(cfg)
-    if by_version:
+    if arm.environment:
         values = {**values, "workload_args_json": json.dumps(workload_args(cfg, context.metrics_dir))}
-        env.update({key: _fill(value, values) for key, value in by_version.items()})
+        env.update({key: _fill(value, values) for key, value in arm.environment.items()})
     if cfg.mode.requires_package:  # the ranks record the tool's version as they import it
         env[TOOL_PACKAGE_ENV] = str(cfg.mode.requires_package)
         env[TOOL_MODULE_ENV] = str(cfg.mode.requires or "")

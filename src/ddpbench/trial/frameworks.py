@@ -10,17 +10,14 @@ hook adds ddpbench's callback to the script's Trainer, in every mode alike.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Dict, Mapping, Optional, Tuple
+from typing import Dict, Mapping, Tuple
 
 from ddpbench.config import DdpbenchConfig
-
-from ddpbench.errors import ConfigError
 from ddpbench.trial.script_workload import is_user_script, script_file
-from ddpbench.workload.frameworks import ENV_HOOK, ENV_TOOL, ENV_TRACEML_CALLBACK, SITE_HOOK_DIR
+from ddpbench.workload.frameworks import ENV_HOOK, SITE_HOOK_DIR
 
 FRAMEWORKS = {"transformers": "transformers", "lightning": "lightning", "pytorch_lightning": "pytorch-lightning"}
 """Top-level module a script imports -> the package that provides it."""
@@ -67,47 +64,6 @@ def records_required(cfg: DdpbenchConfig) -> bool:
     With the default (null) a framework the recorder cannot attach to leaves the trial its wall-time figures.
     """
     return is_user_script(cfg) and cfg.workload.records is True
-
-
-def _builtin_refusal(cfg: DdpbenchConfig) -> Optional[str]:
-    """What a built-in framework workload (``workload.framework`` set) cannot do: ``key=value: why``, or None."""
-    if cfg.timing != "step":
-        return f"timing={cfg.timing!r}: the Trainer's step is the framework's own, not split into phases by ddpbench"
-    if cfg.data.loader != "synthetic":
-        return f"data.loader={cfg.data.loader!r}: the Trainer builds its own data loader from the synthetic samples"
-    for key in ("crash_at_step", "hang_at_step"):
-        if getattr(cfg.fault, key) is not None:
-            return f"fault.{key}={getattr(cfg.fault, key)!r}: only the clock skew reaches a framework Trainer"
-    if not cfg.stop.sync:
-        return "stop.sync=false: the Trainer stops through ddpbench's lockstep check only"
-    return None
-
-
-def check_frameworks(cfg: DdpbenchConfig) -> None:
-    """A framework the script (or built-in workload) uses must be importable here, and what it cannot do is
-    refused: one line each, before any launch."""
-    framework = cfg.workload.framework
-    if framework:
-        refusal = _builtin_refusal(cfg)
-        if refusal is not None:
-            raise ConfigError(f"workload={cfg.workload.name} with {refusal}")
-    for name in (framework,) if framework else script_frameworks(cfg):
-        try:
-            found = importlib.util.find_spec(name) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
-            user = f"workload.path={cfg.workload.path!r}: the script imports" if not framework else \
-                f"workload={cfg.workload.name}: trains with"
-            raise ConfigError(f"{user} {name}, which is not installed (pip install {FRAMEWORKS.get(name, name)}, "
-                              "or ddpbench[frameworks])")
-    through = [key for key in (ENV_TOOL, ENV_TRACEML_CALLBACK) if key in cfg.mode.env]
-    if through and not (framework or (records_enabled(cfg) and script_frameworks(cfg))):
-        raise ConfigError(f"mode={cfg.mode.name}: attaches its tool to a framework Trainer ({through[0]}); "
-                          f"workload={cfg.workload.name} has none (use workload=hf_trainer, lightning or a framework script)")
-    if cfg.stop.from_script and not script_frameworks(cfg):
-        raise ConfigError("stop.from_script=true: keeps a framework Trainer's own max_steps; the script imports "
-                          "no framework (transformers, lightning)")
 
 
 def hook_environment(cfg: DdpbenchConfig, env: Mapping[str, str]) -> Dict[str, str]:

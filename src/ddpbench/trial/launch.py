@@ -1,49 +1,99 @@
-"""Launch a trial's node agents from a plan and wait for them: commands, live progress, one retry on a port clash."""
+"""Launch a trial's node agents from a plan and wait for them: commands, pinning, live progress, one retry on a
+port clash, and this driver's node entries."""
 
 from __future__ import annotations
 
+import datetime as dt
 import shutil
+import socket
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence, Set, Tuple
+from typing import Any, Dict, Optional, Sequence, Set, Tuple
 
 
 from ddpbench.cluster import NODE_RANK_TOKEN, NodePlan, backend_for, plan_nodes
 from ddpbench.config import DdpbenchConfig
+from ddpbench.formats import trial_record
+from ddpbench.formats.layout import AttemptLayout
 from ddpbench.formats.rank_record import rank_of_record_name
 from ddpbench.io import unfinished_writes
 from ddpbench.trial import artifacts, wrapped
 from ddpbench.trial import command as commands
+from ddpbench.trial import load as trial_load
 from ddpbench.trial.job import JobInfo
+from ddpbench.trial.pinning import trial_pinning
 from ddpbench.trial.process import AgentResult, WaitOutcome, spawn_agent, stop_agent, tail, wait_agents
+from ddpbench.versions.arm import Arm
 
-__all__ = ["LiveProgress", "launch", "launch_with_retry", "run_name"]
+__all__ = ["Launched", "LiveProgress", "launch", "launch_agents", "launch_with_retry", "run_name", "utc_now"]
+
+
+@dataclass(frozen=True)
+class Launched:
+    """What launching this driver's agents gave: their results, the last launch context and what else ran."""
+
+    outcome: WaitOutcome
+    # the last agent's placeholders (None when nothing could be launched)
+    context: Optional[commands.LaunchContext]
+    # ISO time the launch started (UTC)
+    started_at: str
+    # the trial record's ``load`` section
+    load: Dict[str, Any]
+    # this driver's node entries, by node rank
+    nodes: Dict[int, Dict[str, Any]]
+
+
+def utc_now() -> str:
+    """The time now (UTC, ISO 8601, to the second), as trial records keep it."""
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def launch_agents(cfg: DdpbenchConfig, arm: Arm, job: JobInfo, plan: NodePlan, timeout_s: float,
+                  attempt: AttemptLayout) -> Launched:
+    """Tell the other nodes, start this driver's agents (pinned) and wait for them; their node entries."""
+    backend_for(cfg).tell_peers(cfg, plan, job, resumed=False)
+    started_at = utc_now()
+    pins, load_start = trial_pinning(cfg), trial_load.sample()
+    with pins.applied():
+        outcome, context = launch_with_retry(cfg, arm, job, plan, timeout_s, attempt)
+    load = trial_load.load_section(load_start, trial_load.sample(), n_cpus=len(pins.available),
+                                   own_cpus=pins.own_cpus, cpu_affinity=pins.record())
+    nodes = {r.node_rank: _node_entry(r, socket.gethostname()) for r in outcome.results}
+    return Launched(outcome, context, started_at, load, nodes)
+
+
+def _node_entry(result: AgentResult, hostname: str) -> Dict[str, Any]:
+    return trial_record.node_entry(
+        result.node_rank, hostname, wall_s=result.wall_s, exit_code=result.exit_code,
+        spawn_epoch=result.spawn_epoch, exit_epoch=result.exit_epoch, killed_by=result.killed_by,
+        stdout=result.stdout_path, stderr=result.stderr_path,
+    )
 
 
 def launch(
-    cfg: DdpbenchConfig, plan: NodePlan, run_name: str, deadline: float, attempt_dir: Path
+    cfg: DdpbenchConfig, arm: Arm, plan: NodePlan, run_name: str, deadline: float, attempt: AttemptLayout
 ) -> Tuple[WaitOutcome, Optional[commands.LaunchContext]]:
-    """Start the plan's agents in ``attempt_dir`` and wait until ``deadline`` (monotonic); the outcome and the last context.
+    """Start the plan's agents in ``attempt`` and wait until ``deadline`` (monotonic); the outcome and the last context.
 
     The agents' working dir, logs, rank records and the tool's output (``{job_dir}`` in a mode) are the attempt's.
     """
-    metrics_dir = attempt_dir / "metrics"
-    metrics_dir.mkdir(parents=True, exist_ok=True)
+    attempt.metrics.mkdir(parents=True, exist_ok=True)
     handles = []
     context = None
     try:
         for node_rank in plan.node_ranks:
             context = commands.make_context(
-                cfg, node_rank=NODE_RANK_TOKEN if plan.agent_spans_nodes else node_rank,  # type: ignore[arg-type]
+                cfg, arm, node_rank=NODE_RANK_TOKEN if plan.agent_spans_nodes else node_rank,  # type: ignore[arg-type]
                 master_addr=plan.master_addr, master_port=plan.master_port,
-                aggregator_port=plan.aggregator_port, run_name=run_name, job_dir=attempt_dir,
+                aggregator_port=plan.aggregator_port, run_name=run_name, job_dir=attempt.root,
             )
             artifacts.prepare(cfg, context)
-            argv = commands.node_command(cfg, context)
-            env = commands.node_environment(cfg, context)
-            argv = backend_for(cfg).wrap_agent(cfg, plan, argv, attempt_dir)
-            handles.append(spawn_agent(node_rank, argv, env, attempt_dir, attempt_dir / "logs"))
+            argv = commands.node_command(cfg, arm, context)
+            env = commands.node_environment(cfg, arm, context)
+            argv = backend_for(cfg).wrap_agent(cfg, plan, argv, attempt)
+            handles.append(spawn_agent(node_rank, argv, env, attempt))
     except BaseException:
         for handle in handles:
             stop_agent(handle)
@@ -52,11 +102,11 @@ def launch(
     try:
         outcome = wait_agents(handles, deadline, on_tick=progress.tick if progress else None)
     finally:  # every agent and rank of this driver is gone (wait_agents stops them on any exit)
-        _remove_partial_records(metrics_dir, _own_ranks(cfg, plan))
+        _remove_partial_records(attempt.metrics, _own_ranks(cfg, plan))
     if progress is not None:
         progress.clear()
     for result in outcome.results:  # a wrapper (py-spy) exits 0 whatever its command did
-        result.exit_code = wrapped.exit_code(result.exit_code, attempt_dir / "logs", result.node_rank)
+        result.exit_code = wrapped.exit_code(result.exit_code, attempt.command_status(result.node_rank))
     return outcome, context
 
 
@@ -104,14 +154,14 @@ class LiveProgress:
 
 
 def launch_with_retry(
-    cfg: DdpbenchConfig, job: JobInfo, plan: NodePlan, timeout_s: float, attempt_dir: Path
+    cfg: DdpbenchConfig, arm: Arm, job: JobInfo, plan: NodePlan, timeout_s: float, attempt: AttemptLayout
 ) -> Tuple[WaitOutcome, Optional[commands.LaunchContext]]:
-    """Launch in ``attempt_dir`` and wait; relaunch once with fresh ports when a port was taken under us (local only)."""
-    outcome, context = launch(cfg, plan, run_name(cfg, job, plan), time.monotonic() + timeout_s, attempt_dir)
+    """Launch in ``attempt`` and wait; relaunch once with fresh ports when a port was taken under us (local only)."""
+    outcome, context = launch(cfg, arm, plan, run_name(cfg, job, plan), time.monotonic() + timeout_s, attempt)
     if outcome.reason != "timeout" and plan.retry_on_port_clash and _port_clash(outcome.results):
         plan = plan_nodes(cfg, job, timeout_s)
-        shutil.rmtree(attempt_dir / "metrics", ignore_errors=True)
-        outcome, context = launch(cfg, plan, run_name(cfg, job, plan), time.monotonic() + timeout_s, attempt_dir)
+        shutil.rmtree(attempt.metrics, ignore_errors=True)
+        outcome, context = launch(cfg, arm, plan, run_name(cfg, job, plan), time.monotonic() + timeout_s, attempt)
     return outcome, context
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
-from ddpbench.formats.trial_record import node_log_path
+from ddpbench.formats.layout import AttemptLayout
 from ddpbench.trial.guard import descendants
 
 POLL_S = 0.05
@@ -61,11 +61,11 @@ class WaitOutcome:
     reason: str = "exited"
 
 
-def spawn_agent(node_rank: int, argv: Sequence[str], env: Dict[str, str], cwd: Path, log_dir: Path) -> AgentHandle:
-    """Start ``argv`` under a guard; its stdout/stderr go to ``log_dir/node<r>.{stdout,stderr}.log``."""
-    log_dir.mkdir(parents=True, exist_ok=True)
-    stdout_path, stderr_path = node_log_path(log_dir, node_rank, "stdout"), node_log_path(log_dir, node_rank, "stderr")
-    record_path = log_dir / f".node{node_rank}.guard.json"
+def spawn_agent(node_rank: int, argv: Sequence[str], env: Dict[str, str], attempt: AttemptLayout) -> AgentHandle:
+    """Start ``argv`` under a guard in the attempt's folder; its stdout/stderr go to the attempt's node logs."""
+    attempt.logs.mkdir(parents=True, exist_ok=True)
+    stdout_path, stderr_path = attempt.node_log(node_rank, "stdout"), attempt.node_log(node_rank, "stderr")
+    record_path = attempt.guard_record(node_rank)
     record_path.unlink(missing_ok=True)
     guard = [sys.executable, "-m", "ddpbench.trial.guard", "--record", str(record_path),
              "--parent", str(os.getpid()), "--", *argv]
@@ -73,7 +73,7 @@ def spawn_agent(node_rank: int, argv: Sequence[str], env: Dict[str, str], cwd: P
         spawn_epoch = time.time()
         spawn_monotonic = time.monotonic()
         process = subprocess.Popen(guard, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
-                                   cwd=str(cwd), start_new_session=True)
+                                   cwd=str(attempt.root), start_new_session=True)
     return AgentHandle(node_rank, process, record_path, stdout_path, stderr_path, spawn_epoch, spawn_monotonic)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from pathlib import Path
 from typing import Any, List
 
 from ddpbench.config import DdpbenchConfig
@@ -93,9 +94,10 @@ def placement(cfg: DdpbenchConfig) -> str:
     return "STRICT_SPREAD" if c.nproc_per_node == 1 else "SPREAD"
 
 
-def driver_command(cfg: DdpbenchConfig, python: str, job_dir: str, run_name: str, fill: Any,
+def driver_command(cfg: DdpbenchConfig, python: str, storage: Path, run_name: str, fill: Any,
                    workload_args: List[str]) -> List[str]:
-    """The driver's argv: the mode's trainer (placeholders filled by ``fill``), the scaling, then the harness's args."""
+    """The driver's argv: the mode's trainer (placeholders filled by ``fill``), the scaling, then the harness's args;
+    ``storage``: Ray Train's run storage."""
     from ddpbench.cluster.ray.backend import resolve_address
 
     c = cfg.cluster
@@ -108,7 +110,7 @@ def driver_command(cfg: DdpbenchConfig, python: str, job_dir: str, run_name: str
             f"--trainer={json.dumps(_filled(dict(cfg.mode.ray_trainer), fill))}", f"--num-workers={world}",
             f"--cpus-per-worker={cpus:g}", f"--placement={placement(cfg)}", f"--backend={backend}",
             f"--collective-timeout-sec={cfg.trial.collective_timeout_s:g}", f"--address={address}",
-            f"--storage={job_dir}/ray", f"--name={run_name}"]
+            f"--storage={storage}", f"--name={run_name}"]
     if c.device == "cuda":
         argv.append("--use-gpu")
     return argv + ["--", *workload_args]

@@ -16,6 +16,7 @@ from typing import List, Optional
 
 from ddpbench.config import DdpbenchConfig
 from ddpbench.errors import ToolMissingError
+from ddpbench.versions.arm import Arm, check_flags
 
 
 def executable_dirs() -> List[str]:
@@ -36,19 +37,15 @@ def find_executable(name: str) -> Optional[str]:
     return shutil.which(name, path=os.pathsep.join(executable_dirs()))
 
 
-def check_tool(cfg: DdpbenchConfig) -> None:
+def check_tool(cfg: DdpbenchConfig, arm: Arm) -> None:
     """Raise ToolMissingError when the mode's Python module or executable is missing.
 
-    An arm of a version comparison (``version`` set) checks its own environment instead: built, and its
-    launcher has every flag the command passes (ConfigError naming the flag and the version).
+    An arm of a version comparison (``version`` set) checks its own environment instead: its launcher has every
+    flag the command passes (ConfigError naming the flag and the version).
     """
     mode = cfg.mode
-    if cfg.version is not None:  # an arm at its own version: its environment holds the tool (built now if needed)
-        from ddpbench.versions import arm
-
-        env = arm.env_for(cfg)
-        assert env is not None
-        arm.check_flags(cfg, env)
+    if arm.env is not None:  # an arm at its own version: its environment holds the tool
+        check_flags(mode, arm.env)
         return
     package = mode.requires_package
     module = mode.requires

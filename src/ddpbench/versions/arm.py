@@ -2,9 +2,10 @@
 
 ``prepare`` runs before a sweep's first trial: every version's environment built (or found cached), the
 package lists compared with the sweep's own, and each mode's command checked against its version's
-launcher flags. The trial then asks :func:`python_for` (``{python}`` in the mode's command),
-:func:`command_for` (the template, adapted by ``mode.command_by_version``) and :func:`arm_section`
-(trial.json's ``arm``). A trial without ``version`` is the sweep's own install, exactly as before.
+launcher flags. A trial resolves its arm once (:func:`resolve_arm`) into an :class:`Arm`: the interpreter
+(``{python}`` in the mode's command), the command template (adapted by ``mode.command_by_version``), the
+environment its version adds, its switch, and trial.json's ``arm`` (:meth:`Arm.section`). A trial without
+``version`` is the sweep's own install, exactly as before.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
-from ddpbench.config import DdpbenchConfig, ModeConfig
+from ddpbench.config import DdpbenchConfig, ModeConfig, ModeSwitchConfig
 from ddpbench.errors import ConfigError
-from ddpbench.io import write_json_atomic
+from ddpbench.formats.condition import base_mode
+from ddpbench.io import launch_dir, write_json_atomic
 from ddpbench.versions import envs
 from ddpbench.versions.spec import ToolSpec, parse_spec
 
@@ -30,30 +32,11 @@ _SWEEP_PACKAGES: Dict[str, Dict[str, str]] = {}
 _DIFFS: Dict[str, List[str]] = {}
 
 
-def launch_dir() -> Path:
-    """The directory ddpbench was run from (Hydra's ``runtime.cwd``; the process's cwd outside Hydra)."""
-    from hydra.core.hydra_config import HydraConfig
-
-    return Path(str(HydraConfig.get().runtime.cwd)) if HydraConfig.initialized() else Path.cwd()
-
-
 def spec_of(cfg: DdpbenchConfig) -> Optional[ToolSpec]:
     """The trial's version spec resolved, or None for the sweep's own install."""
     if cfg.version is None:
         return None
     return parse_spec(cfg.version, str(cfg.mode.requires_package), launch_dir())
-
-
-def env_for(cfg: DdpbenchConfig, say: Callable[[str], None] = print) -> Optional[envs.ToolEnv]:
-    """The trial's environment (built now when not cached yet), or None for the sweep's own install."""
-    spec = spec_of(cfg)
-    return None if spec is None else envs.build(spec, cfg.mode.name, say, module=str(cfg.mode.requires or ""))
-
-
-def python_for(cfg: DdpbenchConfig) -> str:
-    """``{python}`` of the trial's command: its version's interpreter, else the sweep's."""
-    env = env_for(cfg)
-    return env.python if env is not None else sys.executable
 
 
 def _matches(specifier: str, version: Optional[str]) -> bool:
@@ -67,12 +50,15 @@ def _matches(specifier: str, version: Optional[str]) -> bool:
         raise ConfigError(f"mode.command_by_version: {specifier!r} is not a version specifier (e.g. '<0.5')") from None
 
 
+def _first_match(table: Mapping[str, Any], version: Optional[str]) -> Any:
+    """The value of the first version specifier in ``table`` that ``version`` matches, else None."""
+    return next((value for specifier, value in table.items() if _matches(str(specifier), version)), None)
+
+
 def _by_version(table: Mapping[str, Sequence[Any]], default: Sequence[Any], version: Optional[str]) -> List[str]:
     """The first entry of ``table`` (version specifier -> argv) whose specifier matches ``version``, else ``default``."""
-    for specifier, command in table.items():
-        if _matches(str(specifier), version):
-            return [str(token) for token in command]
-    return [str(token) for token in default]
+    found = _first_match(table, version)
+    return [str(token) for token in (default if found is None else found)]
 
 
 def template_for(mode: ModeConfig, version: Optional[str]) -> List[str]:
@@ -91,37 +77,6 @@ def check_tool_version(mode: ModeConfig, env: envs.ToolEnv) -> None:
     if mode.tool_versions and not _matches(mode.tool_versions, env.version):
         raise ConfigError(f"mode={mode.name}: {env.spec.package} {env.version} cannot run this mode: it runs "
                           f"{env.spec.package}{mode.tool_versions} (mode.tool_versions)")
-
-
-def command_for(cfg: DdpbenchConfig) -> List[str]:
-    """The trial's command template (its version's, when ``mode.command_by_version`` names one)."""
-    if cfg.version is None or not cfg.mode.command_by_version:
-        return [str(token) for token in cfg.mode.command]
-    env = env_for(cfg)
-    return template_for(cfg.mode, env.version if env is not None else None)
-
-
-def env_for_version(cfg: DdpbenchConfig) -> Dict[str, str]:
-    """The environment the trial's version adds (the first ``mode.env_by_version`` match; {} for none)."""
-    if cfg.version is None or not cfg.mode.env_by_version:
-        return {}
-    env = env_for(cfg)
-    for specifier, extra in cfg.mode.env_by_version.items():
-        if _matches(str(specifier), env.version if env is not None else None):
-            return {str(key): str(value) for key, value in extra.items()}
-    return {}
-
-
-def at_version(cfg: DdpbenchConfig) -> DdpbenchConfig:
-    """``cfg`` as its version runs it: ``mode.switch`` replaced by the first ``mode.switch_by_version`` match
-    (``cfg`` itself when nothing differs), so trial.json records what the switch leaves on at that version."""
-    if cfg.version is None or not cfg.mode.switch_by_version or cfg.mode.switch is None:
-        return cfg
-    env = env_for(cfg)
-    for specifier, switch in cfg.mode.switch_by_version.items():
-        if _matches(str(specifier), env.version if env is not None else None):
-            return dataclasses.replace(cfg, mode=dataclasses.replace(cfg.mode, switch=switch))
-    return cfg
 
 
 def template_flags(template: Sequence[str]) -> List[str]:
@@ -153,19 +108,19 @@ def help_text(env: envs.ToolEnv, mode: ModeConfig) -> str:
     return out.stdout + out.stderr
 
 
-def check_flags(cfg: DdpbenchConfig, env: envs.ToolEnv) -> None:
+def check_flags(mode: ModeConfig, env: envs.ToolEnv) -> None:
     """Raise ConfigError naming the flag and the version when the arm's launcher lacks a flag of its command."""
-    if not help_template_for(cfg.mode, env.version):
+    if not help_template_for(mode, env.version):
         return
-    text = help_text(env, cfg.mode)
+    text = help_text(env, mode)
     if not text.strip():
-        raise ConfigError(f"mode={cfg.mode.name}: {' '.join(help_template_for(cfg.mode, env.version)[1:])} printed "
+        raise ConfigError(f"mode={mode.name}: {' '.join(help_template_for(mode, env.version)[1:])} printed "
                           f"nothing at {env.spec.package} {env.version}: that entry runs no launcher there (give "
                           f"those versions their own with mode.command_by_version and mode.help_command_by_version)")
-    flags = template_flags(template_for(cfg.mode, env.version)) + template_flags([str(a) for a in cfg.mode.tool_args])
+    flags = template_flags(template_for(mode, env.version)) + template_flags([str(a) for a in mode.tool_args])
     for flag in flags:
         if not re.search(rf"(^|[\s,\[(]){re.escape(flag)}(?![\w-])", text):
-            raise ConfigError(f"mode={cfg.mode.name}: {env.spec.package} {env.version} has no flag {flag} (its "
+            raise ConfigError(f"mode={mode.name}: {env.spec.package} {env.version} has no flag {flag} (its "
                               f"command template passes it; adapt it with mode.command_by_version)")
 
 
@@ -221,7 +176,7 @@ def prepare(cfgs: Sequence[DdpbenchConfig], say: Callable[[str], None] = print) 
         if cached is not None:
             say(f"ddpbench: versions: {cfg.mode.name} ready (cached: {spec.package} {env.version}, {env.dir})")
         check_tool_version(cfg.mode, env)
-        check_flags(cfg, env)
+        check_flags(cfg.mode, env)
         diff = diff_of(env)
         if diff:
             say(f"ddpbench: versions: {cfg.mode.name}: {len(diff)} package(s) besides {spec.package} differ from "
@@ -229,25 +184,62 @@ def prepare(cfgs: Sequence[DdpbenchConfig], say: Callable[[str], None] = print) 
         done[(spec.key, cfg.mode.name)] = env
 
 
-def arm_section(cfg: DdpbenchConfig, ranks: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, Any]]:
-    """trial.json's ``arm``: the spec, the version the ranks imported, the environment and its package check."""
-    spec = spec_of(cfg)
+@dataclasses.dataclass(frozen=True)
+class Arm:
+    """A trial's arm, resolved once: what runs its command and what it records. The sweep's own install (no
+    ``version``) is an arm without a spec or an environment."""
+
+    # the trial's version spec (None: the sweep's own install)
+    spec: Optional[ToolSpec]
+    # the version's environment (None: the sweep's own install)
+    env: Optional[envs.ToolEnv]
+    # ``{python}`` of the command: the environment's interpreter, else the sweep's
+    python: str
+    # the mode's command template at this version (the first ``mode.command_by_version`` match, else ``mode.command``)
+    command: List[str]
+    # what the version adds to the agents' environment (the first ``mode.env_by_version`` match; placeholders unfilled)
+    environment: Dict[str, str]
+    # ``mode.switch`` at this version (the first ``mode.switch_by_version`` match)
+    switch: Optional[ModeSwitchConfig]
+
+    def configured(self, cfg: DdpbenchConfig) -> DdpbenchConfig:
+        """``cfg`` as this arm runs it: its version's ``mode.switch`` (``cfg`` itself when nothing differs), so
+        trial.json records what the switch leaves on at that version."""
+        if self.switch == cfg.mode.switch:
+            return cfg
+        return dataclasses.replace(cfg, mode=dataclasses.replace(cfg.mode, switch=self.switch))
+
+    def section(self, mode: str, ranks: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, Any]]:
+        """trial.json's ``arm``: the spec, the version the ranks imported, the environment and its package check."""
+        spec, env = self.spec, self.env
+        if spec is None or env is None:
+            return None
+        imported: List[Dict[str, Any]] = [r["tool"] for r in ranks if isinstance(r.get("tool"), dict)]
+        versions = sorted({str(t.get("version")) for t in imported if t.get("version")})
+        diff = diff_of(env)
+        return {
+            "mode": base_mode(mode),
+            "spec": spec.raw,
+            "kind": spec.kind,
+            "package": spec.package,
+            "version": versions[0] if len(versions) == 1 else (", ".join(versions) or None),
+            "installed": env.version,
+            "env": str(env.dir),
+            "python": env.python,
+            "same_packages": diff == [],
+            "package_diff": diff,
+            "unmet_requirements": env.meta.get("unmet_requirements"),
+        }
+
+
+def resolve_arm(cfg: DdpbenchConfig, say: Callable[[str], None] = print) -> Arm:
+    """The trial's arm: for a ``version``, its environment (built now when not cached yet) and what that version
+    runs; else the sweep's own interpreter and the mode as it is."""
+    mode, spec = cfg.mode, spec_of(cfg)
     if spec is None:
-        return None
-    env = envs.ready(spec)
-    imported: List[Dict[str, Any]] = [r["tool"] for r in ranks if isinstance(r.get("tool"), dict)]
-    versions = sorted({str(t.get("version")) for t in imported if t.get("version")})
-    diff = diff_of(env) if env is not None else None
-    return {
-        "mode": str(cfg.mode.name).split("==")[0].split("@")[0].split("[")[0],
-        "spec": spec.raw,
-        "kind": spec.kind,
-        "package": spec.package,
-        "version": versions[0] if len(versions) == 1 else (", ".join(versions) or None),
-        "installed": env.version if env is not None else None,
-        "env": str(env.dir) if env is not None else None,
-        "python": env.python if env is not None else None,
-        "same_packages": diff == [] if diff is not None else None,
-        "package_diff": diff,
-        "unmet_requirements": env.meta.get("unmet_requirements") if env is not None else None,
-    }
+        return Arm(None, None, sys.executable, [str(token) for token in mode.command], {}, mode.switch)
+    env = envs.build(spec, mode.name, say, module=str(mode.requires or ""))
+    extra = _first_match(mode.env_by_version, env.version) or {}
+    switch = (_first_match(mode.switch_by_version, env.version) or mode.switch) if mode.switch is not None else None
+    return Arm(spec, env, env.python, template_for(mode, env.version),
+               {str(key): str(value) for key, value in extra.items()}, switch)

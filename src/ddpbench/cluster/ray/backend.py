@@ -26,6 +26,7 @@ from ddpbench.cluster.base import Backend, NodePlan, TrialSlot, register
 from ddpbench.cluster.ports import derived_ports
 from ddpbench.config import DdpbenchConfig
 from ddpbench.errors import ConfigError, DdpbenchError, ToolMissingError
+from ddpbench.formats.layout import AttemptLayout
 
 #: stands for the rendezvous address in a trial's node command; the trial process fills in bundle 0's node
 MASTER_ADDR_TOKEN = "@DDPBENCH_RAY_MASTER_ADDR@"
@@ -129,13 +130,13 @@ class RayBackend(Backend):
                         aggregator_port=aggregator_port, owner=True, retry_on_port_clash=True, run_token=token,
                         peer_record_wait_s=10.0, agent_spans_nodes=True)
 
-    def wrap_agent(self, cfg: DdpbenchConfig, plan: NodePlan, argv: List[str], attempt_dir: Path) -> List[str]:
+    def wrap_agent(self, cfg: DdpbenchConfig, plan: NodePlan, argv: List[str], attempt: AttemptLayout) -> List[str]:
         if places_itself(cfg):
             return argv
         spec = {"address": resolve_address(str(cfg.cluster.ray.address)), "bundles": bundles(cfg),
                 "placement_timeout_s": float(cfg.cluster.ray.placement_timeout_s),
                 "name": f"ddpbench-{plan.run_token}"}
-        return [sys.executable, "-m", "ddpbench.cluster.ray.trial_process", "--job-dir", str(attempt_dir),
+        return [sys.executable, "-m", "ddpbench.cluster.ray.trial_process", "--job-dir", str(attempt.root),
                 "--spec", json.dumps(spec), "--", *argv]
 
 

@@ -32,6 +32,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from ddpbench.cluster.base import NODE_RANK_TOKEN
 from ddpbench.cluster.ray.backend import MASTER_ADDR_TOKEN
 from ddpbench.errors import DdpbenchError, error_line
+from ddpbench.formats.layout import AttemptLayout
 
 #: seconds between the trial process's checks of its actors
 POLL_S = 0.5
@@ -46,20 +47,17 @@ def _fill(text: str, node_rank: int, master_addr: str) -> str:
 class TrialProcess:
     """One trial on the Ray cluster: the placement group, one actor per node, their results."""
 
-    def __init__(self, job_dir: Path, spec: Dict[str, Any], command: List[str]) -> None:
-        self.job_dir = job_dir
+    def __init__(self, attempt: AttemptLayout, spec: Dict[str, Any], command: List[str]) -> None:
+        self.attempt = attempt
         self.spec = spec
         self.command = command
         self.pg: Any = None
         self.actors: List[Any] = []
 
     def node_log(self, node_rank: int, stream: str) -> Path:
-        from ddpbench.formats.trial_record import node_log_path
-
-        logs = self.job_dir / "logs"
         if node_rank == 0:  # node 0's own logs are this process's output: its actor writes beside them
-            return logs / f".ray-node0.{stream}.log"
-        return node_log_path(logs, node_rank, stream)
+            return self.attempt.ray_node0_log(stream)
+        return self.attempt.node_log(node_rank, stream)
 
     def place(self) -> str:
         """Reserve the bundles (bounded); node 0's address."""
@@ -169,7 +167,7 @@ def _first_line(error: BaseException) -> str:
 
 def _write_peer_records(trial: TrialProcess, results: Dict[int, Dict[str, Any]], nnodes: int,
                         error: Optional[str], started: float) -> None:
-    from ddpbench.formats.trial_record import node_entry, node_record_path
+    from ddpbench.formats.trial_record import node_entry
     from ddpbench.io import write_json_atomic
 
     now = time.time()
@@ -185,7 +183,7 @@ def _write_peer_records(trial: TrialProcess, results: Dict[int, Dict[str, Any]],
                                exit_epoch=now, error=error or "stopped: another node of the trial failed",
                                stdout=str(trial.node_log(node_rank, "stdout")),
                                stderr=str(trial.node_log(node_rank, "stderr")))
-        write_json_atomic(node_record_path(trial.job_dir, node_rank), entry)
+        write_json_atomic(trial.attempt.node_record(node_rank), entry)
 
 
 def _copy_node0_output(trial: TrialProcess) -> None:
@@ -208,7 +206,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser.parse_args(args_in)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     spec = json.loads(args.spec)
-    trial = TrialProcess(Path(args.job_dir), spec, command)
+    trial = TrialProcess(AttemptLayout(Path(args.job_dir)), spec, command)
 
     def stop(signum: int, _frame: object) -> None:
         raise KeyboardInterrupt(signal.Signals(signum).name)

@@ -36,6 +36,7 @@ from ddpbench.cluster.base import Backend, NodePlan, TrialSlot, register
 from ddpbench.cluster.ports import derived_ports
 from ddpbench.config import DdpbenchConfig
 from ddpbench.errors import DdpbenchError
+from ddpbench.formats.layout import AttemptLayout
 from ddpbench.io import read_json, write_json_atomic
 
 #: seconds a non-zero node waits for node 0 to have prepared the job dir
@@ -159,7 +160,7 @@ class SlurmBackend(Backend):
             write_json_atomic(_ready_marker(job, plan), {"decision": "resumed" if resumed else "launch",
                                                          "time": time.time()})
 
-    def wrap_agent(self, cfg: DdpbenchConfig, plan: NodePlan, argv: List[str], attempt_dir: Path) -> List[str]:
+    def wrap_agent(self, cfg: DdpbenchConfig, plan: NodePlan, argv: List[str], attempt: AttemptLayout) -> List[str]:
         """One allocation: ``argv`` as one srun step over every node, one task each (:mod:`ddpbench.cluster.slurm.steps`)."""
         if not plan.agent_spans_nodes:
             return argv
@@ -169,7 +170,7 @@ class SlurmBackend(Backend):
             step.append(f"--cpus-per-task={slurm.cpus_per_task}")  # 22.05's srun does not inherit it from sbatch
         if slurm.gpus_per_node:
             step.append(f"--gpus-per-node={slurm.gpus_per_node}")
-        return [*step, sys.executable, "-m", "ddpbench.cluster.slurm.steps", "--job-dir", str(attempt_dir), "--", *argv]
+        return [*step, sys.executable, "-m", "ddpbench.cluster.slurm.steps", "--job-dir", str(attempt.root), "--", *argv]
 
 
 register(SlurmBackend())

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import List, Optional
 
 from ddpbench.cluster.base import NODE_RANK_TOKEN
-from ddpbench.formats.trial_record import node_entry, node_log_path, node_record_path
+from ddpbench.formats.layout import AttemptLayout
+from ddpbench.formats.trial_record import node_entry
 from ddpbench.io import write_json_atomic
 
 
@@ -37,16 +38,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     node_rank = int(os.environ.get("SLURM_NODEID") or 0)
     command = [arg.replace(NODE_RANK_TOKEN, str(node_rank)) for arg in command]
     env = {key: value.replace(NODE_RANK_TOKEN, str(node_rank)) for key, value in os.environ.items()}
-    job_dir = Path(args.job_dir)
-    logs = job_dir / "logs"
+    attempt = AttemptLayout(Path(args.job_dir))
     out = err = None
-    logs.mkdir(parents=True, exist_ok=True)
+    attempt.logs.mkdir(parents=True, exist_ok=True)
     if node_rank != 0:  # node 0 writes to the step's output: the agent's own logs
-        out = open(node_log_path(logs, node_rank, "stdout"), "wb")
-        err = open(node_log_path(logs, node_rank, "stderr"), "wb")
+        out = open(attempt.node_log(node_rank, "stdout"), "wb")
+        err = open(attempt.node_log(node_rank, "stderr"), "wb")
     spawn_epoch = time.time()
     start = time.monotonic()
-    guard = [sys.executable, "-m", "ddpbench.trial.guard", "--record", str(logs / f".step{node_rank}.guard.json"),
+    guard = [sys.executable, "-m", "ddpbench.trial.guard", "--record", str(attempt.step_guard_record(node_rank)),
              "--parent", str(os.getpid()), "--", *command]  # nothing the command starts outlives this task
     child = subprocess.Popen(guard, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
 
@@ -59,10 +59,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     code = child.wait()
     wall_s = time.monotonic() - start
     if node_rank != 0:
-        write_json_atomic(node_record_path(job_dir, node_rank), node_entry(
+        write_json_atomic(attempt.node_record(node_rank), node_entry(
             node_rank, socket.gethostname(), wall_s=wall_s, exit_code=code, spawn_epoch=spawn_epoch,
-            exit_epoch=spawn_epoch + wall_s, stdout=str(node_log_path(logs, node_rank, "stdout")),
-            stderr=str(node_log_path(logs, node_rank, "stderr")),
+            exit_epoch=spawn_epoch + wall_s, stdout=str(attempt.node_log(node_rank, "stdout")),
+            stderr=str(attempt.node_log(node_rank, "stderr")),
         ))
     return code if code >= 0 else 128 - code
 

@@ -270,7 +270,7 @@ def failed_record(item: Submitted, status: str, error: str) -> Dict[str, Any]:
     from ddpbench.trial.attempts import attempt_of_launch
     from ddpbench.trial.job import job_info_from_hydra
     from ddpbench.trial.process import tail
-    from ddpbench.trial.runner import trial_meta
+    from ddpbench.trial.record import trial_meta
 
     assert item.trial is not None and item.trial_timeout_s is not None
     slurm = item.slurm_logs()

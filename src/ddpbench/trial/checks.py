@@ -1,0 +1,161 @@
+"""Every check a trial's config passes before anything is launched: the values, the workload (a user's script,
+a framework), Ray Train, the cluster backend, the tool, the command templates and the CPU pinning.
+
+Each refusal is one line (:class:`~ddpbench.errors.DdpbenchError`) naming the key and why, raised before any
+job dir is written or any process started.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+from typing import Any, Optional
+
+from ddpbench.cluster import validate as validate_cluster
+from ddpbench.config import DdpbenchConfig, WorkloadConfig, validate
+from ddpbench.errors import ConfigError
+from ddpbench.trial import artifacts, ray_train
+from ddpbench.trial import command as commands
+from ddpbench.trial.frameworks import FRAMEWORKS, records_enabled, script_frameworks
+from ddpbench.trial.pinning import trial_pinning
+from ddpbench.trial.script_workload import is_user_script, script_args, script_file
+from ddpbench.trial.tool import check_tool
+from ddpbench.versions.arm import Arm, resolve_arm
+from ddpbench.workload.frameworks import ENV_TOOL, ENV_TRACEML_CALLBACK
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+def check_trial_config(cfg: DdpbenchConfig) -> Arm:
+    """Every check that can fail before a trial launches: values, the cluster backend, the tool, the command
+    templates. Returns the trial's arm (an arm at its own version: its environment built now when not cached)."""
+    validate(cfg)
+    check_script_workload(cfg)
+    ray_train.check(cfg)
+    validate_cluster(cfg)
+    arm = resolve_arm(cfg)
+    check_tool(cfg, arm)
+    check_command(cfg, arm)
+    trial_pinning(cfg)
+    return arm
+
+
+def check_command(cfg: DdpbenchConfig, arm: Arm) -> None:
+    """Render the mode's templates once with stand-in values: a bad placeholder fails before any launch."""
+    context = commands.make_context(
+        cfg, arm, node_rank=0, master_addr="127.0.0.1", master_port=1, aggregator_port=2, run_name="check",
+        job_dir=Path("job"),
+    )
+    commands.node_command(cfg, arm, context)
+    commands.node_environment(cfg, arm, context, base={})
+    commands.summary_path(cfg, context)
+    artifacts.artifact_path(cfg, context)
+
+
+def _require(condition: bool, key: str, rule: str, value: Any) -> None:
+    if not condition:
+        raise ConfigError(f"{key}={value!r}: {rule}")
+
+
+def _check_metrics(w: WorkloadConfig) -> None:
+    """``workload.metrics`` patterns (any workload) each have exactly one capture group; ``units`` name them."""
+    for name, pattern in w.metrics.items():
+        _require(bool(_NAME_RE.match(str(name))), f"workload.metrics.{name}",
+                 "name must use letters, digits, '.', '_', '-'", pattern)
+        try:
+            groups = re.compile(str(pattern)).groups
+        except re.error:
+            raise ConfigError(f"workload.metrics.{name}={pattern!r}: is not a valid regular expression") from None
+        _require(groups == 1, f"workload.metrics.{name}",
+                 f"must have exactly one capture group (it has {groups}); use (?:...) for other groups", pattern)
+    for name in w.units:
+        _require(name in w.metrics, f"workload.units.{name}", "names no figure in workload.metrics", w.units[name])
+
+
+def _script_refusal(cfg: DdpbenchConfig) -> Optional[str]:
+    """What a built-in workload honours and a user's script cannot, when the config asks for it: ``key=value: why``."""
+    f, s, records = cfg.fault, cfg.stop, records_enabled(cfg)
+    for key in ("crash_at_step", "hang_at_step"):
+        if getattr(f, key) is not None:
+            return f"fault.{key}={getattr(f, key)!r}: fault injection needs a built-in workload"
+    if (f.clock_skew_sec or f.rank is not None) and not records:  # the recorder's stop clock honours the skew
+        key = "clock_skew_sec" if f.clock_skew_sec else "rank"
+        return f"fault.{key}={getattr(f, key)!r}: fault injection needs a built-in workload or ddpbench's recorder"
+    if cfg.mode.workload_args:
+        return f"mode={cfg.mode.name}: the mode adds ddpbench's own workload flags, which a user's script does not take"
+    if cfg.timing != "step":
+        return f"timing={cfg.timing!r}: phase timing needs a built-in workload"
+    if cfg.data.loader != "synthetic":
+        return f"data.loader={cfg.data.loader!r}: the script's own arguments choose its data loader"
+    if s.kind == "duration" and not records:
+        return ("stop=duration: the lockstep duration stop needs the script to use ddpbench's recorder "
+                "(workload.records=true)")
+    if not s.sync:
+        return "stop.sync=false: the unsynced stop needs a built-in workload"
+    if records and not cfg.cluster.shared_dir:
+        return "cluster.shared_dir=false: workload.records=true needs the metrics dir on storage every node sees"
+    return None
+
+
+def check_script_workload(cfg: DdpbenchConfig) -> None:
+    """The rules of ``workload.path/args/metrics/units/records``: patterns, the script file, what a script cannot do."""
+    w = cfg.workload
+    _check_metrics(w)
+    if not is_user_script(cfg):
+        _require(bool(w.script), "workload.path", "workload=script needs workload.path=PATH (your training script)",
+                 w.path)
+        _require(not script_args(cfg), "workload.args", "only applies with workload=script", w.args)
+        _require(not w.records, "workload.records", "only applies with workload=script", w.records)
+        check_frameworks(cfg)
+        return
+    _require(not w.script, "workload.path", f"a built-in workload runs workload.script={w.script!r}; use workload=script",
+             w.path)
+    script_args(cfg)
+    path = script_file(cfg)
+    _require(path.is_file(), "workload.path", f"no such file: {path}", w.path)
+    check_frameworks(cfg)
+    refusal = _script_refusal(cfg)
+    if refusal is not None:
+        raise ConfigError(f"workload=script with {refusal}")
+
+
+def _builtin_refusal(cfg: DdpbenchConfig) -> Optional[str]:
+    """What a built-in framework workload (``workload.framework`` set) cannot do: ``key=value: why``, or None."""
+    if cfg.timing != "step":
+        return f"timing={cfg.timing!r}: the Trainer's step is the framework's own, not split into phases by ddpbench"
+    if cfg.data.loader != "synthetic":
+        return f"data.loader={cfg.data.loader!r}: the Trainer builds its own data loader from the synthetic samples"
+    for key in ("crash_at_step", "hang_at_step"):
+        if getattr(cfg.fault, key) is not None:
+            return f"fault.{key}={getattr(cfg.fault, key)!r}: only the clock skew reaches a framework Trainer"
+    if not cfg.stop.sync:
+        return "stop.sync=false: the Trainer stops through ddpbench's lockstep check only"
+    return None
+
+
+def check_frameworks(cfg: DdpbenchConfig) -> None:
+    """A framework the script (or built-in workload) uses must be importable here, and what it cannot do is
+    refused: one line each, before any launch."""
+    framework = cfg.workload.framework
+    if framework:
+        refusal = _builtin_refusal(cfg)
+        if refusal is not None:
+            raise ConfigError(f"workload={cfg.workload.name} with {refusal}")
+    for name in (framework,) if framework else script_frameworks(cfg):
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            user = f"workload.path={cfg.workload.path!r}: the script imports" if not framework else \
+                f"workload={cfg.workload.name}: trains with"
+            raise ConfigError(f"{user} {name}, which is not installed (pip install {FRAMEWORKS.get(name, name)}, "
+                              "or ddpbench[frameworks])")
+    through = [key for key in (ENV_TOOL, ENV_TRACEML_CALLBACK) if key in cfg.mode.env]
+    if through and not (framework or (records_enabled(cfg) and script_frameworks(cfg))):
+        raise ConfigError(f"mode={cfg.mode.name}: attaches its tool to a framework Trainer ({through[0]}); "
+                          f"workload={cfg.workload.name} has none (use workload=hf_trainer, lightning or a framework script)")
+    if cfg.stop.from_script and not script_frameworks(cfg):
+        raise ConfigError("stop.from_script=true: keeps a framework Trainer's own max_steps; the script imports "
+                          "no framework (transformers, lightning)")

@@ -1,0 +1,89 @@
+"""How a trial ended: its rank records read back, its status (ok, failed, timeout) with one line saying why,
+its exit code and its wall time, from the node entries and the rank records alone."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ddpbench.config import DdpbenchConfig
+from ddpbench.formats.rank_combine import rank_consistency_error
+from ddpbench.formats.rank_record import RANK_RECORD_GLOB, read_rank_record
+from ddpbench.trial.frameworks import records_enabled, records_required
+from ddpbench.trial.process import tail
+from ddpbench.trial.script_workload import is_user_script
+
+#: a Python exception line (optionally behind torchrun's ``[rankN]: `` prefix), not torchrun's own summary
+_EXCEPTION_LINE = re.compile(r"^(\[rank\d+\]: )?(?!\S*ChildFailedError)[A-Za-z_][\w.]*(Error|Exception|Interrupt)\b:? ?.*$")
+
+
+def read_rank_records(metrics_dir: Path) -> Tuple[List[Dict[str, Any]], List[str]]:
+    """The valid rank records in ``metrics_dir`` (any known version), and one line per file that is not valid."""
+    records, problems = [], []
+    for path in sorted(metrics_dir.glob(RANK_RECORD_GLOB)):
+        data, issues = read_rank_record(path)
+        if data is None:
+            problems.append(f"{path.name}: {issues[0]}" + (f" (+{len(issues) - 1} more)" if len(issues) > 1 else ""))
+        else:
+            records.append(data)
+    return records, problems
+
+
+def _first_error_line(text: str) -> str:
+    exceptions = [line.strip() for line in text.splitlines() if _EXCEPTION_LINE.match(line.strip())]
+    if exceptions:
+        return exceptions[-1][:300]
+    for line in reversed(text.splitlines()):
+        stripped = line.strip()
+        if stripped and ("Error" in stripped or "error" in stripped or "Exception" in stripped):
+            return stripped[:300]
+    return ""
+
+
+def classify(
+    wait_reason: str,
+    timeout_s: float,
+    nodes: Mapping[int, Mapping[str, Any]],
+    ranks: Sequence[Mapping[str, Any]],
+    cfg: DdpbenchConfig,
+    rank_problems: Sequence[str] = (),
+) -> Tuple[str, Optional[str]]:
+    """The trial's status (ok/failed/timeout) and, unless ok, one line saying why.
+
+    ``rank_problems``: one line per rank record that failed validation (those records are not in ``ranks``).
+    """
+    if wait_reason == "timeout":
+        return "timeout", f"trial ran past its timeout of {timeout_s:.0f} s and was killed"
+    missing = [r for r in range(cfg.cluster.nnodes) if r not in nodes]
+    bad = next((n for n in nodes.values() if n.get("exit_code") != 0), None)
+    if missing and (bad is None or bad.get("exit_code") is None):  # a node that failed outright says more
+        return "failed", f"node(s) {missing} left no node record"
+    if bad is not None:
+        detail = bad.get("error") or _first_error_line(tail(bad.get("stderr") or "", 60))
+        return "failed", f"node {bad['node_rank']} exited with {bad.get('exit_code')}" + (f": {detail}" if detail else "")
+    if rank_problems:
+        return "failed", f"invalid rank record {rank_problems[0]}"
+    if is_user_script(cfg) and not (records_enabled(cfg) and (ranks or records_required(cfg))):
+        return "ok", None  # no recorder, or a framework it could not attach to (said on stderr): wall-time figures
+    error = rank_consistency_error(ranks, cfg.cluster.nnodes * cfg.cluster.nproc_per_node)
+    return ("failed", error) if error else ("ok", None)
+
+
+def first_failing_exit_code(nodes: Mapping[int, Mapping[str, Any]]) -> Optional[int]:
+    """The first non-zero node exit code, 0 when every node exited 0, None when one was killed."""
+    codes = [nodes[k].get("exit_code") for k in sorted(nodes)]
+    failing = [c for c in codes if c not in (0, None)]
+    if failing:
+        return int(failing[0])
+    return 0 if all(c == 0 for c in codes) else None
+
+
+def slowest_node_wall(nodes: Mapping[int, Mapping[str, Any]]) -> Tuple[float, float]:
+    """The trial's wall (the slowest node's own spawn-to-exit wall, s) and that node's spawn epoch.
+
+    Nodes seen only through their ranks (no shared dir) have no wall and are left out.
+    """
+    timed = [n for n in nodes.values() if n.get("wall_s") is not None]
+    slowest = max(timed, key=lambda n: float(n["wall_s"]))
+    return float(slowest["wall_s"]), float(slowest["spawn_epoch"])
