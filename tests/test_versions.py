@@ -115,20 +115,21 @@ def test_versions_naming_an_unswept_mode_is_refused(env_cache: Path, tmp_path: P
 
 #: one release of each line TraceML published, in the shipped auto mode (0.3.0: the oldest launcher, ddpbench's
 #: `<0.4` command and `<0.3.1` environment), and a 0.3.x release in the shipped manual mode
-#: the oldest release each mode runs (its command differs: command_by_version) and the newest
-RELEASES = {"traceml": ["0.3.0", "0.5.0"], "traceml_manual": ["0.3.5"]}
+#: a 0.3, a 0.4 and the 0.5 release (0.3's command differs: command_by_version); the manual mode on 0.3.0 shares
+#: that release's environment (one per release, not per mode)
+RELEASES = {"traceml": ["0.3.0", "0.4.2", "0.5.0"], "traceml_manual": ["0.3.0"]}
 
 
 @pytest.mark.slow
 def test_releases_side_by_side(env_cache: Path, tmp_path: Path) -> None:
     env = {envs.CACHE_ENV: str(env_cache)}
-    args = ["-m", "mode=native,traceml,traceml_manual", "versions={traceml:[0.3.0,0.5.0],traceml_manual:[0.3.5]}",
+    args = ["-m", "mode=native,traceml,traceml_manual", "versions={traceml:[0.3.0,0.4.2,0.5.0],traceml_manual:[0.3.0]}",
             "repeat=1", "model=tiny", "stop.steps=3", "stop.warmup_steps=1", "trial.log_every=0", ONE_RANK]
     run = run_ddpbench(args, tmp_path, timeout=900, env=env)
     assert run.returncode == 0, run.stdout + run.stderr
     sweep = only_sweep_dir(tmp_path)
     trials = trials_in(sweep)
-    assert [t["status"] for t in trials] == ["ok"] * 4
+    assert [t["status"] for t in trials] == ["ok"] * 5
     by_mode = {t["mode"]: t for t in trials}
     assert set(by_mode) == {"native", *(f"{mode}=={v}" for mode, versions in RELEASES.items() for v in versions)}
     for mode, versions in RELEASES.items():
@@ -141,10 +142,12 @@ def test_releases_side_by_side(env_cache: Path, tmp_path: Path) -> None:
                         "stop.warmup_steps=1,switching=none,trial.log_every=0").is_dir()
     assert by_mode["native"]["arm"] is None
     report = (sweep / "report.md").read_text()
-    assert "## Versions compared" in report and "traceml==0.3.0 (0.3.0) → traceml==0.5.0 (0.5.0)" in report
+    assert "## Versions compared" in report and "traceml==0.4.2 (0.4.2) → traceml==0.5.0 (0.5.0)" in report
+    assert "traceml==0.3.0 (0.3.0) → traceml==0.4.2 (0.4.2)" in report
+    assert "building traceml_manual" not in run.stdout, run.stdout  # it shares traceml's 0.3.0 environment
     # a second sweep finds every environment cached: it builds nothing
     again = run_ddpbench([*args, f"sweep_name={sweep.name}"], tmp_path, timeout=300, env=env)  # resumes: runs nothing
-    assert again.returncode == 0 and "building" not in again.stdout and again.stdout.count("ready (cached") == 3, \
+    assert again.returncode == 0 and "building" not in again.stdout and again.stdout.count("ready (cached") == 4, \
         again.stdout + again.stderr
     code = subprocess.run([sys.executable, "-m", "ddpbench.report", str(sweep), "--fail-on-regression"],
                           capture_output=True, text=True, timeout=120)
