@@ -39,7 +39,7 @@ def test_the_main_command_switches_and_its_verdict_weighs_the_lower_bound(tmp_pa
 
     composed = subprocess.run([sys.executable, "-m", "ddpbench", "--cfg", "job"], cwd=tmp_path, capture_output=True,
                               text=True, timeout=60)
-    assert "kind: auto" in composed.stdout and "steps: 2000" in composed.stdout and "hidden_dim: 32" in composed.stdout
+    assert "kind: auto" in composed.stdout and "steps: 4000" in composed.stdout and "hidden_dim: 32" in composed.stdout
     run = run_ddpbench(["-m", "mode=native,traceml", "repeat=1", "stop.steps=400", "switching=auto"], tmp_path)
     assert run.returncode == 0, run.output
     sweep = only_sweep_dir(tmp_path)
