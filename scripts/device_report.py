@@ -271,8 +271,10 @@ def comparison_text(c: dict[str, Any], reference_ms: Optional[float]) -> str:
         text += (f", within-trial {switched['overhead_ms']:+.3f} ms" + (f" ± {half:.3f}" if half is not None else "")
                  + f" ({switched.get('quads')} quads, {switched.get('what')}"
                  + (f"; half-width {100 * half / off:.2f} % of the step" if half is not None and off else "") + ")")
-    if c.get("role") == "tool":
-        text += f", verdict {c.get('verdict', {}).get('status')}"
+    if c.get("role") == "tool":  # the report's combined rule (docs/analysis.md, "Verdict"), as on the CPU
+        verdict = c.get("verdict", {})
+        decided = ", ".join(verdict.get("decided_by") or [])
+        text += f", verdict {verdict.get('status')}" + (f" (decided by {decided})" if decided else "")
     return text
 
 
