@@ -40,7 +40,7 @@ from _common import machine_line, now_utc, write_out  # noqa: E402
 from ddpbench.analysis.sequential import decide_with_lower_bound  # noqa: E402
 from ddpbench.analysis.stats import paired_summary  # noqa: E402
 from ddpbench.analysis.switching import TrialSwitch, combine  # noqa: E402
-from ddpbench.analysis.verdict import (LOWER_BOUND, ON_STEP, OVER, WITHIN, lower_bound_confidence,  # noqa: E402
+from ddpbench.analysis.verdict import (LOWER_BOUND, OVER, WITHIN, lower_bound_confidence,  # noqa: E402
                                        verdict_for)
 
 
@@ -77,7 +77,7 @@ def simulate_pair(rng: np.random.Generator, case: Case, noise: Noise) -> tuple[f
 def fixed_n(rng: np.random.Generator, case: Case, noise: Noise, pairs: int, budget: float) -> tuple[str, tuple[str, ...]]:
     """The report's verdict on one simulated sweep of ``pairs`` pairs: (status, deciding figures)."""
     sim = [simulate_pair(rng, case, noise) for _ in range(pairs)]
-    metrics = {ON_STEP: paired_summary([w for w, _, _ in sim]), "projected_overhead_pct": paired_summary([p for _, p, _ in sim])}
+    metrics = {"step_overhead_pct": paired_summary([w for w, _, _ in sim]), "projected_overhead_pct": paired_summary([p for _, p, _ in sim])}
     level = lower_bound_confidence(0.95)
     verdict = verdict_for(metrics, budget, combine([t for _, _, t in sim], level), level)
     return verdict.status, verdict.decided_by
