@@ -86,8 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     rows, runs = [], []
     for model in models:
         for i, size in enumerate(sizes, start=1):
-            r, summary = run_size(model, size, args, f"bench-calibration-{model}-{i}-{tag}")
-            rows += r
+            size_rows, summary = run_size(model, size, args, f"bench-calibration-{model}-{i}-{tag}")
+            rows += size_rows
             runs.append(summary)
 
     lines = [

@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
             found = placed = overlap = 0
             for i in range(args.series):
                 means, ses = simulate(rng, points, args.pairs, shape, size, spread)
-                fit = find_steps(means, ses, [args.pairs] * points, seed=i)
+                fit = find_steps(means.tolist(), ses.tolist(), [args.pairs] * points, seed=i)
                 found += bool(fit.steps)
                 placed += any(s.index == points // 2 for s in fit.steps)
                 overlap += overlap_rule(means, ses, args.pairs)

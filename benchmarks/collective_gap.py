@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -46,7 +47,7 @@ def rank_main(gaps: list[float], iterations: int) -> None:
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
     tensor = torch.zeros(1200)
-    ways = {"sleep": time.sleep, "hybrid": wait_until_known, "spin": _spin}
+    ways: dict[str, Callable[[float], None]] = {"sleep": time.sleep, "hybrid": wait_until_known, "spin": _spin}
     for way, wait in ways.items():
         for gap in gaps:
             waits, reduces = [], []

@@ -43,13 +43,14 @@ def bare_command(config: dict, metrics_dir: str, port: int) -> list[str]:
     """The bare torchrun argv that runs the trial's workload with the trial's arguments."""
     from omegaconf import OmegaConf
 
-    from ddpbench.trial.command import WORKLOAD_SCRIPT, workload_args
+    from ddpbench.config.convert import typed
+    from ddpbench.trial.command import WORKLOAD_DIR, workload_args
 
-    cfg = OmegaConf.create(config)
+    cfg = typed(OmegaConf.create(config))
     c = cfg.cluster
     return [sys.executable, "-m", "torch.distributed.run", f"--nnodes={c.nnodes}",
             f"--nproc-per-node={c.nproc_per_node}", "--node-rank=0", f"--master-addr={c.master_addr}",
-            f"--master-port={port}", str(WORKLOAD_SCRIPT), *workload_args(cfg, metrics_dir)]
+            f"--master-port={port}", str(WORKLOAD_DIR / cfg.workload.script), *workload_args(cfg, metrics_dir)]
 
 
 def bare_env(config: dict) -> dict[str, str]:
@@ -104,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
                 driver.append(wall)
                 command.append(float(trial["wall_s"]))
             else:
+                assert config is not None, "a ddpbench trial runs first and gives the bare run its config"
                 bare.append(run_bare(config, args.timeout))
             print(f"repeat {rep} {kind:>8}: {(driver if kind == 'ddpbench' else bare)[-1]:.2f} s", file=sys.stderr,
                   flush=True)

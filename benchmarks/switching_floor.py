@@ -79,7 +79,7 @@ def floor_table(native: list[dict[str, Any]], washout: int) -> tuple[list[str], 
     return lines, data
 
 
-def carry_over(inject: list[dict[str, Any]]) -> tuple[list[str], dict[str, Any]]:
+def carry_over(inject: list[dict[str, Any]]) -> tuple[list[str], dict[int, dict[str, float]]]:
     """Per lag (step position in the block): off-block after an on-block minus off-block after an off-block, ms."""
     by_lag: dict[int, list[float]] = {}
     for trial in inject:
