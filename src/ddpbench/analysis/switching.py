@@ -153,21 +153,22 @@ def switched_of_rows(rows: Sequence[Mapping[str, Any]], confidence: float = 0.95
 
 def side_mean_ms(blocks_json: Any, side: str) -> float | None:
     """Mean step (ms) of a trial's blocks of one side, each block weighted by its steps beyond the wash-out."""
-    try:
-        blocks = json.loads(blocks_json) if isinstance(blocks_json, str) else None
-    except ValueError:
-        return None
-    kept = [(float(b["mean_ms"]), int(b["steps"]) - int(b["washout_steps"])) for b in blocks or [] if b.get("side") == side]
-    total = sum(n for _, n in kept)
-    return sum(m * n for m, n in kept) / total if total > 0 else None
+    return _side_mean_ms(_blocks_of(blocks_json), side)
 
 
 def _blocks_of(blocks_json: Any) -> list[Mapping[str, Any]]:
+    """A trial's blocks from their collected JSON text; none when it is missing or unreadable."""
     try:
         blocks = json.loads(blocks_json) if isinstance(blocks_json, str) else None
     except ValueError:
         return []
     return [b for b in blocks or [] if isinstance(b, dict)]
+
+
+def _side_mean_ms(blocks: Sequence[Mapping[str, Any]], side: str) -> float | None:
+    kept = [(float(b["mean_ms"]), int(b["steps"]) - int(b["washout_steps"])) for b in blocks if b.get("side") == side]
+    total = sum(n for _, n in kept)
+    return sum(m * n for m, n in kept) / total if total > 0 else None
 
 
 #: the whole-trial figures :func:`full_on_row` turns into those of the tool fully on
@@ -184,7 +185,7 @@ def full_on_row(row: Mapping[str, Any]) -> dict[str, Any]:
     (or lacks a side) comes back unchanged; a changed one has ``full_on`` True.
     """
     blocks = _blocks_of(row.get("switch_blocks_json"))
-    on, off = side_mean_ms(row.get("switch_blocks_json"), "on"), side_mean_ms(row.get("switch_blocks_json"), "off")
+    on, off = _side_mean_ms(blocks, "on"), _side_mean_ms(blocks, "off")
     out = dict(row)
     if on is None or off is None:
         return out
