@@ -12,6 +12,7 @@ from hydra import compose, initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
+from ddpbench.choices import Choice
 from ddpbench.config import ClusterConfig, DdpbenchConfig, register_configs, to_plain, typed
 from ddpbench.errors import ConfigError
 from ddpbench.formats.trial_record import TRIAL_FILE, config_hash
@@ -98,3 +99,11 @@ def test_a_sweeps_jobs_composed_once_per_mode_are_the_configs_hydra_composes_one
     assert [(c.mode.name, c.repeat, c.pair_position) for c in composed] == [
         ("native", 1, 0), ("traceml", 1, 1), ("traceml", 2, 0), ("native", 2, 1)]
     assert composed[0].stop is not composed[3].stop  # each job's own config: nothing shared between jobs
+
+
+@pytest.mark.parametrize("choice", Choice.__subclasses__(), ids=lambda choice: choice.__name__)
+def test_every_closed_choice_is_named_by_its_value_and_reads_as_it(choice: Any) -> None:
+    """YAML and overrides give a member by name (OmegaConf), records and messages show its value."""
+    for member in choice:
+        assert member.name == member.value == member == str(member) == f"{member}"
+        assert json.dumps({member: member}) == json.dumps({member.value: member.value})
