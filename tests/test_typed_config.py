@@ -105,5 +105,5 @@ def test_a_sweeps_jobs_composed_once_per_mode_are_the_configs_hydra_composes_one
 def test_every_closed_choice_is_named_by_its_value_and_reads_as_it(choice: Any) -> None:
     """YAML and overrides give a member by name (OmegaConf), records and messages show its value."""
     for member in choice:
-        assert member.name == member.value == member == str(member) == f"{member}"
+        assert member.name == member.value == member == str(member) == f"{member}" and repr(member) == repr(member.value)
         assert json.dumps({member: member}) == json.dumps({member.value: member.value})

@@ -1,19 +1,23 @@
 """The closed choices of ddpbench's config, rank command line and records: one Enum each, spelled once.
 
-Every member is a ``str`` equal to its value (``Role.tool == "tool"``), hashes, prints, formats and serialises to
-JSON as that value, and is named by it, so YAML and Hydra overrides give a member by name (``mode.role=tool``),
-as OmegaConf's Enum fields read it. This module imports nothing of ddpbench: config, workload, formats and
-analysis all import it.
+Every member is a ``str`` equal to its value (``Role.tool == "tool"``) that hashes, prints, formats, reprs and
+serialises to JSON as that value, and is named by it, so YAML and Hydra overrides give a member by name
+(``mode.role=tool``), as OmegaConf's Enum fields read it. This module imports nothing of ddpbench: config,
+workload, formats and analysis all import it.
 """
 
 from enum import Enum
 
 
 class Choice(str, Enum):
-    """A closed choice: a ``str`` that prints and formats as its value (``f"{Role.tool}"`` is ``tool``)."""
+    """A closed choice: a ``str`` that prints, formats and reprs as its value (``f"{Role.tool!r}"`` is ``'tool'``),
+    so every message that shows a config value shows it as the user wrote it."""
 
     def __str__(self) -> str:
         return str(self.value)
+
+    def __repr__(self) -> str:
+        return repr(self.value)
 
 
 class Role(Choice):
