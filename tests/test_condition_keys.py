@@ -5,9 +5,12 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from ddpbench.formats.condition import SWEEPER_KEYS
+import pytest
+
+from ddpbench.errors import ConfigError
+from ddpbench.formats.condition import SWEEPER_KEYS, override_key, parse_overrides
 from ddpbench.formats.trial_record import config_hash
-from ddpbench.sweep.adaptive import condition_key
+from ddpbench.sweep.adaptive import condition_key, repeat_of
 from ddpbench.sweep.progress import Progress
 from ddpbench.trial.job import JobInfo
 from ddpbench.trial.record import condition_of
@@ -37,3 +40,13 @@ def test_the_driver_keys_are_hidden_and_left_out_of_the_hash_and_the_job_dir() -
     config = {"model": {"batch_size": 8}, "pair_position": 0, "sweep_name": "a"}
     assert config_hash(config) == config_hash({**config, "pair_position": 1, "sweep_name": "b"})
     assert config_hash(config) != config_hash({**config, "model": {"batch_size": 9}})
+
+
+def test_an_override_is_read_as_hydra_reads_it() -> None:
+    """Its key without ``+``/``++``/``~``, a quoted value holding ``=``, a sweep; anything else is one line."""
+    assert [override_key(o) for o in ("+model.x=1", "++stop.steps=3", "~fault.rank", "workload.args='--a=1'")] == [
+        "model.x", "stop.steps", "fault.rank", "workload.args"]
+    assert repeat_of(["mode=traceml", "++repeat=3", "model=tiny"]) == 3
+    assert [o.value() for o in parse_overrides(["workload.args='--a=1'", "repeat=3"])] == ["--a=1", 3]
+    with pytest.raises(ConfigError, match=r"^'-m' is not a key=value override$"):
+        parse_overrides(["model=tiny", "-m"])

@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 
 from ddpbench.cluster.static.backend import validate_static
 from ddpbench.errors import ConfigError
-from ddpbench.formats.trial_record import MODE_ROLES
+from ddpbench.choices import Role
 from helpers.cli import run_ddpbench
 
 MODES = Path(__file__).resolve().parents[1] / "conf" / "mode"
@@ -25,7 +25,7 @@ def test_every_shipped_mode_declares_its_role() -> None:
     assert {f.stem for f in files} == set(EXPECTED)
     for f in files:
         declared = yaml.safe_load(f.read_text()).get("role")
-        assert declared == EXPECTED[f.stem] and declared in MODE_ROLES, f
+        assert declared == EXPECTED[f.stem] and declared in tuple(Role), f
 
 
 def _static(mode: dict) -> object:
@@ -52,5 +52,5 @@ def test_the_composed_mode_carries_its_role_and_needs(tmp_path: Path, mode: str,
 
 def test_a_role_outside_the_vocabulary_is_one_line_error(tmp_path: Path) -> None:
     run = run_ddpbench(["mode=native", "mode.role=probe"], cwd=tmp_path, timeout=120)
-    assert run.returncode != 0 and "mode.role='probe': must be one of baseline, tool, aa, calibration" in run.stderr
+    assert run.returncode != 0 and "Invalid value 'probe', expected one of [baseline, tool, aa, calibration]" in run.stderr
     assert "Traceback" not in run.output

@@ -97,9 +97,9 @@ def test_sweeper_expands_every_hydra_repeat_syntax(repeat: str) -> None:
     from hydra_plugins.ddpbench_sweeper.paired_sweeper import PairedSweeper
 
     sweeper = PairedSweeper(max_batch_size=1)
-    sweeper.config = OmegaConf.create({"sweep_name": "s"})
+    sweeper.config = OmegaConf.create({})
     batches = sweeper.batches(SweepDriver(sweeper).jobs(["mode=native,traceml", repeat, "model=tiny",
-                                                         "sweep_name=ignored", "pair_position=7"]))
+                                                         "sweep_name=ignored", "pair_position=7"], "s"))
     jobs = [batch[0] for batch in batches]
     assert len(jobs) == 6 and all(len(batch) == 1 for batch in batches)
     assert [(j[1], j[2], j[3]) for j in jobs[:4]] == [

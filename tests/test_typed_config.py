@@ -16,7 +16,7 @@ from ddpbench.choices import Choice
 from ddpbench.config import ClusterConfig, DdpbenchConfig, register_configs, to_plain, typed
 from ddpbench.errors import ConfigError
 from ddpbench.formats.trial_record import TRIAL_FILE, config_hash
-from ddpbench.sweep.validate import composed_jobs, task_config
+from ddpbench.sweep.validate import composed_jobs
 from ddpbench.trial.attempts import previous_ok
 
 DATA = Path(__file__).parent / "data"
@@ -64,9 +64,9 @@ def test_the_typed_config_is_the_schema_s_dataclasses_with_every_value_resolved(
     assert cfg.cluster.cpu_affinity == [0, 1] and cfg.mode.workload_args[0] == f"--inject-step-ms={cfg.inject.step_ms}"
     with initialize_config_module("ddpbench.conf", version_base="1.3"):
         composed = compose("config", overrides=["model=tiny", "sweep_name=s"], return_hydra_config=True)
-    untyped = task_config(composed)
+    untyped = OmegaConf.masked_copy(composed, [str(k) for k in composed if k != "hydra"])
     assert OmegaConf.get_type(untyped) is dict  # a task config without the schema's type is merged onto it
-    assert to_plain(typed(untyped)) == OmegaConf.to_container(untyped, resolve=True)
+    assert to_plain(typed(untyped)) == to_plain(typed(composed)) == OmegaConf.to_container(untyped, resolve=True)
 
 
 def test_a_value_the_schema_cannot_hold_is_one_line_naming_the_key() -> None:
@@ -94,7 +94,7 @@ def test_a_sweeps_jobs_composed_once_per_mode_are_the_configs_hydra_composes_one
         master = compose(config_name="config", overrides=["sweep_name=s"], return_hydra_config=True)
         loader = GlobalHydra.instance().config_loader()
         composed = composed_jobs(SimpleNamespace(config_loader=loader), master, jobs)
-        one_by_one = [typed(task_config(loader.load_sweep_config(master, job))) for job in jobs]
+        one_by_one = [typed(loader.load_sweep_config(master, job)) for job in jobs]
     assert composed == one_by_one
     assert [(c.mode.name, c.repeat, c.pair_position) for c in composed] == [
         ("native", 1, 0), ("traceml", 1, 1), ("traceml", 2, 0), ("native", 2, 1)]

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from hydra import compose, initialize_config_module
+from hydra.errors import ConfigCompositionException
 from omegaconf import DictConfig
 
 from ddpbench.config import typed, validate
@@ -118,8 +119,6 @@ def test_transformer_gets_its_sizes_and_the_new_flags(compose_cfg: Any) -> None:
 @pytest.mark.parametrize(
     ("override", "message"),
     [
-        ("data.loader=disk", "data.loader='disk': must be synthetic or realistic"),
-        ("timing=kernel", "timing='kernel': must be step or phase"),
         ("data.workers=0", "data.workers=0: must be >= 1"),
         ("model.transformer.heads=3", "model.transformer.d_model=16: must be a multiple of model.transformer.heads=3"),
         ("model.convnet.width=0", "model.convnet.width=0: must be >= 1"),
@@ -129,6 +128,17 @@ def test_bad_workload_config_is_one_line(compose_cfg: Any, override: str, messag
     with pytest.raises(ConfigError) as info:
         validate(compose_cfg([override]))
     assert str(info.value) == message
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("data.loader=disk", "Invalid value 'disk', expected one of [synthetic, realistic]"),
+    ("timing=kernel", "Invalid value 'kernel', expected one of [step, phase]"),
+])
+def test_a_closed_choice_outside_its_values_is_refused_while_composing(compose_cfg: Any, override: str,
+                                                                       message: str) -> None:
+    with pytest.raises(ConfigCompositionException) as info:
+        compose_cfg([override])
+    assert message in str(info.value.__cause__)
 
 
 def test_bad_transformer_heads_exit_2_before_torch() -> None:

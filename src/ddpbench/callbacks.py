@@ -11,7 +11,6 @@ from omegaconf import DictConfig
 from ddpbench.errors import DdpbenchError, fail
 from ddpbench.io import writable_dir_problem
 from ddpbench.sweep.report import write_sweep_report
-from ddpbench.sweep.validate import task_config
 
 
 class DdpbenchCallback(Callback):
@@ -22,7 +21,7 @@ class DdpbenchCallback(Callback):
         from ddpbench.trial.checks import check_trial_config
 
         try:
-            check_trial_config(typed(task_config(config)))
+            check_trial_config(typed(config))
         except DdpbenchError as error:
             fail(str(error))
         run_dir = Path(str(config.hydra.run.dir))
@@ -31,4 +30,10 @@ class DdpbenchCallback(Callback):
             fail(f"cannot write the run dir {run_dir}: {problem}")
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        write_sweep_report(config)
+        from ddpbench.config import typed
+
+        try:
+            cfg = typed(config)
+        except DdpbenchError as error:
+            fail(str(error))
+        write_sweep_report(Path(str(config.hydra.sweep.dir)), cfg)

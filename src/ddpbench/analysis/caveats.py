@@ -15,6 +15,7 @@ from ddpbench.analysis.coverage import CoverageGap
 from ddpbench.analysis.rerun import excluded_text, is_rerun
 from ddpbench.analysis.results import Analysis, Comparison
 from ddpbench.analysis.switching import below_between
+from ddpbench.choices import Role, StopKind
 
 __all__ = ["caveats", "fixed_cost_split", "fmt"]
 
@@ -50,9 +51,9 @@ def caveats(analysis: Analysis, gaps: Sequence[CoverageGap] = ()) -> list[str]:
             "trial may understate the tool's cost."
         )
     budget = analysis.budget_pct
-    tools = [c for c in analysis.comparisons if c.role == "tool"]
+    tools = [c for c in analysis.comparisons if c.role == Role.tool]
     for c in analysis.comparisons:
-        if c.stop_kind and "duration" in str(c.stop_kind) and c.role != "aa":
+        if c.stop_kind == StopKind.duration and c.role != Role.aa:
             out.append(
                 f"{c.label}: duration stop — both modes train for the same time, so wall overhead reflects "
                 "fixed costs only (startup, teardown); the per-step cost shows as throughput overhead."
@@ -82,7 +83,7 @@ def caveats(analysis: Analysis, gaps: Sequence[CoverageGap] = ()) -> list[str]:
             out.append(f"{c.label}: {c.n_excluded} pair(s) excluded ({'; '.join(reasons)}).")
         if c.host_mismatch:
             out.append(f"{c.label}: {len(c.host_mismatch)} pair(s) ran their two sides on different hosts.")
-        if c.n_pairs and c.role != "aa":
+        if c.n_pairs and c.role != Role.aa:
             t = c.metrics["throughput_overhead_pct"]
             for o in c.order_effects[:1]:
                 if o.n_mode_first and o.n_mode_second and math.isfinite(t.half_width) and abs(o.difference) > max(t.half_width, 1e-9):
@@ -134,7 +135,7 @@ def switching_caveats(comparisons: Sequence[Comparison]) -> list[str]:
     out: list[str] = []
     for c in comparisons:
         sw = c.switched
-        if sw is None or c.role == "aa":
+        if sw is None or c.role == Role.aa:
             continue
         on_steps = "the switched work ran in about half of its steps"
         out.append(f"{c.label}: switching sweep — {on_steps}, so this comparison's whole-trial figures (the headline "

@@ -72,6 +72,7 @@ from ddpbench.analysis.stats import (
 from ddpbench.analysis.tools import tool_artifacts, tool_ranking
 from ddpbench.analysis.switching import switched_of_pairs
 from ddpbench.analysis.verdict import INCONCLUSIVE, OVER, WITHIN, lower_bound_confidence, verdict_for
+from ddpbench.choices import Role
 from ddpbench.formats.analysis_record import build_analysis_record
 
 __all__ = [
@@ -128,13 +129,13 @@ PCT_BASES = {
 }
 #: metrics whose robust view adds a bootstrap interval of the median difference
 BOOTSTRAP_METRICS = ("step_overhead_ms", "step_median_overhead_ms")
-ROLE_ORDER = {"tool": 0, "calibration": 1, "aa": 2}
+ROLE_ORDER = {Role.tool: 0, Role.calibration: 1, Role.aa: 2}
 
 
-def _role(rows: Iterable[dict[str, Any]], mode: str) -> str:
+def _role(rows: Iterable[dict[str, Any]], mode: str) -> Role:
     """The role ``mode`` declared (its trials' ``role``); a compared ``baseline`` mode, or none declared, is a tool."""
     role = _first_str((r for r in rows if r.get("mode") == mode), "role")
-    return role if role in ROLE_ORDER else "tool"
+    return Role(role) if role in ROLE_ORDER else Role.tool
 
 
 def _int(value: Any) -> int | None:
@@ -214,7 +215,7 @@ def _comparison(
         stability=(stability(baseline, [b for b, _ in cs]), stability(mode, [x for _, x in cs])),
         excluded=cx,
         host_mismatch=tuple(f"{p.sweep_dir} repeat {p.repeat}" for p in cp if p.hosts_differ),
-        calibration=calibration(cp, cs, tolerance_pct) if role == "calibration" else None,
+        calibration=calibration(cp, cs, tolerance_pct) if role == Role.calibration else None,
         noise_floor_pct=None,
         noise_floor_source=None,
         pairs=tuple(cp),
@@ -275,7 +276,7 @@ def analyze(
     floors = {
         c.condition_id: c.metrics["throughput_overhead_pct"].half_width
         for c in drafts
-        if c.role == "aa" and math.isfinite(c.metrics["throughput_overhead_pct"].half_width)
+        if c.role == Role.aa and math.isfinite(c.metrics["throughput_overhead_pct"].half_width)
     }
     comparisons = []
     for c in drafts:

@@ -18,12 +18,9 @@ from ddpbench.analysis.disturbed import trial_disturbance_of
 from ddpbench.analysis.results import RERUN, ExcludedPair, PairRecord
 
 __all__ = [
-    "DISTURBED_CHOICES", "RERUN", "RerunKey", "Sides", "disturbed_repeats", "excluded_text", "is_rerun", "leave_out",
+    "RERUN", "RerunKey", "Sides", "disturbed_repeats", "excluded_text", "is_rerun", "leave_out",
     "rerun_pairs", "rerun_reason", "repeat_disturbance",
 ]
-
-#: what ``precision.disturbed`` may be: ``rerun`` leaves a disturbed pair out and runs another, ``count`` counts it
-DISTURBED_CHOICES = (RERUN, "count")
 
 Sides = tuple[Mapping[str, Any], Mapping[str, Any]]
 """The baseline's and the compared mode's trial rows of one pair."""

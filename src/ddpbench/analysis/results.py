@@ -8,6 +8,7 @@ from typing import Any
 
 from ddpbench.analysis.stats import PairedSummary
 from ddpbench.analysis.switching import SwitchedEstimate
+from ddpbench.choices import Role
 
 #: a calibration passes when the recovered cost is within this % of the injected one
 CALIBRATION_TOLERANCE_PCT = 10.0
@@ -265,7 +266,7 @@ class Comparison:
     condition: dict[str, Any]
     mode: str
     baseline: str
-    role: str
+    role: Role
     stop_kind: str | None
     sweep_dirs: tuple[str, ...]
     n_pairs: int

@@ -57,6 +57,7 @@ from typing import Sequence
 import numpy as np
 
 from ddpbench.analysis.stats import normal_isf, normal_sf, t_isf, t_sf
+from ddpbench.choices import Spending
 
 __all__ = [
     "SPENDING_FUNCTIONS",
@@ -77,7 +78,7 @@ __all__ = [
 STOP_REASONS = ("over", "within", "precise", "max_pairs", "max_minutes")
 #: the reasons that stop without a verdict
 INCONCLUSIVE_REASONS = STOP_REASONS[2:]
-SPENDING_FUNCTIONS = ("pocock", "obrien_fleming")
+SPENDING_FUNCTIONS = tuple(Spending)
 #: simulated null paths behind the boundaries of :func:`boundaries`
 SIMULATIONS = 200_000
 #: seed of those paths: every driver of a sweep (and every later report) gets the same boundaries
@@ -134,19 +135,19 @@ def check_rule(
         raise ValueError(f"unknown spending function {spending!r}; choose one of {', '.join(SPENDING_FUNCTIONS)}")
 
 
-def alpha_spent(t: float, alpha: float, spending: str = "pocock") -> float:
+def alpha_spent(t: float, alpha: float, spending: str = Spending.pocock) -> float:
     """Cumulative error α(t) spent by information fraction ``t`` in [0, 1] (Lan and DeMets 1983)."""
     if t <= 0.0:
         return 0.0
     t = min(t, 1.0)
-    if spending == "pocock":
+    if spending == Spending.pocock:
         return alpha * math.log1p((math.e - 1.0) * t)
-    if spending == "obrien_fleming":
+    if spending == Spending.obrien_fleming:
         return 2.0 * normal_sf(normal_isf(alpha / 2.0) / math.sqrt(t))
     raise ValueError(f"unknown spending function {spending!r}; choose one of {', '.join(SPENDING_FUNCTIONS)}")
 
 
-def look_level(n: int, alpha: float, min_pairs: int, max_pairs: int, spending: str = "pocock") -> float:
+def look_level(n: int, alpha: float, min_pairs: int, max_pairs: int, spending: str = Spending.pocock) -> float:
     """The error α_n given to the look at ``n`` pairs (``min_pairs`` ≤ n ≤ ``max_pairs``)."""
     if not min_pairs <= n <= max_pairs:
         raise ValueError(f"no look at n={n}: looks are at {min_pairs}..{max_pairs} pairs")
@@ -155,7 +156,7 @@ def look_level(n: int, alpha: float, min_pairs: int, max_pairs: int, spending: s
 
 
 @lru_cache(maxsize=64)
-def boundaries(alpha: float, min_pairs: int, max_pairs: int, spending: str = "pocock") -> tuple[float, ...]:
+def boundaries(alpha: float, min_pairs: int, max_pairs: int, spending: str = Spending.pocock) -> tuple[float, ...]:
     """Critical values ``c_n`` (in units of s/√n) of the looks at n = ``min_pairs`` … ``max_pairs``.
 
     Look n's interval ``mean ± c_n s/√n`` is the first to miss the true mean with probability
@@ -253,7 +254,7 @@ def decide(
     max_pairs: int = 20,
     elapsed_minutes: float = 0.0,
     max_minutes: float = math.inf,
-    spending: str = "pocock",
+    spending: str = Spending.pocock,
 ) -> StopDecision:
     """Decide, after the pairs so far, whether the sweep stops and why.
 
@@ -337,7 +338,7 @@ def decide_with_lower_bound(
     max_pairs: int = 20,
     elapsed_minutes: float = 0.0,
     max_minutes: float = math.inf,
-    spending: str = "pocock",
+    spending: str = Spending.pocock,
 ) -> StopDecision:
     """:func:`decide` on the whole-cost ``overheads``, or ``over`` from the within-trial ``lower_bounds`` (one value
     per pair, the same unit) when that sequence's interval lies wholly above the budget first.
@@ -364,7 +365,7 @@ def replay(
     halfwidth: float | None = None,
     min_pairs: int = 3,
     max_pairs: int = 20,
-    spending: str = "pocock",
+    spending: str = Spending.pocock,
 ) -> StopDecision:
     """Apply :func:`decide` after each pair of ``overheads`` in turn; the first stop, else the last look.
 

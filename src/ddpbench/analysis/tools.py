@@ -13,13 +13,14 @@ from typing import Any, Mapping, Sequence, cast
 
 from ddpbench.analysis.figures import finite
 from ddpbench.analysis.results import Comparison, ToolArtifact
+from ddpbench.choices import Role
 
 __all__ = ["compares_several_tools", "tool_artifacts", "tool_ranking"]
 
 
 def tool_ranking(comparisons: Sequence[Comparison]) -> tuple[Comparison, ...]:
     """Tool comparisons sorted by mean per-step overhead (ms), unknown last."""
-    tools = [c for c in comparisons if c.role == "tool"]
+    tools = [c for c in comparisons if c.role == Role.tool]
 
     def key(c: Comparison) -> tuple[bool, float, str]:
         s = c.metrics.get("step_overhead_ms")
@@ -31,7 +32,7 @@ def tool_ranking(comparisons: Sequence[Comparison]) -> tuple[Comparison, ...]:
 
 def compares_several_tools(comparisons: Sequence[Comparison]) -> bool:
     """True when more than one tool mode (besides the baseline) was compared."""
-    return len({c.mode for c in comparisons if c.role == "tool"}) > 1
+    return len({c.mode for c in comparisons if c.role == Role.tool}) > 1
 
 
 def _bool(value: Any) -> bool | None:

@@ -15,13 +15,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, List, NoReturn, Optional, Sequence, Tuple
+from typing import List, NoReturn, Optional, Sequence, Tuple
 
 from ddpbench.bisect import commits as git
 from ddpbench.bisect.run import Bisection, folder_of
 from ddpbench.bisect.step import Interrupted, Plan, Rule
-from ddpbench.config import switches
+from ddpbench.config import DdpbenchConfig, switches, typed
 from ddpbench.errors import ConfigError, DdpbenchError, fail
+from ddpbench.formats.condition import parse_overrides
 
 #: keys the bisection sets itself in every look's sweep
 OWN_KEYS = ("mode", "versions", "version", "baseline", "repeat", "hydra.sweep.dir", "hydra.sweep.subdir")
@@ -48,14 +49,16 @@ def parser() -> argparse.ArgumentParser:
 def split_overrides(overrides: Sequence[str]) -> Tuple[List[str], Optional[str]]:
     """(the overrides every look passes on, the sweep_name given); ConfigError for one the bisection sets itself."""
     kept, name = [], None
-    for text in overrides:
-        key = text.split("=", 1)[0].lstrip("+~")
-        if "=" not in text or text.startswith("-"):
-            raise ConfigError(f"bisect: {text!r} is not a key=value override")
+    try:
+        parsed = parse_overrides(overrides)
+    except ConfigError as error:
+        raise ConfigError(f"bisect: {error}") from None
+    for text, override in zip(overrides, parsed):
+        key = override.key_or_group
         if key in OWN_KEYS:
             raise ConfigError(f"bisect: {key}= is set by the bisection itself (each look's sweep); leave it out")
         if key == "sweep_name":
-            name = text.split("=", 1)[1]
+            name = str(override.value())
         else:
             kept.append(text)
     if name is not None and (not name or set(name) - _NAME_CHARS):
@@ -63,34 +66,32 @@ def split_overrides(overrides: Sequence[str]) -> Tuple[List[str], Optional[str]]
     return kept, name
 
 
-def composed(mode: str, overrides: Sequence[str], config_dir: Optional[str]) -> Any:
-    """The config the looks will run with (``python -m ddpbench --cfg job``); ConfigError with its first line."""
-    from omegaconf import OmegaConf
+def composed(mode: str, overrides: Sequence[str], config_dir: Optional[str]) -> DdpbenchConfig:
+    """The config the looks will run with (``python -m ddpbench --cfg job --resolve``); ConfigError with its first line."""
+    from omegaconf import DictConfig, OmegaConf
 
     argv = [sys.executable, "-m", "ddpbench", *(["--config-dir", config_dir] if config_dir else []), "--cfg", "job",
-            f"mode={mode}", *overrides]
+            "--resolve", f"mode={mode}", *overrides]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     if out.returncode != 0:
         lines = [line for line in (out.stderr + out.stdout).splitlines() if line.strip()]
         raise ConfigError(f"bisect: the overrides do not compose: {(lines or ['no output'])[0].strip()}"
                           .replace("ddpbench: error: ", ""))
-    return OmegaConf.create(out.stdout)
+    cfg = OmegaConf.create(out.stdout)
+    assert isinstance(cfg, DictConfig)
+    return typed(cfg)
 
 
-def rule_of(cfg: Any) -> Rule:
+def rule_of(cfg: DdpbenchConfig) -> Rule:
     """The decision rule from the composed config; ConfigError when it is unusable."""
-    from ddpbench.analysis.rerun import DISTURBED_CHOICES
     from ddpbench.analysis.sequential import check_rule
 
     precision = cfg.precision
-    rule = Rule(regression_pct=float(cfg.regression_pct), min_pairs=int(precision.min_pairs),
-                max_pairs=int(precision.max_pairs), max_minutes=float(precision.max_minutes),
-                spending=str(precision.spending), disturbed=str(precision.disturbed),
+    rule = Rule(regression_pct=cfg.regression_pct, min_pairs=precision.min_pairs, max_pairs=precision.max_pairs,
+                max_minutes=precision.max_minutes, spending=precision.spending, disturbed=precision.disturbed,
                 switched=switches(cfg))
     if not rule.regression_pct > 0:
         raise ConfigError(f"regression_pct={rule.regression_pct}: must be > 0")
-    if rule.disturbed not in DISTURBED_CHOICES:
-        raise ConfigError(f"precision.disturbed={rule.disturbed}: must be {' or '.join(DISTURBED_CHOICES)}")
     try:
         check_rule(0.95, None, rule.min_pairs, rule.max_pairs, rule.max_minutes, rule.spending)
     except ValueError as error:
@@ -106,7 +107,7 @@ def prepare(args: argparse.Namespace, base: Path) -> Bisection:
     overrides, name = split_overrides(args.overrides)
     config_dir = str(Path(args.config_dir).resolve()) if args.config_dir else None
     cfg = composed(args.mode, overrides, config_dir)
-    package = cfg.mode.get("requires_package")
+    package = cfg.mode.requires_package
     if not package:
         raise ConfigError(f"bisect: mode={args.mode} names no requires_package: it has no tool to build at each commit")
     rule = rule_of(cfg)
@@ -117,10 +118,10 @@ def prepare(args: argparse.Namespace, base: Path) -> Bisection:
     good, bad = git.resolve(repo, good_ref), git.resolve(repo, bad_ref)
     commits = git.commit_range(repo, good, bad)
     good_spec = f"{repo}@{good.short}"
-    parse_spec(good_spec, str(package), base)
+    parse_spec(good_spec, package, base)
     name = name or time.strftime("bisect-%Y-%m-%d_%H-%M-%S") + f"_{os.getpid()}"
     folder = folder_of(name, base)
-    inputs = {"name": name, "mode": args.mode, "package": str(package), "repo": str(repo),
+    inputs = {"name": name, "mode": args.mode, "package": package, "repo": str(repo),
               "good": {"ref": good_ref, "commit": good.commit, "subject": good.subject},
               "bad": {"ref": bad_ref, "commit": bad.commit, "subject": bad.subject},
               "commits": [{"commit": c.commit, "subject": c.subject} for c in commits],

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from ddpbench.bisect.commits import Commit
+from ddpbench.choices import Disturbed, Spending
 from ddpbench.errors import ConfigError
 from ddpbench.sweep.order import quote_value
 
@@ -48,9 +49,9 @@ class Rule:
     min_pairs: int
     max_pairs: int
     max_minutes: float
-    spending: str
+    spending: Spending
     # rerun: a disturbed pair is not counted; count: it is
-    disturbed: str
+    disturbed: Disturbed
     # switching=blocks: each trial's within-trial figure (tool on vs off) is what is compared
     switched: bool
 
@@ -104,7 +105,7 @@ def pair_value(pair: Any, sides: Any, rule: Rule) -> float:
 def evidence(folder: Path, good_arm: str, arm: str, rule: Rule) -> Evidence:
     """The pairs of the commit's folder (good arm vs ``arm``), read from the trial records alone."""
     from ddpbench.analysis.pairing import pair_table
-    from ddpbench.analysis.rerun import RERUN, disturbed_repeats
+    from ddpbench.analysis.rerun import disturbed_repeats
     from ddpbench.collect.collector import collect_trials
 
     frame = collect_trials([folder]).frame
@@ -118,7 +119,7 @@ def evidence(folder: Path, good_arm: str, arm: str, rule: Rule) -> Evidence:
         found.failed = f"{row['mode']} repeat {row['repeat']}: {row.get('error') or row['status']}"
     pairs, _, sides = pair_table(frame, baseline=good_arm)
     pairs = sorted((p for p in pairs if p.mode == arm), key=lambda p: p.repeat)
-    disturbed = disturbed_repeats(pairs, sides, good_arm) if rule.disturbed == RERUN else {}
+    disturbed = disturbed_repeats(pairs, sides, good_arm) if rule.disturbed == Disturbed.rerun else {}
     found.excluded = [{"repeat": repeat, "why": why} for repeat, why in sorted(disturbed.items())]
     for pair in pairs:
         value = pair_value(pair, sides[(pair.sweep_dir, pair.condition_id, pair.repeat, pair.mode)], rule)

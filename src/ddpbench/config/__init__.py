@@ -11,15 +11,15 @@ from ddpbench.config.checks import (can_switch, parse_repeat, switches, switchin
                                     validate_tool)
 from ddpbench.config.cluster import ClusterConfig, RayConfig, SlurmConfig
 from ddpbench.config.convert import register_configs, to_plain, typed
-from ddpbench.config.mode import (ARTIFACT_KINDS, TORCH_PROFILER_HANDLERS, ArtifactConfig, ModeConfig,
-                                  ModeSwitchConfig, PySpyConfig, ToolConfig, TorchProfilerConfig, WandbConfig)
+from ddpbench.config.mode import (ArtifactConfig, ModeConfig, ModeSwitchConfig, PySpyConfig, ToolConfig,
+                                  TorchProfilerConfig, WandbConfig)
 from ddpbench.config.schema import DdpbenchConfig
 from ddpbench.config.sweep import PRECISION_METRICS, PrecisionConfig, ReportConfig, SwitchingConfig, TrialConfig
 from ddpbench.config.workload import (ConvnetSizeConfig, DataConfig, FaultConfig, InjectConfig, ModelConfig, StopConfig,
                                       TransformerSizeConfig, WorkloadConfig)
 
 __all__ = [
-    "ARTIFACT_KINDS", "PRECISION_METRICS", "TORCH_PROFILER_HANDLERS",
+    "PRECISION_METRICS",
     "ArtifactConfig", "ClusterConfig", "ConvnetSizeConfig", "DataConfig", "DdpbenchConfig", "FaultConfig",
     "InjectConfig", "ModeConfig", "ModeSwitchConfig", "ModelConfig", "PrecisionConfig", "PySpyConfig", "RayConfig",
     "ReportConfig", "SlurmConfig", "StopConfig", "SwitchingConfig", "ToolConfig", "TorchProfilerConfig",

@@ -7,6 +7,8 @@ from typing import Any, Dict, List, Optional
 
 from omegaconf import MISSING
 
+from ddpbench.choices import Device, DistBackend, Precision
+
 
 @dataclass
 class SlurmConfig:
@@ -70,11 +72,11 @@ class ClusterConfig:
     # ranks per node
     nproc_per_node: int = 2
     # auto | cpu | cuda
-    device: str = "cpu"
+    device: Device = Device.cpu
     # torch.distributed backend: auto | gloo | nccl
-    backend: str = "gloo"
+    backend: DistBackend = DistBackend.gloo
     # fp32 | bf16 | fp16
-    precision: str = "fp32"
+    precision: Precision = Precision.fp32
     # torch threads per rank (OMP_NUM_THREADS); 0 = leave unset
     threads_per_rank: int = 1
     # rendezvous address; local backend uses loopback

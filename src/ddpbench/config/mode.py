@@ -8,13 +8,15 @@ from typing import Any, Dict, List, Optional
 
 from omegaconf import MISSING
 
+from ddpbench.choices import ArtifactKind, ProfilerHandler, Role, SwitchWhat
+
 
 @dataclass
 class ArtifactConfig:
     """The tool output a mode must leave for its trial to count (mode.artifacts); checked by ddpbench.trial.artifacts."""
 
     # what to check: traceml_summary | torch_trace | speedscope | wandb_offline (see docs/tools.md)
-    kind: str = MISSING
+    kind: ArtifactKind = MISSING
     # file or folder relative to the job dir; may use the command placeholders ({run_name}, ...)
     path: str = MISSING
 
@@ -23,10 +25,9 @@ class ArtifactConfig:
 class ModeSwitchConfig:
     """What ``switching=blocks`` turns on and off inside a trial of this mode (mode.switch; docs/analysis.md)."""
 
-    # one of ddpbench.formats.switching.SWITCH_WHAT: none (a no-op switch: the method's noise floor), trace_step
-    # (TraceML's step wrapping + TRACEML_DISABLED), torch_profiler (an active recording), wandb_log (the per-step
-    # log call), inject (the injected wait)
-    what: str = MISSING
+    # none (a no-op switch: the method's noise floor), trace_step (TraceML's step wrapping + TRACEML_DISABLED),
+    # torch_profiler (an active recording), wandb_log (the per-step log call), inject (the injected wait)
+    what: SwitchWhat = MISSING
     # what stays on while the switch is off (shown in the report's caveat when the within-trial figure is low)
     stays_on: str = ""
 
@@ -37,9 +38,9 @@ class ModeConfig:
 
     # label used in reports; defaults to the option name
     name: str = MISSING
-    # what the mode is to the analysis (one of MODE_ROLES): baseline (compared against), tool (judged against
-    # the budget), aa (the baseline again: the noise floor), calibration (known injected costs)
-    role: str = "tool"
+    # what the mode is to the analysis: baseline (compared against), tool (judged against the budget), aa (the
+    # baseline again: the noise floor), calibration (known injected costs)
+    role: Role = Role.tool
     # the tool keeps run state every node must read, so a multi-node trial needs cluster.shared_dir=true
     needs_shared_dir: bool = False
     # one line on what this mode measures
@@ -109,7 +110,7 @@ class TorchProfilerConfig:
     # cycles (0 = repeat until the loop ends)
     repeat: int = 1
     # tensorboard (tensorboard_trace_handler: rank<r>.<time>.pt.trace.json) | chrome (export_chrome_trace)
-    handler: str = "tensorboard"
+    handler: ProfilerHandler = ProfilerHandler.tensorboard
 
 
 @dataclass
@@ -136,9 +137,3 @@ class ToolConfig:
     pyspy: PySpyConfig = field(default_factory=PySpyConfig)
     wandb: WandbConfig = field(default_factory=WandbConfig)
 
-
-TORCH_PROFILER_HANDLERS = ("tensorboard", "chrome")
-
-
-#: kinds of mode.artifacts; each has its check in ddpbench.trial.artifacts
-ARTIFACT_KINDS = ("traceml_summary", "torch_trace", "speedscope", "wandb_offline")

@@ -7,6 +7,7 @@ from typing import Any, Dict, List, Optional
 
 from omegaconf import MISSING
 
+from ddpbench.choices import Timing
 from ddpbench.config.cluster import ClusterConfig
 from ddpbench.config.mode import ModeConfig, ToolConfig
 from ddpbench.config.sweep import PrecisionConfig, ReportConfig, SwitchingConfig, TrialConfig
@@ -21,14 +22,14 @@ class DdpbenchConfig:
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
     data: DataConfig = field(default_factory=DataConfig)
     # step: host clock at step boundaries (quote this) | phase: per-phase times, CUDA sync after each phase
-    timing: str = "step"
+    timing: Timing = Timing.step
     stop: StopConfig = field(default_factory=StopConfig)
     mode: ModeConfig = field(default_factory=ModeConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     fault: FaultConfig = field(default_factory=FaultConfig)
     inject: InjectConfig = field(default_factory=InjectConfig)
     trial: TrialConfig = field(default_factory=TrialConfig)
-    # within-trial switching of the tool's per-step work (switching=none | blocks)
+    # within-trial switching of the tool's per-step work (switching=none | blocks | auto)
     switching: SwitchingConfig = field(default_factory=SwitchingConfig)
     # settings of the shipped tools' modes
     tool: ToolConfig = field(default_factory=ToolConfig)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from ddpbench.choices import Disturbed, Spending, SwitchingKind
+
 
 @dataclass
 class TrialConfig:
@@ -35,7 +37,7 @@ class SwitchingConfig:
 
     # none (off) | blocks (switch the mode's mode.switch.what every block_steps timed steps) | auto (blocks where the
     # mode declares a switch and ddpbench's own loop runs the workload, else none: the default)
-    kind: str = "none"
+    kind: SwitchingKind = SwitchingKind.none
     # timed steps per block (docs/accuracy.md: how the default was chosen)
     block_steps: int = 10
     # steps at the start of each block left out of its statistics (recorded): what a switch leaves behind
@@ -69,12 +71,12 @@ class PrecisionConfig:
     # stop adding pairs once the sweep has run this long, minutes
     max_minutes: float = 60.0
     # how the error rate is spread over the looks: pocock (decides early) or obrien_fleming
-    spending: str = "pocock"
+    spending: Spending = Spending.pocock
     # budget for a ms metric, ms per step (null = a ms metric needs it set)
     budget_ms: Optional[float] = None
     # a pair whose trials' load shows other work disturbed it: rerun = not counted, the next repeat
     # takes its place (it still uses up max_pairs and max_minutes); count = counted like any other
-    disturbed: str = "rerun"
+    disturbed: Disturbed = Disturbed.rerun
 
 
 @dataclass

@@ -4,9 +4,11 @@ costs and faults a test or a calibration puts in (model.*, workload.*, data.*, s
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, cast
 
 from omegaconf import MISSING
+
+from ddpbench.choices import GcMode, HostSyncPattern, Loader, StopKind
 
 
 @dataclass
@@ -61,7 +63,7 @@ class ModelConfig:
     lr: float = 1e-3
     # the host-sync pattern of this size's reference job, which workload.host_sync follows unless set: none |
     # loss | seed (model=seed_e2e: the seed script's loop)
-    host_sync: str = "none"
+    host_sync: HostSyncPattern = HostSyncPattern.none
     # workload=transformer sizes
     transformer: TransformerSizeConfig = field(default_factory=TransformerSizeConfig)
     # workload=convnet sizes
@@ -103,10 +105,10 @@ class WorkloadConfig:
     # loop), loss (the loss read after every step), seed (the seed script's loop: a synchronize before every step,
     # the host-to-device copy inside the step marker, the loss read after it); own = a framework Trainer's or a
     # user script's own loop (hf_trainer, lightning, script). Default: the model size's (model=seed_e2e: seed)
-    host_sync: str = "${model.host_sync}"
+    host_sync: HostSyncPattern = cast(HostSyncPattern, "${model.host_sync}")
     # Python's garbage collector in ddpbench's timed loop, every mode alike: on (as Python does) | freeze
     # (gc.freeze() before the timed loop: start-up's objects are not scanned again) | off (disabled in the loop)
-    gc: str = "on"
+    gc: GcMode = GcMode.on
 
 
 @dataclass
@@ -115,7 +117,7 @@ class DataConfig:
 
     # synthetic (stored samples, no workers) | realistic (workers, per-sample transform, pinned memory on
     # CUDA, prefetching)
-    loader: str = "synthetic"
+    loader: Loader = Loader.synthetic
     # realistic loader: DataLoader worker processes per rank
     workers: int = 2
     # realistic loader: batches prefetched per worker
@@ -127,7 +129,7 @@ class StopConfig:
     """When a trial's timed loop ends."""
 
     # "steps" (fixed work: wall time sees per-step cost) or "duration" (lockstep clock stop)
-    kind: str = "steps"
+    kind: StopKind = StopKind.steps
     # timed steps per rank, for kind=steps
     steps: Optional[int] = 200
     # seconds of timed training, for kind=duration

@@ -4,13 +4,20 @@ trial's job folder is named from them.
 A *condition* is what the trials of a pair share (the trial record's ``condition`` and
 ``condition_id``): every chosen or swept key except the ones below. The record's ``config_hash``
 leaves out only :data:`SWEEPER_KEYS` (the hash of a trial written before must not change).
+
+Every reading of a command-line override's key goes through :func:`parse_overrides` (Hydra's own parser).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from typing import Optional, Tuple
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
+
+from ddpbench.errors import ConfigError
+
+if TYPE_CHECKING:
+    from hydra.core.override_parser.types import Override
 
 #: keys the sweep driver sets on every job itself: where the job sits in its sweep, not what it measures
 SWEEPER_KEYS: Tuple[str, ...] = ("pair_position", "sweep_name")
@@ -30,9 +37,25 @@ NOT_IN_HASH: Tuple[str, ...] = SWEEPER_KEYS + (VERSIONS_KEY, "regression_pct")
 NON_CONDITION_KEYS: Tuple[str, ...] = ARM_KEYS + NOT_IN_JOB_DIR
 
 
+def parse_overrides(overrides: Sequence[str]) -> List[Override]:
+    """Hydra's own reading of command-line overrides (``key=value``, ``+key=``, ``~key``, quoted values, sweeps), one
+    each: its ``key_or_group`` and ``value()``. Raises ConfigError naming the first text that is not an override."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    parser = OverridesParser.create()
+    parsed = []
+    for text in overrides:
+        try:
+            parsed.append(parser.parse_override(text))
+        except HydraException:  # the lexer's and the parser's errors alike
+            raise ConfigError(f"{text!r} is not a key=value override") from None
+    return parsed
+
+
 def override_key(override: str) -> str:
     """The key of a Hydra override ``key=value`` (without a leading ``+``, ``++`` or ``~``)."""
-    return override.split("=", 1)[0].lstrip("+~")
+    return parse_overrides([override])[0].key_or_group
 
 
 def is_condition_override(override: str) -> bool:

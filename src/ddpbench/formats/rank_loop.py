@@ -16,10 +16,12 @@ from __future__ import annotations
 import math
 from typing import Any, Final, Mapping, Sequence
 
-HOST_SYNCS: Final[tuple[str, ...]] = ("none", "loss", "seed", "own")
+from ddpbench.choices import GcMode, HostSyncPattern
+
+HOST_SYNCS: Final[tuple[str, ...]] = tuple(HostSyncPattern)
 """Allowed ``host_sync`` values: the harness's patterns (:data:`HARNESS_HOST_SYNCS`) and ``own``."""
 
-HARNESS_HOST_SYNCS: Final[tuple[str, ...]] = ("none", "loss", "seed")
+HARNESS_HOST_SYNCS: Final[tuple[str, ...]] = tuple(p for p in HostSyncPattern if p != HostSyncPattern.own)
 """The patterns ddpbench's own loop runs (``--host-sync``)."""
 
 HOST_SYNC_TEXT: Final[dict[str, str]] = {
@@ -45,7 +47,7 @@ built, moved and wrapped in DDP (NCCL's communicator starts at DDP's first broad
 set and its loader; the injected start-up wait (calibration; also its device-wait probe); in-process tools
 started (torch.profiler, W&B); the warm-up steps and what precedes the first timed step."""
 
-GC_MODES: Final[tuple[str, ...]] = ("on", "freeze", "off")
+GC_MODES: Final[tuple[str, ...]] = tuple(GcMode)
 """``gc.mode``: Python's collector as it is (``on``), ``gc.freeze()`` before the timed loop (start-up's objects
 are never scanned again), or disabled for the timed loop (``off``)."""
 

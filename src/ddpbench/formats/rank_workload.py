@@ -10,14 +10,16 @@ from __future__ import annotations
 import math
 from typing import Any, Final, Mapping, Sequence, TypeGuard
 
-LOADERS: Final[tuple[str, ...]] = ("synthetic", "realistic")
+from ddpbench.choices import Loader, Timing
+
+LOADERS: Final[tuple[str, ...]] = tuple(Loader)
 """Allowed ``data.loader`` values (version 2)."""
 
 OWN_LOADER: Final[str] = "own"
 """``data.loader`` of a record written by a user's own script (``ddpbench.workload.recorder``): its own loader,
 not one of :data:`LOADERS`; its ``workers`` may be null (unknown)."""
 
-TIMINGS: Final[tuple[str, ...]] = ("step", "phase")
+TIMINGS: Final[tuple[str, ...]] = tuple(Timing)
 """Allowed ``timing`` values (version 2)."""
 
 PHASES: Final[tuple[str, ...]] = ("data_wait", "h2d", "forward", "backward", "optimizer", "other")

@@ -22,10 +22,12 @@ import random
 import statistics
 from typing import Any, Final, Mapping, Sequence
 
+from ddpbench.choices import SwitchWhat
+
 SIDES: Final[tuple[str, ...]] = ("off", "on")
 """A block's ``side``: the tool's switchable per-step work off or on."""
 
-SWITCH_WHAT: Final[tuple[str, ...]] = ("none", "trace_step", "torch_profiler", "wandb_log", "inject")
+SWITCH_WHAT: Final[tuple[str, ...]] = tuple(SwitchWhat)
 """What a mode's switch turns on and off (``mode.switch.what``): nothing (a no-op switch: the method's own
 noise floor), TraceML's ``trace_step`` wrapping plus ``TRACEML_DISABLED`` for the patches that read it, an
 active torch.profiler recording, the W&B ``log`` call, the injected calibration wait."""

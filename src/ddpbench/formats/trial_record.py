@@ -19,7 +19,7 @@ Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice
   ``{value, unit, source}``) and ``tool`` (the tool's own output: ``{name, artifacts, bytes,
   usable, problem}``).
 
-- 3: ``config.mode`` declares the mode's ``role`` (:data:`MODE_ROLES`) and its needs
+- 3: ``config.mode`` declares the mode's ``role`` (:class:`ddpbench.choices.Role`) and its needs
   (``needs_shared_dir``, ``attach``); a version 2 or earlier record is read with the role its mode's
   name implied then (the only place a mode's name is interpreted).
 - 4: ``arm``: the tool version an arm of a version comparison ran (``versions=``; docs/versions.md):
@@ -57,9 +57,6 @@ SCHEMA_VERSION = 5
 #: the record's file name inside a job dir
 TRIAL_FILE = "trial.json"
 STATUSES = ("ok", "failed", "timeout")
-#: what a mode is to the analysis (``config.mode.role``, declared by each mode): compared against, judged
-#: against the budget, the baseline again (noise floor), known injected costs
-MODE_ROLES = ("baseline", "tool", "aa", "calibration")
 
 #: fields a reader needs to pair a trial, with their JSON types
 REQUIRED_FIELDS: Dict[str, Tuple[type, ...]] = {

@@ -26,6 +26,7 @@ from ddpbench.io import write_json_atomic, write_text_atomic
 from ddpbench.formats.stopping_record import read_stopping_record
 from ddpbench.report.markdown import render_report
 from ddpbench.analysis.tools import compares_several_tools
+from ddpbench.choices import Role
 from ddpbench.report.plots import plot_condition, save_figure
 from ddpbench.report.plots_compare import tool_plot
 from ddpbench.analysis.versions import (VersionStep, compare_versions, regression_exit_code, unknown_formats,
@@ -164,7 +165,7 @@ def write_report(
 
     tool_plot_ref = None
     if compares_several_tools(analysis.comparisons):
-        by_label = {c.label: c for c in analysis.comparisons if c.role == "tool"}
+        by_label = {c.label: c for c in analysis.comparisons if c.role == Role.tool}
         ranked = [by_label[label] for label in analysis.tool_ranking if label in by_label]
         path = save_figure(tool_plot(ranked), plots_dir / "tools-step-overhead.png")
         plot_paths.append(path)
@@ -200,7 +201,7 @@ def write_report(
         analysis_path=analysis_path,
         results_paths=tuple(results),
         plot_paths=tuple(plot_paths),
-        verdicts={c.label: c.verdict.status for c in analysis.comparisons if c.role == "tool"},
+        verdicts={c.label: c.verdict.status for c in analysis.comparisons if c.role == Role.tool},
         n_trials=analysis.n_trials,
         n_ok=analysis.n_ok,
         n_skipped=len(collected.skipped),

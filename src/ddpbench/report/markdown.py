@@ -21,6 +21,7 @@ from ddpbench.analysis.efficiency import workload_of
 from ddpbench.analysis.paired import Analysis, Comparison
 from ddpbench.analysis.provenance import provenance
 from ddpbench.analysis.tools import compares_several_tools
+from ddpbench.choices import Role
 from ddpbench.report.sections import (artifacts, calibration_line, details, disturbed, efficiency_line, method, setup,
                                       stopping_section, verdict_line)
 from ddpbench.report.switching import switching_lines
@@ -106,7 +107,7 @@ def render_report(
     ``stopping``: the ``stopping.json`` records of ``repeat=auto`` sweeps.
     """
     comps = list(analysis.comparisons)
-    tools = [c for c in comps if c.role == "tool"]
+    tools = [c for c in comps if c.role == Role.tool]
     title = ", ".join(sorted({c.mode for c in tools})) or "ddpbench"
     lines = [
         f"# Overhead report: {title} vs {analysis.baseline}",
@@ -135,10 +136,10 @@ def render_report(
         lines.append("")
     lines += switching_lines(comps)
     for c in comps:
-        if c.role == "calibration":
+        if c.role == Role.calibration:
             lines += [calibration_line(c), ""]
     for c in comps:
-        if c.role == "aa":
+        if c.role == Role.aa:
             lines += [
                 f"Noise floor ({c.label}): throughput-overhead interval {ci(c.metrics['throughput_overhead_pct'], ' %')}, "
                 f"half-width ±{fmt(c.metrics['throughput_overhead_pct'].half_width)} %; per-step "

@@ -15,6 +15,7 @@ from ddpbench.analysis.provenance import Provenance
 from ddpbench.analysis.rerun import excluded_text, is_rerun, rerun_reason
 from ddpbench.analysis.results import Efficiency
 from ddpbench.analysis.verdict import FIGURE_NAMES, LOWER_BOUND, Figure
+from ddpbench.choices import Role
 from ddpbench.report.tables import ci, robust_text
 
 __all__ = ["artifacts", "calibration_line", "details", "disturbed", "efficiency_line", "method", "setup", "verdict_line"]
@@ -138,7 +139,7 @@ def calibration_line(c: Comparison) -> str:
 
 def details(c: Comparison) -> list[str]:
     lines = [f"### {c.label}", ""]
-    if c.role == "tool":
+    if c.role == Role.tool:
         lines.append(f"Verdict: **{c.verdict.status}** — {c.verdict.reason}.")
         lines.append("")
     lines += [

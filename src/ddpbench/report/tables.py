@@ -13,6 +13,7 @@ from typing import Sequence
 from ddpbench.analysis.caveats import fmt
 from ddpbench.analysis.results import Comparison, RobustInterval
 from ddpbench.analysis.stats import PairedSummary
+from ddpbench.choices import Role
 
 __all__ = ["ci", "figure_rows_table", "headline", "pm", "robust_text", "tool_table", "verdict_cell"]
 
@@ -54,7 +55,7 @@ def _pct_cell(c: Comparison, name: str, digits: int = 2) -> str:
 
 def verdict_cell(c: Comparison) -> str:
     """The verdict of a tool comparison; the role of the others."""
-    return c.verdict.status if c.role == "tool" else {"aa": "A/A (noise floor)", "calibration": "calibration"}[c.role]
+    return c.verdict.status if c.role == Role.tool else {Role.aa: "A/A (noise floor)", Role.calibration: "calibration"}[c.role]
 
 
 def headline(comparisons: Sequence[Comparison], job_hours: float) -> list[str]:

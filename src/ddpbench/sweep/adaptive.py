@@ -25,9 +25,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ddpbench.choices import Disturbed
 from ddpbench.config import PRECISION_METRICS, PrecisionConfig
 from ddpbench.errors import ConfigError
-from ddpbench.formats.condition import is_condition_override
+from ddpbench.formats.condition import is_condition_override, parse_overrides
 from ddpbench.formats.trial_record import TRIAL_FILE
 
 #: the value of ``repeat`` that asks for adaptive stopping
@@ -55,7 +56,6 @@ def expand_auto(arguments: Sequence[str], max_pairs: int) -> Tuple[List[str], bo
 def check_precision(precision: PrecisionConfig, modes: Sequence[str], shared_dir: bool, switching: bool = False) -> None:
     """Raise ConfigError (one line) when ``repeat=auto`` cannot run with these settings (``switching``: every trial
     runs with ``switching=blocks``)."""
-    from ddpbench.analysis.rerun import DISTURBED_CHOICES
     from ddpbench.analysis.sequential import check_rule
 
     if len(set(modes)) < 2:
@@ -66,8 +66,6 @@ def check_precision(precision: PrecisionConfig, modes: Sequence[str], shared_dir
         raise ConfigError(f"precision.metric={SWITCHED_METRIC}: the within-trial figure needs switching=blocks")
     if precision.metric.endswith("_ms") and precision.budget_ms is None:
         raise ConfigError(f"precision.metric={precision.metric}: a ms metric needs precision.budget_ms (ms per step)")
-    if precision.disturbed not in DISTURBED_CHOICES:
-        raise ConfigError(f"precision.disturbed={precision.disturbed}: must be {' or '.join(DISTURBED_CHOICES)}")
     if not shared_dir:
         raise ConfigError("repeat=auto needs every node to read the trial records: cluster.shared_dir=true")
     try:
@@ -84,7 +82,7 @@ def condition_key(overrides: Sequence[str]) -> Tuple[str, ...]:
 
 def repeat_of(overrides: Sequence[str]) -> int:
     """The job's repeat label."""
-    return next(int(o.split("=", 1)[1]) for o in overrides if o.startswith("repeat="))
+    return next(int(o.get_value_element_as_str()) for o in parse_overrides(overrides) if o.key_or_group == "repeat")
 
 
 @dataclass
@@ -134,7 +132,7 @@ class AdaptiveStop:
         """Record a finished pair (its jobs' dirs) of the job's condition and decide; writes stopping.json."""
         from ddpbench.analysis.pairing import pair_table
         from ddpbench.analysis.projection import pair_value
-        from ddpbench.analysis.rerun import RERUN, disturbed_repeats
+        from ddpbench.analysis.rerun import disturbed_repeats
         from ddpbench.analysis.sequential import decide_with_lower_bound
         from ddpbench.collect.collector import collect_trials
 
@@ -148,7 +146,7 @@ class AdaptiveStop:
         state.condition_id = state.condition_id or (min(condition_ids) if condition_ids else None)
         pairs, _, sides = pair_table(frame, baseline=self.baseline) if len(frame) else ([], [], {})
         pairs = [p for p in sorted(pairs, key=lambda p: p.repeat) if p.condition_id in condition_ids]
-        disturbed = disturbed_repeats(pairs, sides, self.baseline) if self.disturbed == RERUN else {}
+        disturbed = disturbed_repeats(pairs, sides, self.baseline) if self.disturbed == Disturbed.rerun else {}
         state.excluded = [{"repeat": repeat, "why": why} for repeat, why in sorted(disturbed.items())]
         by_mode: Dict[str, List[float]] = {}
         lower_by_mode: Dict[str, List[float]] = {}

@@ -17,17 +17,16 @@ from typing import Any, Dict, List, Mapping, NoReturn, Sequence
 from omegaconf import OmegaConf
 
 from ddpbench import state
-from ddpbench.config import switches, typed
+from ddpbench.config import DdpbenchConfig, switches, typed
 from ddpbench.errors import DdpbenchError, fail
-from ddpbench.formats.condition import SWEEPER_KEYS
+from ddpbench.formats.condition import SWEEPER_KEYS, parse_overrides
 from ddpbench.launcher.slurm import allocation
 from ddpbench.sweep import adaptive
 from ddpbench.sweep.order import SweepOrderError
 from ddpbench.sweep.progress import Progress, succeeded, summary_from
 from ddpbench.sweep.report import write_sweep_report
 from ddpbench.sweep.signals import signal_of, stop_signals
-from ddpbench.sweep.validate import check_baseline, check_jobs, prepare_jobs, task_config
-
+from ddpbench.sweep.validate import check_baseline, check_jobs, prepare_jobs
 
 
 def job_dir_of(summary: Mapping[str, Any], result: Any) -> str:
@@ -49,9 +48,8 @@ class SweepDriver:
         self.launcher = sweeper.launcher
         self.hydra_context = sweeper.hydra_context
 
-    def jobs(self, arguments: Sequence[str]) -> List[List[str]]:
+    def jobs(self, arguments: Sequence[str], sweep_name: str) -> List[List[str]]:
         """Every trial's overrides in paired order, with its pair position and the sweep's name."""
-        sweep_name = str(self.config.sweep_name)
         try:
             ordered = self.sweeper.ordered_jobs(arguments, skip=SWEEPER_KEYS)
         except SweepOrderError as error:
@@ -66,14 +64,15 @@ class SweepDriver:
         from ddpbench.trial.runner import trial_timeout_s
 
         try:
-            settings = typed(task_config(self.config))
+            settings = typed(self.config)
+            given = {override.key_or_group for override in parse_overrides(arguments)}
         except DdpbenchError as error:
             fail(str(error))
         arguments, auto = adaptive.expand_auto(arguments, settings.precision.max_pairs)
-        jobs = self.jobs(arguments)
+        jobs = self.jobs(arguments, settings.sweep_name)
         try:
             cfgs = check_jobs(self.hydra_context, self.config, jobs)
-            check_baseline(self.config, cfgs, explicit=any(a.startswith("baseline=") for a in arguments))
+            check_baseline(settings.baseline, cfgs, explicit="baseline" in given)
             if auto:
                 adaptive.check_precision(settings.precision, [c.mode.name for c in cfgs],
                                          all(c.cluster.shared_dir for c in cfgs),
@@ -107,7 +106,7 @@ class SweepDriver:
             try:
                 if whole:
                     timeouts = [trial_timeout_s(cfg) for cfg in cfgs]
-                    if self.launcher.run_one_allocation(self.config, str(self.config.sweep_name), timeouts) != 0:
+                    if self.launcher.run_one_allocation(self.config, settings.sweep_name, timeouts) != 0:
                         state.record_failure()
                     return []
                 for batch in self.sweeper.batches(jobs):
@@ -131,7 +130,7 @@ class SweepDriver:
             except DdpbenchError as error:
                 fail(str(error))
             except KeyboardInterrupt as stop:
-                self.stopped(signal_of(stop), progress)
+                self.stopped(signal_of(stop), progress, sweep_dir, settings)
             except OSError as error:  # Hydra's own job files (.hydra/) on a full or read-only disk
                 fail(str(storage_error(error.filename or sweep_dir, error)))
         return returns
@@ -154,11 +153,11 @@ class SweepDriver:
         if decided.reason is not None:
             print(f"ddpbench: {shown}: stop after {decided.pairs} pairs ({decided.reason})", flush=True)
 
-    def stopped(self, signum: int, progress: Progress) -> NoReturn:
+    def stopped(self, signum: int, progress: Progress, sweep_dir: Path, settings: DdpbenchConfig) -> NoReturn:
         """After a stop signal: say so, write the report of what finished, exit ``128 + signum``."""
         how = "" if signum == signal.SIGINT else f" by {signal.Signals(signum).name}"
         print(f"ddpbench: interrupted{how} after {progress.done} of {progress.total} trials; writing the report "
               "of what finished", file=sys.stderr, flush=True)
         state.record_failure()
-        write_sweep_report(self.config)
+        write_sweep_report(sweep_dir, settings)
         raise SystemExit(128 + signum)

@@ -6,11 +6,8 @@ import sys
 import time
 from typing import Any, Callable, Dict, Sequence, TextIO
 
-from ddpbench.formats.condition import SWEEPER_KEYS
+from ddpbench.formats.condition import SWEEPER_KEYS, parse_overrides
 from ddpbench.trial.summary import NODE_DONE
-
-#: overrides the driver adds to every job; not shown in the start line
-HIDDEN = tuple(f"{key}=" for key in SWEEPER_KEYS)
 
 
 def _fmt(value: Any, spec: str) -> str:
@@ -43,9 +40,10 @@ class Progress:
         self.started = clock()
 
     def starting(self, batch: Sequence[Sequence[str]]) -> None:
-        """``[k/N] start key=value ...`` for every job of a batch about to launch."""
+        """``[k/N] start key=value ...`` for every job of a batch about to launch (without the keys the driver adds)."""
         for offset, overrides in enumerate(batch):
-            shown = " ".join(o for o in overrides if not o.startswith(HIDDEN))
+            shown = " ".join(text for text, o in zip(overrides, parse_overrides(overrides))
+                             if o.key_or_group not in SWEEPER_KEYS)
             print(f"[{self.done + offset + 1}/{self.total}] start {shown}", file=self.out, flush=True)
 
     def finished(self, summary: Dict[str, Any]) -> None:

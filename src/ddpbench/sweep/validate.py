@@ -6,18 +6,14 @@ import copy
 import dataclasses
 from typing import Any, Dict, List, Sequence, Tuple
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from ddpbench.config import DdpbenchConfig, typed
+from ddpbench.formats.condition import parse_overrides
 
 #: the keys by which the jobs of one condition and mode differ; no config value is derived from them by
 #: interpolation, so a job's config is its condition's with these set
 PER_JOB_KEYS = ("repeat", "pair_position")
-
-
-def task_config(cfg: DictConfig) -> DictConfig:
-    """A composed config without its ``hydra`` node: what a trial sees."""
-    return OmegaConf.masked_copy(cfg, [str(k) for k in cfg.keys() if k != "hydra"])
 
 
 def check_jobs(hydra_context: Any, config: DictConfig, jobs: Sequence[Sequence[str]]) -> List[DdpbenchConfig]:
@@ -42,17 +38,14 @@ def check_jobs(hydra_context: Any, config: DictConfig, jobs: Sequence[Sequence[s
 def composed_jobs(hydra_context: Any, config: DictConfig, jobs: Sequence[Sequence[str]]) -> List[DdpbenchConfig]:
     """Each job's typed trial config, composed once per condition and mode (Hydra takes about 0.5 s a
     composition): the jobs of one condition and mode differ only in :data:`PER_JOB_KEYS`."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    parser = OverridesParser.create()
     composed: Dict[Tuple[str, ...], DdpbenchConfig] = {}
     cfgs = []
     for overrides in jobs:
-        per_job = [o for o in overrides if o.split("=", 1)[0] in PER_JOB_KEYS]
-        shared = tuple(o for o in overrides if o not in per_job)
+        parsed = parse_overrides(overrides)
+        values: Dict[str, Any] = {o.key_or_group: o.value() for o in parsed if o.key_or_group in PER_JOB_KEYS}
+        shared = tuple(text for text, o in zip(overrides, parsed) if o.key_or_group not in PER_JOB_KEYS)
         if shared not in composed:
-            composed[shared] = typed(task_config(hydra_context.config_loader.load_sweep_config(config, list(shared))))
-        values: Dict[str, Any] = {o.key_or_group: o.value() for o in parser.parse_overrides(per_job)}
+            composed[shared] = typed(hydra_context.config_loader.load_sweep_config(config, list(shared)))
         cfgs.append(dataclasses.replace(copy.deepcopy(composed[shared]), **values))  # nothing shared between jobs
     return cfgs
 
@@ -68,8 +61,8 @@ def prepare_jobs(cfgs: Sequence[DdpbenchConfig]) -> None:
         prepare_sweep(cfg)
 
 
-def check_baseline(config: DictConfig, cfgs: Sequence[DdpbenchConfig], explicit: bool) -> None:
-    """Raise ConfigError when ``baseline=`` names a mode the sweep does not run.
+def check_baseline(baseline: str, cfgs: Sequence[DdpbenchConfig], explicit: bool) -> None:
+    """Raise ConfigError when ``baseline`` names a mode the sweep does not run.
 
     Checked when the sweep compares modes (two or more) or when the user set ``baseline=`` on the command
     line; a one-mode sweep with the default baseline compares nothing and is left alone.
@@ -77,6 +70,5 @@ def check_baseline(config: DictConfig, cfgs: Sequence[DdpbenchConfig], explicit:
     from ddpbench.errors import ConfigError
 
     modes = sorted({cfg.mode.name for cfg in cfgs})
-    baseline = str(config.baseline)
     if baseline not in modes and (explicit or len(modes) > 1):
         raise ConfigError(f"baseline={baseline}: not a mode of this sweep (its modes: {', '.join(modes)})")

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ddpbench.config import ARTIFACT_KINDS, DdpbenchConfig
+from ddpbench.choices import ArtifactKind
+from ddpbench.config import DdpbenchConfig
 from ddpbench.trial.command import LaunchContext, fill_placeholders
 from ddpbench.trial.process import tail
 from ddpbench.trial.script_workload import is_user_script
@@ -38,7 +39,6 @@ TOOL_OF_KIND = {
     "speedscope": "py-spy",
     "wandb_offline": "wandb",
 }
-KINDS = ARTIFACT_KINDS
 #: kinds whose path is a folder the tool writes into (the others name one file)
 FOLDER_KINDS = ("torch_trace", "wandb_offline")
 
@@ -252,4 +252,4 @@ CHECKS: Dict[str, Check] = {
     "speedscope": check_speedscope,
     "wandb_offline": check_wandb_offline,
 }
-assert set(CHECKS) == set(KINDS) == set(TOOL_OF_KIND), "every artifact kind needs a check and a tool name"
+assert set(CHECKS) == set(ArtifactKind) == set(TOOL_OF_KIND), "every artifact kind needs a check and a tool name"

@@ -10,7 +10,7 @@ from ddpbench import __version__
 from ddpbench.cluster import NodePlan
 from ddpbench.config import DdpbenchConfig, parse_repeat
 from ddpbench.formats import trial_record
-from ddpbench.formats.condition import is_condition_override
+from ddpbench.formats.condition import NON_CONDITION_KEYS, parse_overrides
 from ddpbench.io import read_json
 from ddpbench.trial import artifacts, environment
 from ddpbench.trial import command as commands
@@ -27,12 +27,11 @@ from ddpbench.versions.arm import Arm
 def condition_of(job: JobInfo) -> Dict[str, str]:
     """Every chosen or swept key except mode and repeat: what a pair shares."""
     condition = {key: job.choices.get(key, "") for key in ("cluster", "model", "stop")}
-    for override in job.overrides:
-        key, _, value = override.partition("=")
-        key = key.lstrip("+~")
-        if not is_condition_override(override) or key in condition:
+    for text, override in zip(job.overrides, parse_overrides(job.overrides)):
+        key = override.key_or_group
+        if key in NON_CONDITION_KEYS or key in condition:
             continue
-        condition[key] = value
+        condition[key] = text.split("=", 1)[1] if "=" in text else ""  # the value as the user wrote it
     return condition
 
 

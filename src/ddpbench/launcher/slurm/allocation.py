@@ -24,6 +24,7 @@ from omegaconf import DictConfig
 
 from ddpbench.config import DdpbenchConfig
 from ddpbench.errors import DdpbenchError, error_line
+from ddpbench.formats.condition import parse_overrides
 from ddpbench.formats.trial_record import TRIAL_FILE
 from ddpbench.cluster.slurm.wait import RESULT_GRACE_S, SLURM_CALL_TIMEOUT_S, Bounds, await_job
 
@@ -46,7 +47,7 @@ def wanted(launcher: Any, cfgs: Sequence[DdpbenchConfig]) -> bool:
     flags = {cfg.cluster.slurm.one_allocation for cfg in cfgs}
     if flags == {False}:
         return False
-    if len(flags) > 1 or len({(str(cfg.cluster.kind), int(cfg.cluster.nnodes)) for cfg in cfgs}) > 1:
+    if len(flags) > 1 or len({(cfg.cluster.kind, cfg.cluster.nnodes) for cfg in cfgs}) > 1:
         raise DdpbenchError("cluster.slurm.one_allocation=true needs every trial of the sweep on the same SLURM "
                             "cluster")
     return True
@@ -90,8 +91,8 @@ def run(params: Dict[str, Any], config: DictConfig, sweep_name: str, trial_timeo
     slurm_dir.mkdir(parents=True, exist_ok=True)
     total_s = sum(trial_timeouts_s) + TRIAL_OVERHEAD_S * len(trial_timeouts_s)
     minutes = params.get("timeout_min") or max(1, math.ceil((total_s + bounds.wait_margin_s) / 60.0))
-    keep = [str(a) for a in config.hydra.overrides.task if not str(a).lstrip("+~").startswith(OUTER_ONLY)]
-    keep += [str(o) for o in config.hydra.overrides.hydra if not str(o).lstrip("+~").startswith(OUTER_ONLY)]
+    given = [str(o) for o in [*config.hydra.overrides.task, *config.hydra.overrides.hydra]]
+    keep = [text for text, o in zip(given, parse_overrides(given)) if not o.key_or_group.startswith(OUTER_ONLY)]
     command = [sys.executable, "-m", "ddpbench", "-m", *keep, "hydra/launcher=basic", f"sweep_name={sweep_name}",
                f"hydra.sweep.dir={_hydra_quote(str(sweep_dir))}"]
     script = slurm_dir / "allocation.sbatch"

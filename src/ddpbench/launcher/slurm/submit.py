@@ -30,6 +30,7 @@ from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, filter_overrides
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from ddpbench.config import DdpbenchConfig, to_plain, typed
 from ddpbench.formats.trial_record import TRIAL_FILE
 
 from ddpbench.cluster.slurm.wait import SLURM_CALL_TIMEOUT_S, Bounds, JobWait, SlurmStateError, await_job, is_terminal, \
@@ -51,8 +52,8 @@ class Submitted:
     overrides: List[str]
     cfg: DictConfig
     job_dir: Path
-    # the trial's config (no ``hydra`` node) when the app is ddpbench's, else None
-    trial: Optional[DictConfig]
+    # the trial's typed config when the app is ddpbench's, else None
+    trial: Optional[DdpbenchConfig]
     trial_timeout_s: Optional[float]
     limit_s: float
     job: Any = None
@@ -134,13 +135,12 @@ class Submitter:
         with open_dict(cfg.hydra.job):
             cfg.hydra.job.num = idx
         job_dir = Path(str(cfg.hydra.sweep.dir)) / str(cfg.hydra.sweep.subdir)
-        trial = OmegaConf.masked_copy(cfg, [str(k) for k in cfg if k != "hydra"]) if "trial" in cfg else None
+        trial = typed(cfg) if "trial" in cfg else None
         timeout = None
         if trial is not None:
-            from ddpbench.config import typed
             from ddpbench.trial.runner import trial_timeout_s
 
-            timeout = trial_timeout_s(typed(trial))
+            timeout = trial_timeout_s(trial)
         minutes = self.params.get("timeout_min")
         if minutes is None:
             minutes = (DEFAULT_TIMEOUT_MIN if timeout is None
@@ -160,13 +160,12 @@ class Submitter:
         """The summary of an ok trial.json of the same config (resume), else None: something to submit."""
         if item.trial is None or not item.trial.trial.resume:
             return None
-        from ddpbench.config import to_plain, typed
         from ddpbench.formats import trial_record as record
         from ddpbench.trial.attempts import previous_ok
         from ddpbench.trial.summary import summary_of
 
         try:
-            previous = previous_ok(item.job_dir, record.config_hash(to_plain(typed(item.trial))))
+            previous = previous_ok(item.job_dir, record.config_hash(to_plain(item.trial)))
         except Exception:  # an unreadable old record: just run the trial
             return None
         return None if previous is None else summary_of({**previous, "resumed": True})
@@ -263,7 +262,6 @@ def no_result(item: Submitted, status: str, error: str) -> JobReturn:
 
 def failed_record(item: Submitted, status: str, error: str) -> Dict[str, Any]:
     """Write and return the ``status`` record of a trial whose job left none: in the attempt its node 0 started, else a new one."""
-    from ddpbench.config import to_plain, typed
     from ddpbench.formats import trial_record as record
     from ddpbench.io import write_json_atomic
     from ddpbench.trial import environment
@@ -277,12 +275,11 @@ def failed_record(item: Submitted, status: str, error: str) -> Dict[str, Any]:
     info = job_info_from_hydra(item.cfg.hydra, job_dir=item.job_dir, job_num=item.idx, multirun=True)
     started_at = dt.datetime.fromtimestamp(item.submitted_epoch, dt.timezone.utc).isoformat(timespec="seconds")
     ended_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    task_cfg = typed(item.trial)
-    meta = trial_meta(task_cfg, info, started_at=started_at, ended_at=ended_at, timeout_s=item.trial_timeout_s)
+    meta = trial_meta(item.trial, info, started_at=started_at, ended_at=ended_at, timeout_s=item.trial_timeout_s)
     item.job_dir.mkdir(parents=True, exist_ok=True)
     attempt = attempt_of_launch(item.job_dir, str(item.job.job_id))  # SLURM's run token is the job id
     trial = record.build_trial_record(
-        meta=meta, config=to_plain(task_cfg), status=status, exit_code=None, error=error, wall_s=None,
+        meta=meta, config=to_plain(item.trial), status=status, exit_code=None, error=error, wall_s=None,
         spawn_epoch=item.submitted_epoch, ranks=[], nodes=[], traceml=None,
         environment=environment.describe([], []),
         logs={"stdout": slurm["slurm_stdout"], "stderr": slurm["slurm_stderr"],
@@ -297,7 +294,7 @@ def job_return(item: Submitted, summary: Optional[Dict[str, Any]]) -> JobReturn:
     """A completed JobReturn carrying ``summary`` as the job's return value."""
     ret = JobReturn()
     ret.overrides = list(item.overrides)
-    ret.cfg = item.trial if item.trial is not None else item.cfg
+    ret.cfg = OmegaConf.masked_copy(item.cfg, [str(k) for k in item.cfg if k != "hydra"])
     ret.hydra_cfg = None
     ret.working_dir = str(item.job_dir)
     ret.task_name = str(item.cfg.hydra.job.name)
