@@ -20,6 +20,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import itertools
 import json
@@ -68,7 +69,7 @@ def worker(script: str, argv: list[str], pairs: int, block_steps: int, out: str)
     args = parse_args(workload, [*argv, f"--steps={block_steps}"])
     import torch
 
-    rt = Runtime(args)
+    rt = Runtime(args.device, args.backend, args.precision)
     group = init_process_group(args, rt)
     trainer = Trainer(workload, args, rt, None)
     loader, sampler = build_loader(args, rt, workload.build_dataset(args), workload.sample_transform(args))
@@ -99,7 +100,7 @@ def worker(script: str, argv: list[str], pairs: int, block_steps: int, out: str)
         def step(self, batch: Any, inject: bool) -> Any:
             return self.zero
 
-    long = argparse.Namespace(**{**vars(args), "steps": OWN_WORK_STEPS})
+    long = dataclasses.replace(args, steps=OWN_WORK_STEPS)
     res = run_timed(long, rt, NoOpStep(), itertools.repeat(None), StopRule(long, rt.rank, group),  # type: ignore[arg-type]
                     Faults(long, rt.rank))
     own_us = statistics.fmean(res.durations_s) * 1e6

@@ -265,7 +265,7 @@ def test_wandb_checks(tmp_path: Path) -> None:
 
 def test_schedule_argument_is_checked() -> None:
     """--torch-profiler takes WAIT,WARMUP,ACTIVE,REPEAT with ACTIVE >= 1 (parsed without torch)."""
-    from ddpbench.workload.args import profiler_schedule
+    from ddpbench.workload.flags import profiler_schedule
 
     assert profiler_schedule("1,1,3,1") == (1, 1, 3, 1)
     for bad in ("1,1,0,1", "1,2,3", "-1,1,3,1"):

@@ -181,12 +181,13 @@ def test_validator_reports_problems() -> None:
         ["--steps", "5", "--device", "tpu"],
         ["--steps", "5", "--backend", "mpi"],
         ["--steps", "5", "--precision", "fp8"],
+        ["--steps", "5", "--precision", "auto"],  # the config refuses it too
         ["--steps", "5", "--fault-rank", "2"],
         ["--steps", "5", "--device", "cpu", "--inject-device-step-ms", "2"],
         ["--steps", "5", "--host-sync", "own"],
     ],
     ids=["both", "neither", "zero-steps", "neg-duration", "zero-batch", "small-dataset",
-         "device", "backend", "precision", "fault-rank", "device-wait-on-cpu", "host-sync"],
+         "device", "backend", "precision", "precision-auto", "fault-rank", "device-wait-on-cpu", "host-sync"],
 )
 def test_bad_input_exits_2_with_one_line(argv: list[str]) -> None:
     """One-line argparse-style error, exit 2, before torch (and so before any process group)."""

@@ -9,38 +9,40 @@ from typing import Any, Dict, Optional, cast
 from omegaconf import MISSING
 
 from ddpbench.choices import GcMode, HostSyncPattern, Loader, StopKind
+from ddpbench.workload.sizes import ConvnetSizes, MlpSizes, TransformerSizes
 
 
 @dataclass
 class TransformerSizeConfig:
-    """Size of the transformer workload (model.transformer)."""
+    """Size of the transformer workload (model.transformer); the defaults are the rank's (workload.sizes)."""
 
     # embedding width
-    d_model: int = 64
+    d_model: int = TransformerSizes.d_model
     # transformer blocks
-    layers: int = 2
+    layers: int = TransformerSizes.layers
     # attention heads; must divide d_model
-    heads: int = 4
+    heads: int = TransformerSizes.heads
     # tokens per sample
-    seq_len: int = 16
+    seq_len: int = TransformerSizes.seq_len
     # vocabulary size
-    vocab: int = 512
+    vocab: int = TransformerSizes.vocab
 
 
 @dataclass
 class ConvnetSizeConfig:
-    """Size of the convnet workload (model.convnet); its classes are model.num_classes."""
+    """Size of the convnet workload (model.convnet); its classes are model.num_classes; the defaults are the
+    rank's (workload.sizes)."""
 
     # channels of the stem and the first stage (doubled at each later stage)
-    width: int = 16
+    width: int = ConvnetSizes.width
     # residual blocks per stage
-    blocks: int = 1
+    blocks: int = ConvnetSizes.blocks
     # stages; each after the first halves the resolution
-    stages: int = 2
+    stages: int = ConvnetSizes.stages
     # image height and width, pixels
-    image_size: int = 16
+    image_size: int = ConvnetSizes.image_size
     # image channels
-    channels: int = 3
+    channels: int = ConvnetSizes.channels
 
 
 @dataclass
@@ -49,14 +51,14 @@ class ModelConfig:
 
     # batch size per rank, samples
     batch_size: int = 64
-    # input features
-    input_dim: int = 512
+    # input features (the MLP's sizes default to the rank's: workload.sizes)
+    input_dim: int = MlpSizes.input_dim
     # width of each hidden layer
-    hidden_dim: int = 512
+    hidden_dim: int = MlpSizes.hidden_dim
     # number of Linear+GELU hidden layers
-    hidden_layers: int = 2
+    hidden_layers: int = MlpSizes.hidden_layers
     # output classes
-    num_classes: int = 10
+    num_classes: int = MlpSizes.num_classes
     # synthetic dataset size, samples (at least one global batch)
     num_samples: int = 65536
     # AdamW learning rate

@@ -16,12 +16,17 @@ from typing import Dict, List, Mapping, Sequence
 
 
 from ddpbench.cluster import backend_for
+from ddpbench.choices import (Device, DistBackend, GcMode, HostSyncPattern, Loader, Precision, StopKind, SwitchWhat,
+                              Timing)
 from ddpbench.config import DdpbenchConfig, switches, switching_seed
 from ddpbench.trial import frameworks, ray_train, wrapped
 from ddpbench.trial.script_workload import is_user_script, script_args, script_file
 from ddpbench.errors import ConfigError
 from ddpbench.formats.layout import AttemptLayout
 from ddpbench.workload import recorder
+from ddpbench.workload.args import RankArgs
+from ddpbench.workload.flags import render
+from ddpbench.workload.sizes import Sizes
 from ddpbench.trial.tool import find_executable
 from ddpbench.versions.arm import Arm
 
@@ -88,57 +93,41 @@ def make_context(
     )
 
 
+def rank_args(cfg: DdpbenchConfig, metrics_dir: str) -> RankArgs[Sizes]:
+    """What the config gives every rank of a built-in workload (every mode the same), its sizes aside."""
+    model, stop, cluster, fault, trial, w = cfg.model, cfg.stop, cfg.cluster, cfg.fault, cfg.trial, cfg.workload
+    by_steps, own_loop = stop.kind == StopKind.steps, w.host_sync == HostSyncPattern.own
+    switch = cfg.mode.switch if switches(cfg) else None
+    return RankArgs(
+        sizes=Sizes(), steps=stop.steps if by_steps else None, duration_sec=None if by_steps else stop.duration_sec,
+        warmup_steps=stop.warmup_steps, stop_check_every=stop.check_every, no_sync_stop=not (by_steps or stop.sync),
+        batch_size=model.batch_size, num_samples=model.num_samples, lr=model.lr, seed=cfg.seed,
+        loader=Loader(cfg.data.loader), loader_workers=cfg.data.workers, prefetch_factor=cfg.data.prefetch_factor,
+        timing=Timing(cfg.timing),  # a framework Trainer's or a script's loop is its own: no host sync, no gc setting
+        host_sync=HostSyncPattern.none if own_loop else HostSyncPattern(w.host_sync),
+        gc=GcMode.on if own_loop else GcMode(w.gc),
+        device=Device(cluster.device), backend=DistBackend(cluster.backend), precision=Precision(cluster.precision),
+        collective_timeout_sec=trial.collective_timeout_s, log_every=trial.log_every, metrics_dir=metrics_dir,
+        save_step_times=bool(trial.save_step_times), fault_rank=fault.rank, fault_clock_skew_sec=fault.clock_skew_sec,
+        fault_crash_at_step=fault.crash_at_step, fault_hang_at_step=fault.hang_at_step,
+        switch=SwitchWhat(switch.what) if switch is not None else SwitchWhat.none,
+        switch_block_steps=cfg.switching.block_steps if switch is not None else 0,
+        switch_washout_steps=cfg.switching.washout_steps if switch is not None else 0,
+        switch_seed=switching_seed(cfg) if switch is not None else 0,
+    )
+
+
 def workload_args(cfg: DdpbenchConfig, metrics_dir: str) -> List[str]:
-    """The workload's command-line arguments for this config (every mode gets the same ones).
+    """The workload's command-line arguments for this config: :func:`rank_args` rendered, the workload's sizes
+    (``workload.size_args``), then the backend's and the mode's own (a later flag wins).
 
     A user's own script (``workload=script``) gets its own ``workload.args`` and nothing of ddpbench's.
     """
     if is_user_script(cfg):
         return script_args(cfg)
-    model, stop, cluster, fault, trial = cfg.model, cfg.stop, cfg.cluster, cfg.fault, cfg.trial
-    args = [
-        f"--batch-size={model.batch_size}",
-        f"--num-samples={model.num_samples}",
-        f"--lr={model.lr}",
-        f"--seed={cfg.seed}",
-        f"--warmup-steps={stop.warmup_steps}",
-        f"--device={cluster.device}",
-        f"--backend={cluster.backend}",
-        f"--precision={cluster.precision}",
-        f"--log-every={trial.log_every}",
-        f"--collective-timeout-sec={trial.collective_timeout_s}",
-        f"--metrics-dir={metrics_dir}",
-        *(f"--{key}={value}" for key, value in cfg.workload.size_args.items()),
-        f"--loader={cfg.data.loader}",
-        f"--loader-workers={cfg.data.workers}",
-        f"--prefetch-factor={cfg.data.prefetch_factor}",
-        f"--timing={cfg.timing}",
-    ]
-    if cfg.workload.host_sync != "own":  # ddpbench's loop (a framework Trainer's or a script's is its own)
-        args += [f"--host-sync={cfg.workload.host_sync}", f"--gc={cfg.workload.gc}"]
-    if stop.kind == "steps":
-        args.append(f"--steps={stop.steps}")
-    else:
-        args += [f"--duration-sec={stop.duration_sec}", f"--stop-check-every={stop.check_every}"]
-        if not stop.sync:
-            args.append("--no-sync-stop")
-    if trial.save_step_times:
-        args.append("--save-step-times")
-    args += backend_for(cfg).workload_args(cfg)
-    if fault.crash_at_step is not None:
-        args.append(f"--fault-crash-at-step={fault.crash_at_step}")
-    if fault.hang_at_step is not None:
-        args.append(f"--fault-hang-at-step={fault.hang_at_step}")
-    if fault.clock_skew_sec:
-        args.append(f"--fault-clock-skew-sec={fault.clock_skew_sec}")
-    if fault.rank is not None:
-        args.append(f"--fault-rank={fault.rank}")
-    args += [str(arg) for arg in cfg.mode.workload_args]
-    if switches(cfg) and cfg.mode.switch is not None:
-        sw = cfg.switching
-        args += [f"--switch={cfg.mode.switch.what}", f"--switch-block-steps={sw.block_steps}",
-                 f"--switch-washout-steps={sw.washout_steps}", f"--switch-seed={switching_seed(cfg)}"]
-    return args
+    sizes = [f"--{key}={value}" for key, value in cfg.workload.size_args.items()]
+    return [*render(rank_args(cfg, metrics_dir)), *sizes, *backend_for(cfg).workload_args(cfg),
+            *(str(arg) for arg in cfg.mode.workload_args)]
 
 
 def _fill(token: str, values: Mapping[str, str]) -> str:

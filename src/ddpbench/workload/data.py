@@ -15,9 +15,9 @@ every step is a full batch.
 
 from __future__ import annotations
 
-import argparse
 from typing import Any, Callable, Iterator, cast
 
+from ddpbench.workload.args import RankArgs
 from ddpbench.workload.runtime import Runtime
 
 Transform = Callable[[Any, Any], "tuple[Any, Any]"]
@@ -54,7 +54,7 @@ class TransformedDataset:
         return self.transform(x, y)
 
 
-def build_loader(args: argparse.Namespace, rt: Runtime, dataset: Any, transform: Transform) -> tuple[Any, Any]:
+def build_loader(args: RankArgs[Any], rt: Runtime, dataset: Any, transform: Transform) -> tuple[Any, Any]:
     """``dataset`` through a seeded DistributedSampler (shuffle, drop_last) and a DataLoader per ``--loader``."""
     import torch
     from torch.utils.data import DataLoader, Dataset
@@ -76,7 +76,7 @@ def build_loader(args: argparse.Namespace, rt: Runtime, dataset: Any, transform:
     return loader, sampler
 
 
-def loader_description(args: argparse.Namespace, rt: Runtime) -> dict[str, Any]:
+def loader_description(args: RankArgs[Any], rt: Runtime) -> dict[str, Any]:
     """The rank record's ``data`` object: how batches were served."""
     realistic = args.loader == "realistic"
     return {

@@ -14,19 +14,19 @@ import time
 
 _PROCESS_START_EPOCH: float = time.time()
 
-import argparse  # noqa: E402
 import sys  # noqa: E402
 from typing import TYPE_CHECKING, Any, Sequence  # noqa: E402
 
-from ddpbench.workload.args import positive_int  # noqa: E402
+from ddpbench.workload.args import RankArgs  # noqa: E402
 from ddpbench.workload.base import Workload  # noqa: E402
 from ddpbench.workload.harness import run  # noqa: E402
+from ddpbench.workload.sizes import ConvnetSizes  # noqa: E402
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
 
-def _build(args: argparse.Namespace) -> "torch.nn.Module":
+def _build(size: ConvnetSizes, seed: int) -> "torch.nn.Module":
     """The ResNet-style network; classes are defined here so torch is imported only after parsing."""
     import torch
     from torch import nn
@@ -51,20 +51,20 @@ def _build(args: argparse.Namespace) -> "torch.nn.Module":
             out = self.relu(self.bn1(self.conv1(x)))
             return self.relu(self.bn2(self.conv2(out)) + self.shortcut(x))
 
-    torch.manual_seed(args.seed)
+    torch.manual_seed(seed)
     layers: list[nn.Module] = [
         ToUnitRange(),
-        nn.Conv2d(args.channels, args.width, 3, padding=1, bias=False),
-        nn.BatchNorm2d(args.width),
+        nn.Conv2d(size.channels, size.width, 3, padding=1, bias=False),
+        nn.BatchNorm2d(size.width),
         nn.ReLU(inplace=True),
     ]
-    width = args.width
-    for stage in range(args.stages):
-        out = args.width * 2**stage
-        for block in range(args.blocks):
+    width = size.width
+    for stage in range(size.stages):
+        out = size.width * 2**stage
+        for block in range(size.blocks):
             layers.append(BasicBlock(width, out, 2 if stage > 0 and block == 0 else 1))
             width = out
-    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(width, args.num_classes)]
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(width, size.num_classes)]
     return nn.Sequential(*layers)
 
 
@@ -87,36 +87,30 @@ class RandomCropFlip:
         return x.contiguous(), y
 
 
-class ConvNet(Workload):
+class ConvNet(Workload[ConvnetSizes]):
     """ResNet-style classifier on uniform random uint8 images with uniform labels."""
 
     name = "convnet"
     prog = "ddp_convnet"
     description = "DDP ResNet-style convnet trainer for ddpbench (runs under torchrun or traceml run)."
+    sizes = ConvnetSizes
 
-    def add_arguments(self, group: Any) -> None:
-        group.add_argument("--width", type=positive_int, default=64, help="channels of the stem and first stage")
-        group.add_argument("--blocks", type=positive_int, default=2, help="residual blocks per stage")
-        group.add_argument("--stages", type=positive_int, default=4, help="stages (each after the first: stride 2, width x 2)")
-        group.add_argument("--image-size", type=positive_int, default=32, help="image height and width, pixels")
-        group.add_argument("--channels", type=positive_int, default=3, help="image channels")
-        group.add_argument("--num-classes", type=positive_int, default=1000)
+    def build_model(self, args: RankArgs[ConvnetSizes]) -> "torch.nn.Module":
+        return _build(args.sizes, args.seed)
 
-    def build_model(self, args: argparse.Namespace) -> "torch.nn.Module":
-        return _build(args)
-
-    def build_dataset(self, args: argparse.Namespace) -> Any:
+    def build_dataset(self, args: RankArgs[ConvnetSizes]) -> Any:
         import torch
         from torch.utils.data import TensorDataset
 
         from ddpbench.workload import synthetic
 
-        shape = (args.num_samples, args.channels, args.image_size, args.image_size)
+        size = args.sizes
+        shape = (args.num_samples, size.channels, size.image_size, size.image_size)
         images = synthetic.uniform_int(0, 256, shape, args.seed, stream=0, dtype=torch.uint8)
-        labels = synthetic.uniform_int(0, args.num_classes, (args.num_samples,), args.seed, stream=1)
+        labels = synthetic.uniform_int(0, size.num_classes, (args.num_samples,), args.seed, stream=1)
         return TensorDataset(images, labels)
 
-    def sample_transform(self, args: argparse.Namespace) -> RandomCropFlip:
+    def sample_transform(self, args: RankArgs[ConvnetSizes]) -> RandomCropFlip:
         return RandomCropFlip()
 
 

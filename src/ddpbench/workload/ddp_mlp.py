@@ -13,51 +13,47 @@ import time
 
 _PROCESS_START_EPOCH: float = time.time()
 
-import argparse  # noqa: E402
 import sys  # noqa: E402
 from typing import TYPE_CHECKING, Any, Sequence  # noqa: E402
 
-from ddpbench.workload.args import positive_int  # noqa: E402
+from ddpbench.workload.args import RankArgs  # noqa: E402
 from ddpbench.workload.base import Workload  # noqa: E402
 from ddpbench.workload.harness import run  # noqa: E402
+from ddpbench.workload.sizes import MlpSizes  # noqa: E402
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
 
-class MLP(Workload):
+class MLP(Workload[MlpSizes]):
     """Linear+GELU x ``--hidden-layers`` then a Linear to ``--num-classes``, on normal features with uniform labels."""
 
     name = "mlp"
     prog = "ddp_mlp"
     description = "DDP MLP trainer for ddpbench (runs under torchrun or traceml run)."
+    sizes = MlpSizes
 
-    def add_arguments(self, group: Any) -> None:
-        group.add_argument("--input-dim", type=positive_int, default=4096)
-        group.add_argument("--hidden-dim", type=positive_int, default=4096)
-        group.add_argument("--hidden-layers", type=positive_int, default=4, help="Linear+GELU blocks before the output Linear")
-        group.add_argument("--num-classes", type=positive_int, default=1000)
-
-    def build_model(self, args: argparse.Namespace) -> "torch.nn.Module":
+    def build_model(self, args: RankArgs[MlpSizes]) -> "torch.nn.Module":
         import torch
         from torch import nn
 
+        size = args.sizes
         torch.manual_seed(args.seed)
         layers: list[nn.Module] = []
-        width = args.input_dim
-        for _ in range(args.hidden_layers):
-            layers += [nn.Linear(width, args.hidden_dim), nn.GELU()]
-            width = args.hidden_dim
-        layers.append(nn.Linear(width, args.num_classes))
+        width = size.input_dim
+        for _ in range(size.hidden_layers):
+            layers += [nn.Linear(width, size.hidden_dim), nn.GELU()]
+            width = size.hidden_dim
+        layers.append(nn.Linear(width, size.num_classes))
         return nn.Sequential(*layers)
 
-    def build_dataset(self, args: argparse.Namespace) -> Any:
+    def build_dataset(self, args: RankArgs[MlpSizes]) -> Any:
         from torch.utils.data import TensorDataset
 
         from ddpbench.workload import synthetic
 
-        x = synthetic.normal((args.num_samples, args.input_dim), args.seed, stream=0)
-        y = synthetic.uniform_int(0, args.num_classes, (args.num_samples,), args.seed, stream=1)
+        x = synthetic.normal((args.num_samples, args.sizes.input_dim), args.seed, stream=0)
+        y = synthetic.uniform_int(0, args.sizes.num_classes, (args.num_samples,), args.seed, stream=1)
         return TensorDataset(x, y)
 
 

@@ -14,19 +14,19 @@ import time
 
 _PROCESS_START_EPOCH: float = time.time()
 
-import argparse  # noqa: E402
 import sys  # noqa: E402
 from typing import TYPE_CHECKING, Any, Sequence  # noqa: E402
 
-from ddpbench.workload.args import positive_int  # noqa: E402
+from ddpbench.workload.args import RankArgs  # noqa: E402
 from ddpbench.workload.base import Workload  # noqa: E402
 from ddpbench.workload.harness import run  # noqa: E402
+from ddpbench.workload.sizes import TransformerSizes  # noqa: E402
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
 
-def _build(args: argparse.Namespace) -> "torch.nn.Module":
+def _build(size: TransformerSizes, seed: int) -> "torch.nn.Module":
     """The decoder-only LM; classes are defined here so torch is imported only after parsing."""
     import torch
     import torch.nn.functional as F
@@ -60,11 +60,11 @@ def _build(args: argparse.Namespace) -> "torch.nn.Module":
     class DecoderLM(nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.tokens = nn.Embedding(args.vocab, args.d_model)
-            self.positions = nn.Embedding(args.seq_len, args.d_model)
-            self.blocks = nn.ModuleList(Block(args.d_model, args.heads) for _ in range(args.layers))
-            self.norm = nn.LayerNorm(args.d_model)
-            self.head = nn.Linear(args.d_model, args.vocab, bias=False)
+            self.tokens = nn.Embedding(size.vocab, size.d_model)
+            self.positions = nn.Embedding(size.seq_len, size.d_model)
+            self.blocks = nn.ModuleList(Block(size.d_model, size.heads) for _ in range(size.layers))
+            self.norm = nn.LayerNorm(size.d_model)
+            self.head = nn.Linear(size.d_model, size.vocab, bias=False)
 
         def forward(self, tokens: torch.Tensor) -> torch.Tensor:
             positions = torch.arange(tokens.shape[1], device=tokens.device)
@@ -73,7 +73,7 @@ def _build(args: argparse.Namespace) -> "torch.nn.Module":
                 x = block(x)
             return self.head(self.norm(x))
 
-    torch.manual_seed(args.seed)
+    torch.manual_seed(seed)
     return DecoderLM()
 
 
@@ -100,40 +100,35 @@ class TokenNoise:
         return torch.where(noisy, torch.randint_like(x, self.vocab), x), y
 
 
-class Transformer(Workload):
+class Transformer(Workload[TransformerSizes]):
     """Decoder-only LM on uniform random tokens (inputs: a sequence, targets: it shifted by one)."""
 
     name = "transformer"
     prog = "ddp_transformer"
     description = "DDP decoder-only transformer LM trainer for ddpbench (runs under torchrun or traceml run)."
+    sizes = TransformerSizes
 
-    def add_arguments(self, group: Any) -> None:
-        group.add_argument("--d-model", type=positive_int, default=512, help="embedding width")
-        group.add_argument("--layers", type=positive_int, default=4, help="transformer blocks")
-        group.add_argument("--heads", type=positive_int, default=8, help="attention heads (divide --d-model)")
-        group.add_argument("--seq-len", type=positive_int, default=64, help="tokens per sample")
-        group.add_argument("--vocab", type=positive_int, default=8192, help="vocabulary size")
-
-    def check_arguments(self, args: argparse.Namespace) -> str | None:
-        if args.d_model % args.heads:
-            return f"--d-model {args.d_model} is not a multiple of --heads {args.heads}"
+    def check_arguments(self, args: RankArgs[TransformerSizes]) -> str | None:
+        if args.sizes.d_model % args.sizes.heads:
+            return f"--d-model {args.sizes.d_model} is not a multiple of --heads {args.sizes.heads}"
         return None
 
-    def build_model(self, args: argparse.Namespace) -> "torch.nn.Module":
-        return _build(args)
+    def build_model(self, args: RankArgs[TransformerSizes]) -> "torch.nn.Module":
+        return _build(args.sizes, args.seed)
 
-    def build_dataset(self, args: argparse.Namespace) -> Any:
+    def build_dataset(self, args: RankArgs[TransformerSizes]) -> Any:
         from torch.utils.data import TensorDataset
 
         from ddpbench.workload import synthetic
 
-        tokens = synthetic.uniform_int(0, args.vocab, (args.num_samples, args.seq_len + 1), args.seed)
+        size = args.sizes
+        tokens = synthetic.uniform_int(0, size.vocab, (args.num_samples, size.seq_len + 1), args.seed)
         return TensorDataset(tokens[:, :-1], tokens[:, 1:])
 
-    def sample_transform(self, args: argparse.Namespace) -> TokenNoise:
-        return TokenNoise(args.vocab)
+    def sample_transform(self, args: RankArgs[TransformerSizes]) -> TokenNoise:
+        return TokenNoise(args.sizes.vocab)
 
-    def loss_function(self, args: argparse.Namespace) -> TokenCrossEntropy:
+    def loss_function(self, args: RankArgs[TransformerSizes]) -> TokenCrossEntropy:
         return TokenCrossEntropy()
 
 

@@ -21,13 +21,12 @@ Start-up is split into parts as it goes (:mod:`ddpbench.workload.startup`): the 
 
 from __future__ import annotations
 
-import argparse
 import gc
 import time
 from typing import Any, Mapping, Sequence
 
 from ddpbench.workload.affinity import current_cpus, pin_from_environment
-from ddpbench.workload.args import build_parser, parse_args
+from ddpbench.workload.args import RankArgs, parse_args, usage_error
 from ddpbench.workload.base import Workload
 from ddpbench.workload.data import build_loader, endless_batches, loader_description
 from ddpbench.workload.device_time import device_wait, device_wait_problem
@@ -41,7 +40,7 @@ from ddpbench.workload.switching import switch_from_args
 from ddpbench.workload.tools import start_tools
 
 
-def run(workload: Workload, argv: Sequence[str] | None = None, *, process_start_epoch: float | None = None) -> int:
+def run(workload: Workload[Any], argv: Sequence[str] | None = None, *, process_start_epoch: float | None = None) -> int:
     """Parse, train, record ``workload`` on this rank. Returns the process exit status (0 on success).
 
     ``process_start_epoch`` is the ``time.time()`` of the script's first statement (the rank
@@ -53,7 +52,7 @@ def run(workload: Workload, argv: Sequence[str] | None = None, *, process_start_
     try:
         pin_from_environment()
     except (ValueError, OSError) as exc:
-        build_parser(workload).error(f"CPU affinity: {exc}")
+        usage_error(workload.prog, f"CPU affinity: {exc}")
     ensure_single_process_env()
     startup = StartupClock(started)
     startup.mark("script")
@@ -66,7 +65,7 @@ def run(workload: Workload, argv: Sequence[str] | None = None, *, process_start_
 
 
 def train(
-    workload: Workload, args: argparse.Namespace, trace_step: TraceStep | None, *, process_start_epoch: float,
+    workload: Workload[Any], args: RankArgs[Any], trace_step: TraceStep | None, *, process_start_epoch: float,
     extra_record: Mapping[str, Any] | None = None, startup: StartupClock | None = None,
 ) -> int:
     """Train and record ``workload`` on this rank, its arguments parsed: every step of :func:`run` after TraceML's init.
@@ -86,13 +85,13 @@ def train(
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     try:
-        rt = Runtime(args)
+        rt = Runtime(args.device, args.backend, args.precision)
         problem = device_wait_problem(args.inject_device_step_ms, rt.device)
         if problem is not None:
             raise ValueError(problem)
         rt.init_device()
     except ValueError as exc:
-        build_parser(workload).error(str(exc))
+        usage_error(workload.prog, str(exc))
     startup.mark("device_init")
     own_group = not dist.is_initialized()
     stop_group = init_process_group(args, rt)
@@ -114,7 +113,7 @@ def train(
     try:  # sized now, with the GPU warm: cycles per ms measured in this process
         trainer.device_wait = device_wait(args.inject_device_step_ms, rt.device)
     except ValueError as exc:
-        build_parser(workload).error(str(exc))
+        usage_error(workload.prog, str(exc))
     startup.mark("injected")
     stop = StopRule(args, rt.rank, stop_group)
     switch = switch_from_args(args)  # within-trial switching, when asked for

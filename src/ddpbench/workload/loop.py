@@ -17,13 +17,13 @@ injected cost, bookkeeping). Those synchronisations change what they time: quote
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import gc
 import time
 from typing import TYPE_CHECKING, Any, ContextManager, Iterator
 
 from ddpbench.formats.rank_record import PHASES
+from ddpbench.workload.args import RankArgs
 from ddpbench.workload.base import Workload
 from ddpbench.workload.device_time import DeviceStepClock, DeviceWait, step_clock
 from ddpbench.workload.host_sync import HostSync
@@ -43,7 +43,7 @@ TIMED_PHASES = PHASES[:-1]
 class Trainer:
     """One rank's training state: the DDP model, AdamW, the loss, the fp16 scaler and the step."""
 
-    def __init__(self, workload: Workload, args: argparse.Namespace, rt: Runtime, trace_step: TraceStep | None) -> None:
+    def __init__(self, workload: Workload[Any], args: RankArgs[Any], rt: Runtime, trace_step: TraceStep | None) -> None:
         import torch
         from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -181,7 +181,7 @@ def run_warmup(trainer: Trainer, batches: Iterator[Any], n: int, tools: ToolHook
 
 
 def run_timed(
-    args: argparse.Namespace, rt: Runtime, trainer: Trainer, batches: Iterator[Any], stop: StopRule, faults: Faults,
+    args: RankArgs[Any], rt: Runtime, trainer: Trainer, batches: Iterator[Any], stop: StopRule, faults: Faults,
     tools: ToolHooks | None = None, switch: Switch | None = None,
 ) -> LoopResult:
     """The timed loop: per-step host timestamps at boundaries, faults, stop rule, rank-0 progress.

@@ -28,10 +28,10 @@ BUILTIN_MODELS: Dict[str, tuple[str, str]] = {
 }
 
 
-def builtin_workload(name: str) -> Workload:
+def builtin_workload(name: str) -> Workload[Any]:
     """The built-in model ``name`` (a key of :data:`BUILTIN_MODELS`)."""
     module, cls = BUILTIN_MODELS[name]
-    workload: Workload = getattr(importlib.import_module(module), cls)()
+    workload: Workload[Any] = getattr(importlib.import_module(module), cls)()
     return workload
 
 

@@ -6,7 +6,6 @@ Each rank writes ``rank-<global rank>.json`` atomically (temp file + fsync + ren
 
 from __future__ import annotations
 
-import argparse
 import os
 import socket
 import sys
@@ -15,6 +14,7 @@ from typing import Any
 
 from ddpbench.formats.rank_record import PHASES, SCHEMA, SCHEMA_VERSION, rank_record_name
 from ddpbench.io import write_json_atomic
+from ddpbench.workload.args import RankArgs
 from ddpbench.workload.device_time import DeviceWait
 from ddpbench.workload.loop import LoopResult
 from ddpbench.workload.runtime import Runtime
@@ -79,7 +79,7 @@ def tool_record() -> dict[str, Any] | None:
 
 
 def build_record(
-    args: argparse.Namespace,
+    args: RankArgs[Any],
     rt: Runtime,
     res: LoopResult,
     *,

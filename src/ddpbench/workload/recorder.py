@@ -29,17 +29,19 @@ loop is the job's own: ``host_sync`` is ``own``.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import time
 from typing import Any, Iterator, Optional
 
+from ddpbench.choices import HostSyncPattern
 from ddpbench.formats.rank_record import OWN_LOADER
+from ddpbench.workload.args import RankArgs
 from ddpbench.workload.device_time import DeviceStepClock, step_clock
 from ddpbench.workload.loop import LoopResult
 from ddpbench.workload.record import build_record, write_record
 from ddpbench.workload.runtime import Runtime
+from ddpbench.workload.sizes import Sizes
 from ddpbench.workload.stop import StopRule
 
 ENV_METRICS_DIR = "DDPBENCH_METRICS_DIR"
@@ -101,15 +103,15 @@ def _process_start_epoch() -> float:
         return _IMPORTED
 
 
-def _stop_arguments(env: dict[str, str]) -> argparse.Namespace:
-    """The harness's stop arguments from ddpbench's environment (no stop asked: neither steps nor duration)."""
-    steps = env.get(ENV_STOP_STEPS)
-    duration = env.get(ENV_STOP_DURATION_S)
-    return argparse.Namespace(
-        steps=int(steps) if steps else None,
-        duration_sec=float(duration) if duration else None,
-        stop_check_every=int(env.get(ENV_STOP_CHECK_EVERY) or 50),
-        no_sync_stop=False,
+def _rank_arguments(env: dict[str, str], batch_size: int) -> RankArgs[Sizes]:
+    """The harness's arguments ddpbench's environment gives a script's ranks (no stop asked: neither steps nor
+    duration); the loop is the script's own."""
+    steps, duration = env.get(ENV_STOP_STEPS), env.get(ENV_STOP_DURATION_S)
+    return RankArgs(
+        sizes=Sizes(), batch_size=int(batch_size), warmup_steps=int(env.get(ENV_WARMUP_STEPS) or 0),
+        save_step_times=env.get(ENV_SAVE_STEP_TIMES) == "1", host_sync=HostSyncPattern.own,
+        steps=int(steps) if steps else None, duration_sec=float(duration) if duration else None,
+        stop_check_every=int(env.get(ENV_STOP_CHECK_EVERY) or RankArgs.stop_check_every),
         fault_clock_skew_sec=float(env.get(ENV_FAULT_CLOCK_SKEW_S) or 0.0),
         fault_rank=int(env[ENV_FAULT_RANK]) if env.get(ENV_FAULT_RANK) else None,
     )
@@ -133,7 +135,8 @@ class Recorder:
         environ = dict(os.environ if env is None else env)
         self.metrics_dir = environ.get(ENV_METRICS_DIR) or None
         self.pg_ready_epoch = time.time()
-        self.warmup_steps = int(environ.get(ENV_WARMUP_STEPS) or 0)
+        self.args = _rank_arguments(environ, batch_size)
+        self.warmup_steps = self.args.warmup_steps
         self.steps_done = 0
         self.result = LoopResult()
         self._boundary: Optional[float] = None
@@ -141,12 +144,6 @@ class Recorder:
         self._warmup_end = time.perf_counter()
         self._loss: Any = None
         self._decided: dict[int, bool] = {}
-        stop_args = _stop_arguments(environ)
-        self.args = argparse.Namespace(
-            batch_size=int(batch_size), warmup_steps=self.warmup_steps, timing="step",
-            save_step_times=environ.get(ENV_SAVE_STEP_TIMES) == "1", traceml_mode=None, host_sync="own",
-            inject_step_ms=0.0, inject_startup_sec=0.0, inject_teardown_sec=0.0, **vars(stop_args),
-        )
         # the device step clock (CUDA, from the first timed step; None once a timed step's start went unmarked)
         self.clock: Optional[DeviceStepClock] = None
         self._begun = False
@@ -157,9 +154,8 @@ class Recorder:
         import torch.distributed as dist
 
         backend = str(dist.get_backend()) if dist.is_initialized() else "gloo"
-        self.rt = Runtime(argparse.Namespace(device=device or ("cuda" if backend == "nccl" else "cpu"),
-                                             backend=backend, precision=precision))
-        needs_group = stop_args.duration_sec is not None and backend != "gloo"
+        self.rt = Runtime(device or ("cuda" if backend == "nccl" else "cpu"), backend, precision)
+        needs_group = self.args.duration_sec is not None and backend != "gloo"
         self.stop = StopRule(self.args, self.rt.rank, dist.new_group(backend="gloo") if needs_group else None)
         if self.warmup_steps == 0:
             self._start_clock()

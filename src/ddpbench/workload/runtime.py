@@ -8,13 +8,13 @@ otherwise ``traceml_ai`` is never imported.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import signal
 import socket
 from typing import Any, Callable, ContextManager
 
+from ddpbench.workload.args import RankArgs
 from ddpbench.workload.lifetime import signal_on_parent_death
 
 TraceStep = Callable[[Any], ContextManager[Any]]
@@ -24,21 +24,22 @@ TraceStep = Callable[[Any], ContextManager[Any]]
 class Runtime:
     """Resolved placement and precision of this rank (what the rank JSON reports)."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
+    def __init__(self, device: str, backend: str, precision: str) -> None:
+        """``device`` auto | cpu | cuda, ``backend`` auto | gloo | nccl, ``precision`` fp32 | bf16 | fp16."""
         import torch
 
         self.rank = int(os.environ["RANK"])
         self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
         self.world_size = int(os.environ["WORLD_SIZE"])
         self.node_rank = int(os.environ.get("GROUP_RANK", "0"))
-        want_cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
+        want_cuda = device == "cuda" or (device == "auto" and torch.cuda.is_available())
         if want_cuda and not torch.cuda.is_available():
             raise ValueError("--device cuda but CUDA is not available")
         self.device = "cuda" if want_cuda else "cpu"
-        self.backend = args.backend if args.backend != "auto" else ("nccl" if self.device == "cuda" else "gloo")
+        self.backend = str(backend) if backend != "auto" else ("nccl" if self.device == "cuda" else "gloo")
         if self.backend == "nccl" and self.device != "cuda":
             raise ValueError("--backend nccl needs --device cuda")
-        self.precision = args.precision if args.precision != "auto" else ("fp16" if self.device == "cuda" else "fp32")
+        self.precision = str(precision)
         self.torch_device = torch.device(self.device, self.local_rank) if self.device == "cuda" else torch.device("cpu")
 
     def autocast(self) -> ContextManager[Any]:
@@ -93,7 +94,7 @@ def ensure_single_process_env() -> None:
     os.environ.setdefault("MASTER_PORT", str(_free_port()))
 
 
-def init_process_group(args: argparse.Namespace, rt: Runtime) -> Any:
+def init_process_group(args: RankArgs[Any], rt: Runtime) -> Any:
     """Create the default process group (unless the launcher made it: Ray Train); return the group the stop
     flag uses (gloo, CPU tensors).
 
@@ -122,7 +123,7 @@ def traceml_requested() -> bool:
     return bool(os.environ.get("TRACEML_SESSION_ID")) and os.environ.get("TRACEML_DISABLED") != "1"
 
 
-def init_traceml(args: argparse.Namespace) -> TraceStep | None:
+def init_traceml(args: RankArgs[Any]) -> TraceStep | None:
     """Under ``traceml run``: ``traceml_ai.init(mode)``, return ``trace_step``; else None (no import).
 
     Call it before the data loader exists, so auto mode can patch it.

@@ -16,17 +16,18 @@ JSON. A hang sleeps forever (peers then block in the next gradient all-reduce un
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
 from typing import Any
 
+from ddpbench.workload.args import RankArgs
+
 CRASH_EXIT_CODE = 3
 """Exit status of a rank killed by ``--fault-crash-at-step``."""
 
 
-def targeted(args: argparse.Namespace, rank: int) -> bool:
+def targeted(args: RankArgs[Any], rank: int) -> bool:
     """Whether the fault knobs apply to ``rank`` (``--fault-rank`` or every rank)."""
     return args.fault_rank is None or args.fault_rank == rank
 
@@ -34,7 +35,7 @@ def targeted(args: argparse.Namespace, rank: int) -> bool:
 class StopRule:
     """Decides after each timed step whether to leave the loop, identically on every rank unless unsynced."""
 
-    def __init__(self, args: argparse.Namespace, rank: int, stop_group: Any) -> None:
+    def __init__(self, args: RankArgs[Any], rank: int, stop_group: Any) -> None:
         self.steps: int | None = args.steps
         self.duration_s: float | None = args.duration_sec
         self.every: int = args.stop_check_every
@@ -81,7 +82,7 @@ class StopRule:
 class Faults:
     """The crash/hang knobs of this rank: :meth:`at_step` fires them at the start of a timed step."""
 
-    def __init__(self, args: argparse.Namespace, rank: int) -> None:
+    def __init__(self, args: RankArgs[Any], rank: int) -> None:
         on = targeted(args, rank)
         self.rank = rank
         self.crash_at: int | None = args.fault_crash_at_step if on else None

@@ -17,11 +17,11 @@ Torch-free.
 
 from __future__ import annotations
 
-import argparse
 import os
 from typing import Any
 
 from ddpbench.formats.switching import block_summaries, first_side, step_is_on
+from ddpbench.workload.args import RankArgs
 
 TRACEML_DISABLED_ENV = "TRACEML_DISABLED"
 """TraceML's kill switch, read on every call by its step capture and timed regions."""
@@ -87,7 +87,7 @@ class Switch:
         return block_summaries(durations_s, self.block_steps, self.washout_steps, self.first)
 
 
-def switch_from_args(args: argparse.Namespace) -> Switch | None:
+def switch_from_args(args: RankArgs[Any]) -> Switch | None:
     """The switch the arguments ask for, or None (``--switch-block-steps`` 0: no switching)."""
     if not args.switch_block_steps:
         return None

@@ -17,11 +17,12 @@ and only under ``--wandb``; the harness's import path never imports it.
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from ddpbench.workload.args import RankArgs
 from ddpbench.workload.runtime import Runtime
 from ddpbench.workload.switching import Switch
 
@@ -90,7 +91,7 @@ def _chrome_handler(tool_dir: Path, rank: int) -> Callable[[Any], None]:
     return export
 
 
-def _profiler_parts(args: argparse.Namespace, rt: Runtime, tool_dir: Path) -> tuple[list[Any], Callable[[Any], None]]:
+def _profiler_parts(args: RankArgs[Any], rt: Runtime, tool_dir: Path) -> tuple[list[Any], Callable[[Any], None]]:
     """torch.profiler's activities for this device and the trace handler the arguments ask for."""
     from torch.profiler import ProfilerActivity, tensorboard_trace_handler
 
@@ -100,7 +101,7 @@ def _profiler_parts(args: argparse.Namespace, rt: Runtime, tool_dir: Path) -> tu
     return activities, tensorboard_trace_handler(str(tool_dir), worker_name=f"rank{rt.rank}")
 
 
-def _block_profiler(args: argparse.Namespace, rt: Runtime, tool_dir: Path) -> Callable[[], Any]:
+def _block_profiler(args: RankArgs[Any], rt: Runtime, tool_dir: Path) -> Callable[[], Any]:
     """Within-trial switching: a maker of one unscheduled profile per on-block (recording from start to stop)."""
     from torch.profiler import profile
 
@@ -108,9 +109,10 @@ def _block_profiler(args: argparse.Namespace, rt: Runtime, tool_dir: Path) -> Ca
     return lambda: profile(activities=activities, on_trace_ready=handler)
 
 
-def _start_profiler(args: argparse.Namespace, rt: Runtime, tool_dir: Path) -> Any:
+def _start_profiler(args: RankArgs[Any], rt: Runtime, tool_dir: Path) -> Any:
     from torch.profiler import profile, schedule
 
+    assert args.torch_profiler is not None  # the caller starts a profiler only when the schedule is given
     wait, warmup, active, repeat = args.torch_profiler
     activities, handler = _profiler_parts(args, rt, tool_dir)
     prof = profile(activities=activities, schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=repeat),
@@ -119,15 +121,16 @@ def _start_profiler(args: argparse.Namespace, rt: Runtime, tool_dir: Path) -> An
     return prof
 
 
-def _start_wandb(args: argparse.Namespace, rt: Runtime, tool_dir: Path) -> Any:
+def _start_wandb(args: RankArgs[Any], rt: Runtime, tool_dir: Path) -> Any:
     import wandb
 
     tool_dir.mkdir(parents=True, exist_ok=True)
-    config = {key: value for key, value in vars(args).items() if isinstance(value, (int, float, str, bool))}
+    flat = {**dataclasses.asdict(args), **dataclasses.asdict(args.sizes)}
+    config = {key: value for key, value in flat.items() if isinstance(value, (int, float, str, bool))}
     return wandb.init(project=args.wandb_project, dir=str(tool_dir), config={**config, "world_size": rt.world_size})
 
 
-def start_tools(args: argparse.Namespace, rt: Runtime) -> Optional[ToolHooks]:
+def start_tools(args: RankArgs[Any], rt: Runtime) -> Optional[ToolHooks]:
     """Start the tools the arguments ask for on this rank; None when there are none."""
     tool_dir = Path(args.tool_dir) if args.tool_dir else None
     blocks = bool(args.switch_block_steps) and args.switch == "torch_profiler"

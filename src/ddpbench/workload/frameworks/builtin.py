@@ -7,15 +7,15 @@ gets, so a built-in framework job is timed, stopped and recorded exactly as an u
 
 from __future__ import annotations
 
-import argparse
 import os
-from typing import Dict
+from typing import Any, Dict
 
 from ddpbench.workload import recorder
+from ddpbench.workload.args import RankArgs
 from ddpbench.workload.frameworks import attach
 
 
-def recorder_environment(args: argparse.Namespace, workload: str) -> Dict[str, str]:
+def recorder_environment(args: RankArgs[Any], workload: str) -> Dict[str, str]:
     """The recorder's variables for parsed harness arguments (``--steps``/``--duration-sec``, warmup, faults)."""
     return recorder.environment(
         args.metrics_dir or "", warmup_steps=args.warmup_steps, save_step_times=args.save_step_times, workload=workload,
@@ -24,7 +24,7 @@ def recorder_environment(args: argparse.Namespace, workload: str) -> Dict[str, s
     )
 
 
-def prepare(args: argparse.Namespace, workload: str) -> None:
+def prepare(args: RankArgs[Any], workload: str) -> None:
     """Put the recorder's settings in this rank's environment, install the Trainer hook (before the framework loads)."""
     if args.threads:
         import torch

@@ -7,13 +7,13 @@ recorder is attached to the Trainer by the same hook a user's HF script gets. No
 
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import Any, Sequence
 
-from ddpbench.workload.args import parse_args
+from ddpbench.workload.args import RankArgs, parse_args
 from ddpbench.workload.ddp_transformer import Transformer
 from ddpbench.workload.frameworks.builtin import prepare
+from ddpbench.workload.sizes import TransformerSizes
 
 
 class HFTrainerWorkload(Transformer):
@@ -23,16 +23,17 @@ class HFTrainerWorkload(Transformer):
     prog = "hf_trainer_workload"
     description = "HF Trainer causal-LM workload for ddpbench (runs under torchrun or traceml run)."
 
-    def build_model(self, args: argparse.Namespace) -> Any:
+    def build_model(self, args: RankArgs[TransformerSizes]) -> Any:
         import torch
         from transformers import GPT2Config, GPT2LMHeadModel
 
+        size = args.sizes
         torch.manual_seed(args.seed)
-        config = GPT2Config(vocab_size=args.vocab, n_positions=args.seq_len, n_embd=args.d_model, n_layer=args.layers,
-                            n_head=args.heads, bos_token_id=0, eos_token_id=0)
+        config = GPT2Config(vocab_size=size.vocab, n_positions=size.seq_len, n_embd=size.d_model, n_layer=size.layers,
+                            n_head=size.heads, bos_token_id=0, eos_token_id=0)
         return GPT2LMHeadModel(config)
 
-    def build_dataset(self, args: argparse.Namespace) -> Any:
+    def build_dataset(self, args: RankArgs[TransformerSizes]) -> Any:
         tokens = super().build_dataset(args).tensors[0]
 
         class Tokens:  # HF's causal LMs shift the labels themselves
@@ -56,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         output_dir=args.tool_dir or "hf_trainer_out", max_steps=args.warmup_steps + (args.steps or 1),
         per_device_train_batch_size=args.batch_size, learning_rate=args.lr, seed=args.seed, save_strategy="no",
         logging_steps=args.log_every or 100, report_to="none", use_cpu=args.device == "cpu",
-        ddp_backend=None if args.backend == "auto" else args.backend, ddp_find_unused_parameters=False,
+        ddp_backend=None if args.backend == "auto" else str(args.backend), ddp_find_unused_parameters=False,
         bf16=args.precision == "bf16", fp16=args.precision == "fp16", dataloader_num_workers=0, disable_tqdm=True,
         ddp_timeout=int(args.collective_timeout_sec or 1800),
     )

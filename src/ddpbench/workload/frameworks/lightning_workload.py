@@ -45,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     loader = torch.utils.data.DataLoader(workload.build_dataset(args), batch_size=args.batch_size, shuffle=True,
                                          drop_last=True, num_workers=0)
     devices, nodes = world()
-    backend = None if args.backend == "auto" else args.backend
+    backend = None if args.backend == "auto" else str(args.backend)
     precision: Any = PRECISION.get(args.precision, "32-true")
     trainer = pl.Trainer(accelerator="gpu" if args.device == "cuda" else "cpu", devices=devices, num_nodes=nodes,
                          strategy=DDPStrategy(process_group_backend=backend), precision=precision,
