@@ -4,6 +4,7 @@ values. In-process, no torch: the rank parses its arguments before it imports to
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Dict, Iterator
 
@@ -102,5 +103,8 @@ def test_what_the_trial_renders_parses_back_to_the_config(compose_cfg: Any, mode
         got = {key: getattr(args, key) for key in expected(cfg, "/m")}
         assert got == expected(cfg, "/m"), (name, mode)
         assert {key: getattr(args.sizes, key) for key in sizes_of(cfg)} == sizes_of(cfg), (name, mode)
+        record = json.loads(json.dumps(args.as_dict()))  # the rank record's args: one flat mapping, sizes among them
+        wanted = json.loads(json.dumps({**got, **sizes_of(cfg)}))
+        assert {key: record[key] for key in wanted} == wanted, (name, mode)
         checked += 1
     assert checked == (0 if mode.endswith("_framework") or mode == "traceml_callback" else len(WORKLOADS))

@@ -13,7 +13,7 @@ import dataclasses
 import json
 import os
 import sys
-from typing import TYPE_CHECKING, Generic, NoReturn, Optional, Sequence, Tuple, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Dict, Generic, NoReturn, Optional, Sequence, Tuple, TypeVar, cast
 
 from ddpbench.choices import (Device, DistBackend, GcMode, HostSyncPattern, Loader, Precision, ProfilerHandler,
                               SwitchWhat, Timing)
@@ -119,6 +119,12 @@ class RankArgs(Generic[S]):
     switch_washout_steps: int = flag(0, "steps at the start of each block left out of its statistics",
                                      parse=non_negative_int)
     switch_seed: int = flag(0, "seed of the first block's side", parse=int)
+
+    def as_dict(self) -> Dict[str, Any]:
+        """Every argument by its field name, the sizes' among them, as JSON values (the rank record's ``args``)."""
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "sizes"}
+        values.update(dataclasses.asdict(self.sizes))
+        return {key: list(value) if isinstance(value, tuple) else value for key, value in values.items()}
 
 
 def usage_error(prog: str, message: str) -> NoReturn:

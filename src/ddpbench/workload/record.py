@@ -121,7 +121,7 @@ def build_record(
         "data": data,
         "timing": args.timing,
         **_versions(rt),
-        "args": dict(vars(args)),
+        "args": args.as_dict(),
         "timestamps": {
             "process_start": process_start_epoch,
             "pg_ready": pg_ready_epoch,

@@ -17,7 +17,6 @@ and only under ``--wandb``; the harness's import path never imports it.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -125,8 +124,7 @@ def _start_wandb(args: RankArgs[Any], rt: Runtime, tool_dir: Path) -> Any:
     import wandb
 
     tool_dir.mkdir(parents=True, exist_ok=True)
-    flat = {**dataclasses.asdict(args), **dataclasses.asdict(args.sizes)}
-    config = {key: value for key, value in flat.items() if isinstance(value, (int, float, str, bool))}
+    config = {key: value for key, value in args.as_dict().items() if isinstance(value, (int, float, str, bool))}
     return wandb.init(project=args.wandb_project, dir=str(tool_dir), config={**config, "world_size": rt.world_size})
 
 
