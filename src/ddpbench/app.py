@@ -15,7 +15,9 @@ import time
 from typing import Any, Dict, List, Optional
 
 import hydra
+from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from ddpbench import __version__, state
 from ddpbench.config import register_configs, typed
@@ -68,6 +70,39 @@ def main(argv: Optional[List[str]] = None) -> None:
         print(f"ddpbench {__version__}", flush=True)
         raise SystemExit(0)
     state.reset()
-    hydra_main()
+    os.environ[FULL_ERROR_ENV] = "1"  # Hydra raises a composition error instead of printing it over several lines
+    try:
+        hydra_main()
+    except (HydraException, OmegaConfBaseException) as error:
+        fail(composition_error_line(error))
     if state.failures():
         raise SystemExit(1)
+
+
+#: with it set to 1, Hydra raises the errors it meets (an override it cannot merge, an unknown option) to the caller
+FULL_ERROR_ENV = "HYDRA_FULL_ERROR"
+#: OmegaConf's detail lines below its message (the key is in the override the message quotes)
+_DETAIL_LINES = ("full_key:", "reference_type=", "object_type=")
+
+
+def composition_error_line(error: BaseException) -> str:
+    """A Hydra or OmegaConf error met while composing the config as one line: its message, then its OmegaConf
+    cause's, without OmegaConf's detail lines and Hydra's search path; a tab-indented listing (the available
+    options) joined by commas."""
+    texts = [str(error)]
+    if isinstance(error.__cause__, OmegaConfBaseException):
+        texts.append(str(error.__cause__))
+    line = ""
+    for raw in "\n".join(texts).splitlines():
+        text = raw.strip()
+        if text.startswith("Config search path"):  # Hydra's list of where it looked: not the user's input
+            break
+        if not text or text.startswith(_DETAIL_LINES):
+            continue
+        if not line:
+            line = text
+        elif line.endswith(":"):
+            line += " " + text
+        else:
+            line += (", " if raw.startswith("\t") else ": ") + text
+    return line or type(error).__name__
