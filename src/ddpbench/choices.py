@@ -23,39 +23,30 @@ class Choice(str, Enum):
 class Role(Choice):
     """What a mode is to the analysis (``mode.role``)."""
 
-    # compared against
-    baseline = "baseline"
-    # judged against the budget
-    tool = "tool"
-    # the baseline again: the noise floor
-    aa = "aa"
-    # known injected costs
-    calibration = "calibration"
+    baseline = "baseline"  # compared against
+    tool = "tool"  # judged against the budget
+    aa = "aa"  # the baseline again: the noise floor
+    calibration = "calibration"  # known injected costs
 
 
 class StopKind(Choice):
     """When a trial's timed loop ends (``stop.kind``)."""
 
-    # a fixed number of timed steps: wall time sees the per-step cost
-    steps = "steps"
-    # a fixed time, every rank stopping at the same step (lockstep)
-    duration = "duration"
+    steps = "steps"  # a fixed number of timed steps: wall time sees the per-step cost
+    duration = "duration"  # a fixed time, every rank stopping at the same step (lockstep)
 
 
 class Timing(Choice):
     """What the timed loop measures (``timing``)."""
 
-    # the host clock at step boundaries (quote this)
-    step = "step"
-    # per-phase times, a device synchronisation after each phase
-    phase = "phase"
+    step = "step"  # the host clock at step boundaries (quote this)
+    phase = "phase"  # per-phase times, a device synchronisation after each phase
 
 
 class Device(Choice):
     """Where the ranks train (``cluster.device``)."""
 
-    # cuda where a GPU is visible, else cpu
-    auto = "auto"
+    auto = "auto"  # cuda where a GPU is visible, else cpu
     cpu = "cpu"
     cuda = "cuda"
 
@@ -63,8 +54,7 @@ class Device(Choice):
 class DistBackend(Choice):
     """The torch.distributed backend (``cluster.backend``)."""
 
-    # nccl on cuda, else gloo
-    auto = "auto"
+    auto = "auto"  # nccl on cuda, else gloo
     gloo = "gloo"
     nccl = "nccl"
 
@@ -80,68 +70,51 @@ class Precision(Choice):
 class HostSyncPattern(Choice):
     """What a training step makes the host wait for on the device (``workload.host_sync``; docs/workload.md)."""
 
-    # ddpbench's sync-free loop
-    none = "none"
-    # the loss read to the host after every step
-    loss = "loss"
+    none = "none"  # ddpbench's sync-free loop
+    loss = "loss"  # the loss read to the host after every step
     # the seed script's loop: a synchronize before every step, the copy inside the step marker, the loss read
     seed = "seed"
-    # a framework Trainer's or a user script's own loop (not a pattern of ddpbench's loop)
-    own = "own"
+    own = "own"  # a framework Trainer's or a user script's own loop (not a pattern of ddpbench's loop)
 
 
 class GcMode(Choice):
     """Python's garbage collector in ddpbench's timed loop (``workload.gc``)."""
 
-    # as Python does
-    on = "on"
-    # gc.freeze() before the timed loop: start-up's objects are not scanned again
-    freeze = "freeze"
-    # disabled in the loop
-    off = "off"
+    on = "on"  # as Python does
+    freeze = "freeze"  # gc.freeze() before the timed loop: start-up's objects are not scanned again
+    off = "off"  # disabled in the loop
 
 
 class Loader(Choice):
     """How the workload serves batches (``data.loader``)."""
 
-    # stored samples, no workers
-    synthetic = "synthetic"
-    # workers, a per-sample transform, pinned memory on CUDA, prefetching
-    realistic = "realistic"
+    synthetic = "synthetic"  # stored samples, no workers
+    realistic = "realistic"  # workers, a per-sample transform, pinned memory on CUDA, prefetching
 
 
 class SwitchingKind(Choice):
     """Within-trial switching of the tool's per-step work (``switching.kind``)."""
 
     none = "none"
-    # the mode's switch off and on every switching.block_steps timed steps
-    blocks = "blocks"
-    # blocks where the mode declares a switch and ddpbench's own loop runs the workload, else none
-    auto = "auto"
+    blocks = "blocks"  # the mode's switch off and on every switching.block_steps timed steps
+    auto = "auto"  # blocks where the mode declares a switch and ddpbench's own loop runs the workload, else none
 
 
 class SwitchWhat(Choice):
     """What a mode's switch turns off and on (``mode.switch.what``)."""
 
-    # a no-op switch: the method's noise floor
-    none = "none"
-    # TraceML's step wrapping and TRACEML_DISABLED
-    trace_step = "trace_step"
-    # an active torch.profiler recording
-    torch_profiler = "torch_profiler"
-    # the per-step W&B log call
-    wandb_log = "wandb_log"
-    # the injected wait
-    inject = "inject"
+    none = "none"  # a no-op switch: the method's noise floor
+    trace_step = "trace_step"  # TraceML's step wrapping and TRACEML_DISABLED
+    torch_profiler = "torch_profiler"  # an active torch.profiler recording
+    wandb_log = "wandb_log"  # the per-step W&B log call
+    inject = "inject"  # the injected wait
 
 
 class ProfilerHandler(Choice):
     """Where torch.profiler's traces go (``tool.torch_profiler.handler``)."""
 
-    # tensorboard_trace_handler: rank<r>.<time>.pt.trace.json
-    tensorboard = "tensorboard"
-    # export_chrome_trace
-    chrome = "chrome"
+    tensorboard = "tensorboard"  # tensorboard_trace_handler: rank<r>.<time>.pt.trace.json
+    chrome = "chrome"  # export_chrome_trace
 
 
 class ArtifactKind(Choice):
@@ -156,15 +129,13 @@ class ArtifactKind(Choice):
 class Spending(Choice):
     """How ``repeat=auto`` spreads its error rate over the looks (``precision.spending``)."""
 
-    # decides early
-    pocock = "pocock"
+    pocock = "pocock"  # decides early
     obrien_fleming = "obrien_fleming"
 
 
 class Disturbed(Choice):
     """What ``repeat=auto`` does with a pair whose trials' load shows other work disturbed it (``precision.disturbed``)."""
 
-    # not counted: the next repeat takes its place
-    rerun = "rerun"
+    rerun = "rerun"  # not counted: the next repeat takes its place
     # counted like any other (the member shadows str.count, which no caller uses)
     count = "count"  # type: ignore[assignment]

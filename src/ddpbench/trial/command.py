@@ -16,8 +16,7 @@ from typing import Dict, List, Mapping, Sequence
 
 
 from ddpbench.cluster import backend_for
-from ddpbench.choices import (Device, DistBackend, GcMode, HostSyncPattern, Loader, Precision, StopKind, SwitchWhat,
-                              Timing)
+from ddpbench.choices import GcMode, HostSyncPattern, StopKind, SwitchWhat
 from ddpbench.config import DdpbenchConfig, switches, switching_seed
 from ddpbench.trial import frameworks, ray_train, wrapped
 from ddpbench.trial.script_workload import is_user_script, script_args, script_file
@@ -102,15 +101,15 @@ def rank_args(cfg: DdpbenchConfig, metrics_dir: str) -> RankArgs[Sizes]:
         sizes=Sizes(), steps=stop.steps if by_steps else None, duration_sec=None if by_steps else stop.duration_sec,
         warmup_steps=stop.warmup_steps, stop_check_every=stop.check_every, no_sync_stop=not (by_steps or stop.sync),
         batch_size=model.batch_size, num_samples=model.num_samples, lr=model.lr, seed=cfg.seed,
-        loader=Loader(cfg.data.loader), loader_workers=cfg.data.workers, prefetch_factor=cfg.data.prefetch_factor,
-        timing=Timing(cfg.timing),  # a framework Trainer's or a script's loop is its own: no host sync, no gc setting
-        host_sync=HostSyncPattern.none if own_loop else HostSyncPattern(w.host_sync),
-        gc=GcMode.on if own_loop else GcMode(w.gc),
-        device=Device(cluster.device), backend=DistBackend(cluster.backend), precision=Precision(cluster.precision),
+        loader=cfg.data.loader, loader_workers=cfg.data.workers, prefetch_factor=cfg.data.prefetch_factor,
+        timing=cfg.timing,  # a framework Trainer's or a script's loop is its own: no host sync, no gc setting
+        host_sync=HostSyncPattern.none if own_loop else w.host_sync,
+        gc=GcMode.on if own_loop else w.gc,
+        device=cluster.device, backend=cluster.backend, precision=cluster.precision,
         collective_timeout_sec=trial.collective_timeout_s, log_every=trial.log_every, metrics_dir=metrics_dir,
         save_step_times=bool(trial.save_step_times), fault_rank=fault.rank, fault_clock_skew_sec=fault.clock_skew_sec,
         fault_crash_at_step=fault.crash_at_step, fault_hang_at_step=fault.hang_at_step,
-        switch=SwitchWhat(switch.what) if switch is not None else SwitchWhat.none,
+        switch=switch.what if switch is not None else SwitchWhat.none,
         switch_block_steps=cfg.switching.block_steps if switch is not None else 0,
         switch_washout_steps=cfg.switching.washout_steps if switch is not None else 0,
         switch_seed=switching_seed(cfg) if switch is not None else 0,

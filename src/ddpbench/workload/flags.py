@@ -39,49 +39,28 @@ def _named(name: str) -> Callable[[_TypeFn], _TypeFn]:
     return rename
 
 
-@_named("positive int")
-def positive_int(text: str) -> int:
-    """An integer >= 1."""
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+def _number(convert: Callable[[str], Any], name: str, low: Optional[float] = None, *,
+            inclusive: bool = True) -> Callable[[str], Any]:
+    """An argparse type named ``name``: ``convert`` (``int``, or ``float`` that must be finite), then at least
+    ``low`` (above it where not ``inclusive``)."""
+
+    def parse(text: str) -> Any:
+        value = convert(text)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be finite, got {text}")
+        if low is not None and (value < low if inclusive else value <= low):
+            raise argparse.ArgumentTypeError(f"must be {'>=' if inclusive else '>'} {low:g}, got {value}")
+        return value
+
+    parse.__name__ = name
+    return parse
 
 
-@_named("non-negative int")
-def non_negative_int(text: str) -> int:
-    """An integer >= 0."""
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
-
-
-@_named("float")
-def finite_float(text: str) -> float:
-    """A finite float."""
-    value = float(text)
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be finite, got {text}")
-    return value
-
-
-@_named("positive float")
-def positive_float(text: str) -> float:
-    """A finite float > 0."""
-    value = finite_float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
-    return value
-
-
-@_named("non-negative float")
-def non_negative_float(text: str) -> float:
-    """A finite float >= 0."""
-    value = finite_float(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
+positive_int = _number(int, "positive int", 1)
+non_negative_int = _number(int, "non-negative int", 0)
+finite_float = _number(float, "float")
+positive_float = _number(float, "positive float", 0, inclusive=False)
+non_negative_float = _number(float, "non-negative float", 0)
 
 
 @_named("schedule WAIT,WARMUP,ACTIVE,REPEAT")
