@@ -9,6 +9,7 @@ callback writes ``report.md``. The process exits non-zero when any trial did not
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import time
@@ -26,8 +27,10 @@ from ddpbench.formats.condition import job_dirname
 from hydra_plugins.ddpbench_sweeper import register as register_plugins
 
 
+@functools.lru_cache(maxsize=None)
 def unique_name() -> str:
-    """A sweep or run folder name that two drivers started in the same second do not share."""
+    """A sweep or run folder name that two drivers started in the same second do not share; made once per process,
+    so every reading of a config (and of a copy of it) names the same folder."""
     return time.strftime("%Y-%m-%d_%H-%M-%S") + f"_{os.getpid()}"
 
 

@@ -10,6 +10,7 @@ Every reading of a command-line override's key goes through :func:`parse_overrid
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 from ddpbench.errors import ConfigError
 
 if TYPE_CHECKING:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.core.override_parser.types import Override
 
 #: keys the sweep driver sets on every job itself: where the job sits in its sweep, not what it measures
@@ -37,13 +39,20 @@ NOT_IN_HASH: Tuple[str, ...] = SWEEPER_KEYS + (VERSIONS_KEY, "regression_pct")
 NON_CONDITION_KEYS: Tuple[str, ...] = ARM_KEYS + NOT_IN_JOB_DIR
 
 
+@functools.lru_cache(maxsize=1)
+def _override_parser() -> "OverridesParser":
+    """Hydra's override parser, built once per process (it builds its grammar's lexer and parser)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    return OverridesParser.create()
+
+
 def parse_overrides(overrides: Sequence[str]) -> List[Override]:
     """Hydra's own reading of command-line overrides (``key=value``, ``+key=``, ``~key``, quoted values, sweeps), one
     each: its ``key_or_group`` and ``value()``. Raises ConfigError naming the first text that is not an override."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
 
-    parser = OverridesParser.create()
+    parser = _override_parser()
     parsed = []
     for text in overrides:
         try:

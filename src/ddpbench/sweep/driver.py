@@ -9,7 +9,6 @@ processes, keep what finished, write the report of what finished (with the sweep
 
 from __future__ import annotations
 
-import dataclasses
 import signal
 import sys
 from pathlib import Path
@@ -64,8 +63,8 @@ class SweepDriver:
         from ddpbench.sweep.lock import hold_sweep_lock, live_holder_refusal
         from ddpbench.trial.runner import trial_timeout_s
 
-        try:  # sweep_name's default resolver is cached on this config: read here, the sweep dir agrees with it
-            settings = dataclasses.replace(typed(self.config), sweep_name=str(self.config.sweep_name))
+        try:
+            settings = typed(self.config)
             given = {override.key_or_group for override in parse_overrides(arguments)}
         except DdpbenchError as error:
             fail(str(error))

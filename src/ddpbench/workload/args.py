@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Dict, Generic, NoReturn, Optional, Sequen
 
 from ddpbench.choices import (Device, DistBackend, GcMode, HostSyncPattern, Loader, Precision, ProfilerHandler,
                               SwitchWhat, Timing)
+from ddpbench.formats.rank_loop import HARNESS_HOST_SYNCS
 from ddpbench.workload.flags import (OneLineParser, add_flags, finite_float, flag, non_negative_float,
                                      non_negative_int, positive_float, positive_int, profiler_schedule,
                                      values_of)
@@ -72,7 +73,7 @@ class RankArgs(Generic[S]):
         HostSyncPattern.none, "what a step makes the host wait for on the device: none (no sync in a timed step), "
         "loss (the loss read after every step), seed (the seed script's loop: synchronize before every step, the "
         "host-to-device copy inside the step marker, the loss read after every step)",
-        choices=tuple(p for p in HostSyncPattern if p != HostSyncPattern.own))
+        choices=HARNESS_HOST_SYNCS)
     gc: GcMode = flag(GcMode.on, "Python's garbage collector in the timed loop: on (as Python does), freeze "
                       "(gc.freeze() before the timed loop), off (disabled for the timed loop)", choices=tuple(GcMode))
     # --- runtime ---
