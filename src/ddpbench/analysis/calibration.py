@@ -1,19 +1,8 @@
-"""Calibration: how well the paired differences recover the known costs a calibration mode added.
+"""Calibration: how well the paired differences recover the known costs a calibration mode injected. Pure.
 
-A calibration mode passes ``--inject-step-ms`` (a host wait per step), ``--inject-device-step-ms`` (GPU work per
-step, CUDA), ``--inject-startup-sec`` and ``--inject-teardown-sec`` to the workload; its comparison with the
-baseline should recover each cost in the figure where the loop lets it show (:func:`ddpbench.analysis.device_split.loop_of`):
-
-- a host wait, as the host step Δ where the host is the bottleneck (a CPU loop, a loop synchronised every step, or
-  a loop whose GPU idles part of every step), and as the GPU-idle Δ where the GPU waits for the host; where the
-  GPU is the bottleneck it hides in the host's lead;
-- a device wait, as the GPU-busy Δ in any loop (the events see device work), and as the host step Δ where the GPU
-  is the bottleneck or the loop synchronises every step; where the GPU idles longer than the wait, it hides there.
-
-Each item says its side (host, device, start-up, teardown), whether its figure can show it in this loop
-(``knowable``) and why (``where``); only knowable items are judged against the tolerance. Pure functions of the
-pairs and their rows in the collected table.
-"""
+Each item says its side (host, device, start-up, teardown), whether its figure can show the cost in the baseline's
+loop (``knowable``: :func:`ddpbench.analysis.device_split.loop_of`) and why (``where``); only knowable items are
+judged against the tolerance. docs/analysis.md says where each cost shows."""
 
 from __future__ import annotations
 

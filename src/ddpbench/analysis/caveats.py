@@ -1,10 +1,4 @@
-"""Caveats: the rules that say when a report's figures must be read with care, as sentences.
-
-A pure function of the :class:`~ddpbench.analysis.results.Analysis` and the tool-coverage check
-(:mod:`ddpbench.analysis.coverage`): duration stops, fixed costs, inconclusive verdicts, excluded
-pairs, host mismatches, order effects, the A/A noise floor and failed calibrations. The report lists
-the sentences as they are.
-"""
+"""Caveats: the rules that say when a report's figures must be read with care, as sentences. Pure."""
 
 from __future__ import annotations
 

@@ -1,32 +1,9 @@
-"""Step changes in a series of measurements that carry their own uncertainty. Pure.
+"""Step changes in a series of points that carry their own uncertainty (mean, standard error, pairs). Pure.
 
-A history series is a sequence of points (one tool version in one sweep, in version then date order),
-each a mean with its standard error (from the sweep's paired interval) and the pairs behind it. A
-**step** is a shift of the series' level between two points. The method is weighted binary
-segmentation, calibrated by simulating the series under "no step":
-
-1. **Weights.** Point i has variance ``v_i = se_i² + τ²``. ``τ²`` is the spread between sweeps beyond
-   what each sweep's own interval holds (another day, another machine state), estimated from successive
-   differences ``d_i = x_{i+1} − x_i``, whose variance is ``se_i² + se_{i+1}² + 2τ²`` without a step: the
-   larger of the moment estimate (``mean(d_i² − se_i² − se_{i+1}²) / 2``) and the robust one (the ``τ²`` at
-   which the median of ``d_i² / (se_i² + se_{i+1}² + 2τ²)`` is the median of χ²₁), never below 0. With
-   fewer than :data:`MIN_POINTS_FOR_SPREAD` points it is not estimated (``τ² = 0``: the points' own
-   intervals only).
-2. **Statistic.** For a segment and each split k, ``z_k = (m_after − m_before) / sqrt(1/W_before + 1/W_after)``
-   with inverse-variance weighted means ``m`` and weight sums ``W``; ``T = max_k |z_k|``, the
-   likelihood-ratio statistic of one mean shift at an unknown place. Segment means compare every
-   point before a split with every point after it, so a slow drift adds up to a step as well.
-3. **Significance.** The segment is simulated ``draws`` times under no step: each point's mean
-   ``~ N(0, v_i)``, its standard error re-drawn as ``se_i² · χ²_{n_i−1} / (n_i − 1)`` (a sweep's se is
-   itself estimated from ``n_i`` pairs) and ``τ²`` estimated again from each simulated segment (so the
-   p-value accounts for that estimate too). ``p = (1 + #{T* ≥ T}) / (1 + draws)``; ``p < alpha``
-   is a step, and both sides are searched again (binary segmentation), each at ``alpha``.
-
-Under no step the first test finds one with probability ``alpha``, so a series without a step shows
-one with probability about ``alpha`` (its false-alarm rate; ``benchmarks/changepoint_sim.py``
-measures it and the power). Points without an interval (fewer than two pairs) are not tested.
-The simulation uses a fixed seed: the same history gives the same answer.
-"""
+Weighted binary segmentation: the largest standardised difference of inverse-variance weighted segment means
+(variance se² + τ², τ the spread between sweeps, estimated from successive differences), its p-value simulated
+under "no step" with a fixed seed, so the same history gives the same answer. Method, false-alarm rate and power:
+docs/versions.md."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """Did the tool see every step? A pure check on the collected table.
 
-TraceML records a step only inside ``trace_step``; a workload that misses it leaves TraceML with
-0 steps ("INSUFFICIENT STEP-TIME DATA") and the comparison measures a tool that did nothing.
-ddpbench's workload wraps warmup and timed steps, so TraceML should analyse ``warmup + timed``.
-"""
+TraceML counts a step only inside ``trace_step``: a workload that misses it leaves the tool measuring nothing, so
+an ok trial's tool should analyse warmup + timed steps."""
 
 from __future__ import annotations
 

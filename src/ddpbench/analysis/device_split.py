@@ -1,18 +1,8 @@
-"""Where a trial's time goes beside the headline: per step on the host and the GPU, and its start-up in parts.
+"""Where a trial's time goes beside the headline: per step on the host and the GPU, and its start-up in parts. Pure.
 
-Rows (:class:`~ddpbench.analysis.results.FigureRow`, both sides, the paired difference with its intervals):
-
-- ``gpu`` group, ms per step (trial record v5 ``gpu_time_ms``, CUDA only): the host step, GPU busy (the GPU from
-  the step's first device work to its last) and GPU idle (the GPU with none of the loop's work queued between two
-  steps). A tool whose cost is host time the GPU waits for (lost overlap) raises the host step and GPU idle alike;
-  one that adds GPU work raises GPU busy.
-- ``startup`` group, s per trial (``startup_split_s``): before the rank (launcher, a tool's launcher), then each
-  part of the rank's start-up (:data:`ddpbench.formats.rank_loop.STARTUP_PARTS`).
-
-:func:`loop_of` says what kind of loop the baseline's trials ran (synchronised every step, host-bound, GPU-bound,
-CPU only): what the calibration needs to say in which figure an injected cost is knowable. Pure functions of the
-collected table's rows.
-"""
+Rows: ``gpu`` (ms per step: host step, GPU busy, GPU idle; CUDA only) and ``startup`` (s per trial: before the
+rank, then each of :data:`ddpbench.formats.rank_loop.STARTUP_PARTS`). :func:`loop_of` says what kind of loop the
+baseline ran, for the calibration."""
 
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
-"""Was a trial disturbed by what else ran? Pure flags for trials, pairs and outlying pairs.
+"""Was a trial disturbed by what else ran? Pure flags for trials and outlying pairs, each with a one-line reason.
 
-Inputs are what the harness records around each trial (:class:`TrialLoad`): the 1-minute load
-average at start and end, the CPU seconds used by processes outside the trial's process tree while
-it ran, the hypervisor's steal time, and the trial's wall time. A trial is **disturbed** when
-other work took a share of the machine large enough to move the result by about the default 2 %
-budget; a pair is disturbed when either of its trials is. Separately, a pair's overhead is an
-**outlier** when its modified z-score, 0.6745 · (x − median) / MAD, exceeds 3.5 (Iglewicz, B. and
-Hoaglin, D. C., 1993, *How to Detect and Handle Outliers*, ASQC Basic References in Quality
-Control, vol. 16). Each flag comes with a one-line reason; None means not flagged.
-"""
+A trial is disturbed when other processes' CPU time or steal time took a share of the machine near the 2 %
+budget (without those, a large load-average excess); a pair's overhead is an outlier when its modified z-score
+exceeds 3.5 (Iglewicz and Hoaglin 1993). Thresholds and their reasons: docs/analysis.md."""
 
 from __future__ import annotations
 

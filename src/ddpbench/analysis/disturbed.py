@@ -1,13 +1,7 @@
 """Disturbed trials and pairs, and outlying pairs, from the collected table (trial record v2 ``load``).
 
-Reads each trial's ``load_<key>`` columns into a :class:`~ddpbench.analysis.disturbance.TrialLoad` and
-applies the rules of :mod:`ddpbench.analysis.disturbance` (thresholds and sources there): a trial is
-disturbed when other processes' CPU time or steal time took a share of the machine near the budget
-(or, without those, a large load-average excess); a pair when either trial is; a pair's per-step or
-throughput overhead is an outlier by its modified z-score among its comparison's pairs. Trials
-without a ``load`` section (version 1 records, or a harness that did not record it) are never
-flagged disturbed. Every flag carries its one-line reason.
-"""
+Applies the rules of :mod:`ddpbench.analysis.disturbance` to each trial's ``load_<key>`` columns; a trial without
+a usable ``load`` is never flagged disturbed."""
 
 from __future__ import annotations
 

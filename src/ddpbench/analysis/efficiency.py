@@ -1,10 +1,4 @@
-"""Achieved model TFLOP/s and fraction of the GPU's peak per mode, for MLP trials on CUDA.
-
-Model FLOPs per step come from the MLP's layer sizes (:func:`ddpbench.analysis.flops.step_flops_for_model`,
-per rank, matrix products only); the achieved rate is those FLOPs over the trial's mean step time; the
-peak is the GPU's dense rate at the trial's ``cluster.precision`` (:func:`ddpbench.analysis.flops.fraction_of_peak`).
-Unknown, with the reason, on CPU, for another workload, or for a GPU not in the peak table.
-"""
+"""Achieved model TFLOP/s and fraction of the GPU's peak per mode, for MLP trials on CUDA (else unknown, with why)."""
 
 from __future__ import annotations
 

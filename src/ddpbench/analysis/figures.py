@@ -1,19 +1,8 @@
-"""What one trial measured, as the analysis uses it: a row of the collected table → its figures.
+"""What one trial measured, as the analysis uses it: a row of the collected table → its figures. Pure.
 
-A built-in workload's trial carries its figures at the top level (``steps_per_s``,
-``step_time_ms``, the wall decomposition). A foreign script without ddpbench's rank record
-has only its wall time and the figures read from its output (trial record v2
-``metrics``, collected as ``metric_<name>`` columns); its top-level ``steps_per_s`` and
-``step_time_ms`` are null, and its start-up/train/teardown split is unknown (NaN here, never 0).
-The known metric names feed the same figures:
-
-- throughput: ``steps_per_s``, else the metric ``steps_per_s``, else the metric ``samples_per_s``
-  (a pair compares both sides in the first kind both have, so a ratio never mixes kinds), else
-  1000 / the per-step time;
-- per-step time (ms): ``step_time_ms.mean``, else the metric ``step_time_ms``, else 1000 / steps/s.
-
-Pure functions of a row (a ``dict`` of the collected table).
-"""
+A foreign script without ddpbench's rank record has only its wall time and the ``metric_<name>`` columns read
+from its output; the known metric names (:data:`KNOWN_METRICS`) stand in for the top-level throughput and step
+time, and its start-up/teardown split stays unknown (NaN, never 0)."""
 
 from __future__ import annotations
 

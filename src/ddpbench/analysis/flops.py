@@ -1,20 +1,8 @@
-"""Model FLOPs of the workload's MLP, achieved TFLOP/s, and the GPU's peak for comparison.
+"""Model FLOPs of the workload's MLP per rank and step, achieved TFLOP/s, and the GPU's peak for comparison. Pure.
 
-Pure functions, no I/O. What is counted (the usual "model FLOPs" convention, as in the 6·N rule):
-
-- Only the matrix products of the ``Linear`` layers: 2 FLOPs (one multiply, one add) per
-  multiply-accumulate, so a ``Linear(in, out)`` costs ``2·in·out`` FLOPs per sample forward.
-- Backward = 2 × forward per layer: the gradient with respect to the input and the one with
-  respect to the weight, each a product of the forward's size. ``input_grad=False`` leaves out
-  the first layer's input gradient, which autograd does not compute (the data needs no grad);
-  it is counted by default, as the convention does.
-- Not counted: bias adds, GELU, the loss, the optimizer (AdamW), the gradient all-reduce, data
-  loading and host-to-device copies. Their cost is in the measured step time, so the achieved
-  figure is a lower bound on the matrix units' real rate.
-
-Figures are per rank: each DDP rank processes its own ``batch_size`` samples per step, so
-``achieved_tflops(step_flops, step_ms)`` is one GPU's rate.
-"""
+Only the Linear layers' matrix products count (2 FLOPs per multiply-accumulate, backward = 2 × forward); bias,
+activations, loss, optimizer and communication are in the measured step time, so the achieved rate is a lower
+bound. docs/analysis.md states the convention."""
 
 from __future__ import annotations
 

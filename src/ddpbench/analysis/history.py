@@ -1,13 +1,8 @@
 """The overhead history across sweeps: each tool version's cost per hardware and condition, and its steps. Pure.
 
-Every sweep's tool modes (each arm of a ``versions=`` list counts as one) are paired with the baseline
-of the same sweep and condition. A point is one arm in one sweep: its per-step overhead (ms and % of
-the baseline's step) and its overhead projected onto a job of ``job_hours`` (% of the job), each a
-paired summary with its 95 % interval. Points line up in a **series** by hardware (CPU model, GPUs),
-condition and tool (the mode without its version), ordered by the tool version the ranks imported and
-then by date. Steps in a series are found on the per-step overhead (ms) by
-:func:`ddpbench.analysis.changepoint.find_steps`: a step up is a regression, a step down an improvement.
-"""
+A point is one arm in one sweep, paired with that sweep's baseline; points form series by (CPU model, GPUs,
+condition, tool) in version then date order, and :func:`ddpbench.analysis.changepoint.find_steps` finds the steps
+in each series' per-step overhead (ms): up is a regression, down an improvement."""
 
 from __future__ import annotations
 

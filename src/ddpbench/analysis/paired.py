@@ -1,35 +1,9 @@
 """Paired overhead analysis: pure functions from the collected trial table to result objects.
 
-Trials are paired by ``(sweep_dir, condition_id, repeat)``: the baseline mode's trial (default
-``native``) against each other mode's trial with the same key. Per pair (x = the compared mode,
-b = the baseline):
-
-- ``step_overhead_ms`` = x − b of the mean step time (ms), ``step_overhead_pct`` its percentage;
-  ``step_median_overhead_ms``/``_pct`` the same of each trial's median step
-- ``throughput_overhead_pct`` = 100 · (b.steps_per_s / x.steps_per_s − 1) (the reference's definition)
-- ``wall_diff_s``, ``wall_overhead_pct`` = x − b of the wall time, and 100 · (x.wall_s / b.wall_s − 1)
-- ``startup_diff_s``, ``train_diff_s``, ``teardown_diff_s`` = x − b, seconds (+ ``_pct`` for start-up and teardown);
-  ``fixed_diff_s`` = start-up Δ + teardown Δ, what one run pays once
-- ``projected_overhead_pct``: the per-step cost over a job of ``job_hours`` plus the fixed cost once, % of the
-  job (:mod:`ddpbench.analysis.projection`).
-
-Pairing and exclusion are in :mod:`ddpbench.analysis.pairing`. Across the pairs of one (condition,
-mode) each metric gets a :class:`~ddpbench.analysis.stats.PairedSummary` (Student's paired t interval,
-paired t test, MDE at 80 % power) and a robust view (Hodges–Lehmann estimate with the Wilcoxon
-signed-rank interval; a bootstrap interval of the median for the per-step metrics). A percentage
-whose baseline is near zero is dropped, with a note (:mod:`ddpbench.analysis.rows`). The verdict
-against the budget uses every figure that may decide: the per-step and the projected overhead and, in a
-``switching=blocks`` sweep, the within-trial lower bound (rules in :mod:`ddpbench.analysis.verdict`); a short
-trial's wall overhead, mostly fixed cost, decides nothing. In a ``switching=blocks`` sweep every trial's whole-run
-figures are those of its tool fully on (:func:`ddpbench.analysis.switching.full_on_row`: the off-blocks' steps
-counted at the on-blocks' step), so every metric describes the tool fully on there too.
-
-Roles: each mode declares one (``config.mode.role``, the ``role`` column). A ``calibration`` mode is
-checked against the ``--inject-*`` workload arguments it really passed (``config.inject``, which every
-mode's config carries, counts only for the mode that applies it); an ``aa`` mode's throughput-overhead
-interval half-width is the noise floor quoted for the other comparisons; ``tool`` modes (and a
-``baseline`` mode compared against another baseline) get a verdict.
-"""
+Trials pair by ``(sweep_dir, condition_id, repeat)`` (:mod:`.pairing`); each per-pair metric (:data:`METRIC_UNITS`)
+gets a paired t summary and a robust interval, each comparison a verdict (:mod:`.verdict`), a calibration check
+(role ``calibration``) or a noise floor (role ``aa``: its throughput-overhead half-width). Definitions:
+docs/analysis.md."""
 
 from __future__ import annotations
 

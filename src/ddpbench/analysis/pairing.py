@@ -1,12 +1,7 @@
 """Pairing: the baseline's trial against each other mode's trial of the same key, and each pair's figures.
 
-Trials pair by ``(sweep_dir, condition_id, repeat)`` (:data:`PAIR_KEY`). A pair is excluded, with its
-reason, when a side is missing, not ``ok``, lacks its wall time, or ran another workload than the
-other side. A figure only one side has, or neither (a foreign script without a rank record has no
-start-up/teardown split and perhaps no step time), leaves that metric unknown (NaN) for the pair:
-unknown is never counted as zero. Per-pair metrics (x = the compared mode, b = the baseline; units in
-:data:`ddpbench.analysis.paired.METRIC_UNITS`) are listed in ``docs/analysis.md``.
-"""
+A pair is excluded, with its reason, when a side is missing, not ``ok``, lacks its wall time, or ran another
+workload. A figure a side lacks leaves that metric NaN for the pair: unknown is never counted as zero."""
 
 from __future__ import annotations
 

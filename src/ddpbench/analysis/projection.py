@@ -1,17 +1,8 @@
 """What a tool costs a job of a stated length: its per-step cost all along, its fixed cost once. Pure.
 
-A trial of a few seconds pays the tool's start-up and teardown in full; a job that trains for hours
-pays them once. Per pair, with the per-step overhead s (``step_overhead_pct``: % of the baseline's
-step), the fixed cost F (``fixed_diff_s``: start-up Δ + teardown Δ, seconds) and a job of T seconds
-of training (``report.job_hours`` × 3600)::
-
-    projected_overhead_pct = 100 · (s/100 · T + F) / T = s + 100 · F / T      (% of the job's time)
-
-Its interval is the paired *t* interval of these per-pair values: the sum of two figures measured on
-the same two trials, so its variance is the two parts' variances plus twice their covariance, which
-the per-pair sum carries exactly (no assumption that the parts are independent). A pair without
-the fixed-cost split (a foreign script without rank records) has no projection.
-"""
+Per pair: ``projected_overhead_pct = s + 100 · F / T`` (% of the job), with s the per-step overhead (%), F the
+start-up Δ + teardown Δ (s) and T the job's training time (``report.job_hours`` × 3600 s); its interval is the
+paired t interval of these per-pair values. docs/analysis.md gives the reasoning."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""Provenance of a report: what the trials ran on and how they were started, read from the collected table.
-
-Pure functions of the collected table (``ddpbench.collect``): hardware, topology and versions seen,
-a command line equivalent to the trials' overrides, and the resolved-config keys that differ between
-modes. The report renders them; it extracts nothing itself.
-"""
+"""Provenance of a report, from the collected table: hardware, topology, versions, the command, config differences."""
 
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
 """``repeat=auto`` with ``precision.disturbed=rerun``: which pairs are re-run instead of counted. Pure.
 
-A **pair** here is every trial of one condition and one repeat (the baseline's and each compared
-mode's). It is disturbed when any of its ``ok`` trials is, by the rules of
-:mod:`ddpbench.analysis.disturbance` (other processes' CPU or steal time over the thresholds there,
-read from the trial's ``load`` by :func:`ddpbench.analysis.disturbed.trial_load`). A pair with a
-failed trial is never "disturbed": pairing already leaves it out. The sweep does not count a disturbed
-pair in its stopping decision and lists it in ``stopping.json`` (``excluded``: repeat and why);
-:func:`rerun_pairs` turns that list into the pairs the analysis leaves out, so the report's
-intervals use the pairs the decision used.
-"""
+A pair here is every trial of one condition and repeat; it is disturbed when any of its ``ok`` trials is
+(:mod:`ddpbench.analysis.disturbance`). The sweep lists such pairs in ``stopping.json`` (``excluded``), and
+:func:`rerun_pairs` turns that list into the pairs the analysis leaves out."""
 
 from __future__ import annotations
 

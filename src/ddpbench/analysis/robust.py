@@ -1,21 +1,8 @@
-"""Robust paired statistics, computed with SciPy: Hodges–Lehmann, Wilcoxon, bootstrap.
+"""Robust statistics of per-pair differences (the metric's unit): Hodges–Lehmann, Wilcoxon, bootstrap. Pure.
 
-Everything here is a function of the per-pair differences (a plain sequence of floats, in the
-metric's unit: % or ms); nothing reads files. Methods:
-
-- **Hodges–Lehmann estimate**: the median of the n(n + 1)/2 Walsh averages (x_i + x_j)/2, i ≤ j
-  (Hodges, J. L. and Lehmann, E. L., 1963, "Estimates of location based on rank tests",
-  *Ann. Math. Statist.* 34, 598–611).
-- **Wilcoxon signed-rank interval**: the Walsh averages of ranks k and M + 1 − k (M = n(n + 1)/2),
-  where k − 1 is the largest signed-rank statistic with P(T ≤ k − 1) ≤ α/2 under the null
-  (Hollander, Wolfe and Chicken, *Nonparametric Statistical Methods*, 3rd ed. 2014, §3.3). The
-  null distribution is exact (counted) for n ≤ :data:`EXACT_MAX_N`, else the normal approximation
-  with continuity correction. With few pairs the requested level may be unreachable (n ≤ 5 at
-  95 %): then the interval is [min, max] at its achieved level, as R's ``wilcox.test`` does; the
-  achieved level is always returned.
-- **Bootstrap interval** of the mean or median difference: ``scipy.stats.bootstrap`` (BCa by
-  default; Efron, B., 1987, "Better bootstrap confidence intervals", *JASA* 82, 171–185), seeded.
-"""
+The Wilcoxon signed-rank interval uses the exact null distribution up to :data:`EXACT_MAX_N` pairs, else the normal
+approximation; an unreachable level gives [min, max] at its achieved level, as R's ``wilcox.test`` does. The
+bootstrap is a seeded ``scipy.stats.bootstrap`` (BCa by default). References: docs/analysis.md."""
 
 from __future__ import annotations
 

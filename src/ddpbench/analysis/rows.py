@@ -1,16 +1,7 @@
-"""Rows of figures beside the headline metrics: per-phase time, memory peaks, the workload's own metrics.
+"""Rows of figures beside the headline metrics: per-phase time, memory peaks, the workload's own metrics. Pure.
 
-Each row holds both sides' figure, the per-pair difference (absolute, in the figure's unit) and the
-per-pair percentage, with the paired t interval and the robust (Hodges–Lehmann / Wilcoxon) interval
-of the difference. Pure functions of the included pairs' (baseline row, mode row) of the collected
-table.
-
-**Near-zero baseline.** A percentage against a baseline close to zero says nothing (a 0.02 ms data
-wait that becomes 0.2 ms is "+900 %"), so the percentage is left out, and a note says why, when
-the baseline's mean is below the floor of its unit (:data:`NEAR_ZERO_FLOOR`: 0.1 ms, 1 s, 1 MB; 0
-for any other unit), or, for a part of the step (a phase), below :data:`NEAR_ZERO_SHARE` of the
-baseline's step. The absolute difference is always shown.
-"""
+Each row holds both sides, the per-pair difference with its t and robust intervals, and the per-pair percentage,
+left out with a note when the baseline is near zero (:func:`near_zero`; the rule in docs/analysis.md)."""
 
 from __future__ import annotations
 

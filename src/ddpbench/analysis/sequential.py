@@ -1,51 +1,9 @@
-"""When to stop adding pairs (``repeat=auto``): a group-sequential rule with alpha spending.
+"""When to stop adding pairs (``repeat=auto``): a group-sequential rule with alpha spending. Pure.
 
-After every new pair the sweeper asks :func:`decide` whether the chosen metric's interval is
-decisive against the budget. Looking after every pair and stopping on the first decisive interval
-would inflate the error rate of a fixed 95 % interval (the more looks, the more chances for one
-interval to miss the true mean). The rule here keeps its stated confidence under this optional
-stopping:
-
-**Rule: alpha spending over the looks, with exact repeated-*t* boundaries.** The total error
-``α = 1 − confidence`` is spread over the looks at n = ``min_pairs``, ``min_pairs`` + 1, …,
-``max_pairs`` pairs by an alpha-spending function ``α(t)`` of the information fraction
-``t = n / max_pairs`` (Lan, K. K. G. and DeMets, D. L., 1983, "Discrete sequential boundaries for
-clinical trials", *Biometrika* 70(3), 659–663). The look at n pairs may spend
-``α_n = α(n / N) − α((n − 1) / N)`` (the first look, at ``min_pairs``, all of ``α(min_pairs / N)``),
-and its interval is ::
-
-    mean ± c_n · s / √n
-
-with critical values ``c_n`` chosen so that the probability that look n is the *first* look whose
-interval misses the true mean is exactly ``α_n``. Then the probability that *any* look's interval
-misses is ``Σ α_n = α``: these are repeated confidence intervals (Jennison, C. and Turnbull, B. W.,
-1989, "Interim analyses: the repeated confidence interval approach", *JRSS B* 51(3), 305–361;
-*Group Sequential Methods*, 2000, ch. 9) and stay valid whenever the sweep stops (decisive,
-precise enough, out of pairs or out of time). A false "over" (true mean ≤ budget) or a false
-"within" (true mean ≥ budget) needs a look whose interval misses the mean, so each has probability
-at most α (together at most α).
-
-How the ``c_n`` are found: for independent normal pair values, ``(mean − μ) / (s / √n)`` is
-Student's *t* whatever μ and σ are (a pivot), so the joint law of the statistics over the looks can
-be simulated once, with μ = 0 and σ = 1, and ``c_n`` read off as quantiles of the paths that have
-not crossed an earlier boundary (:data:`SIMULATIONS` seeded paths: every driver of a sweep computes
-the same boundaries; Monte Carlo error of the total error about ±0.001). Unlike a Bonferroni bound
-(each look's *t* interval at level ``1 − α_n`` on its own: valid, but it ignores that successive
-looks share most of their pairs), this spends the whole α, so intervals are narrower and decisions
-come sooner: at look 6 of 12 with Pocock spending the interval is about a fifth narrower. Each
-look's interval assumes the per-pair values are independent and roughly normal, as the fixed-n
-paired *t* interval does.
-
-Spending functions (both proposed by Lan and DeMets 1983):
-
-- ``pocock`` (default): ``α(t) = α · ln(1 + (e − 1) · t)`` — spends early, so a clear effect is
-  decided in few pairs;
-- ``obrien_fleming``: ``α(t) = 2 − 2 Φ(z(1 − α/2) / √t)`` — spends almost nothing early (an
-  O'Brien–Fleming-shaped boundary), so the last looks are nearly as narrow as a fixed-n interval.
-
-Everything here is pure: plain floats in, a :class:`StopDecision` out. Units of the overheads, the
-budget, the half-width and the interval are the metric's (percent or milliseconds).
-"""
+The error α = 1 − confidence is spent over the looks at n = ``min_pairs`` … ``max_pairs`` pairs by a Lan–DeMets
+spending function; look n's interval is mean ± c_n · s/√n, with c_n simulated so that all looks together miss
+the true mean with probability α (repeated confidence intervals). Method, references and simulated error rates:
+docs/sequential.md. Units: the metric's (% or ms)."""
 
 from __future__ import annotations
 
@@ -56,23 +14,11 @@ from typing import Sequence
 
 import numpy as np
 
-from ddpbench.analysis.stats import normal_isf, normal_sf, t_isf, t_sf
+from ddpbench.analysis.stats import mean_sd, normal_isf, normal_sf, t_isf, t_sf
 from ddpbench.choices import Spending
 
-__all__ = [
-    "SPENDING_FUNCTIONS",
-    "boundaries",
-    "STOP_REASONS",
-    "StopDecision",
-    "alpha_spent",
-    "check_rule",
-    "decide",
-    "decide_with_lower_bound",
-    "look_level",
-    "pairs_needed",
-    "pairs_needed_with_looks",
-    "replay",
-]
+__all__ = ["SPENDING_FUNCTIONS", "STOP_REASONS", "StopDecision", "alpha_spent", "boundaries", "check_rule", "decide",
+           "decide_with_lower_bound", "look_level", "pairs_needed", "pairs_needed_with_looks", "replay"]
 
 #: the reasons a sweep stops, in the order they are checked
 STOP_REASONS = ("over", "within", "precise", "max_pairs", "max_minutes")
@@ -87,13 +33,9 @@ BOUNDARY_SEED = 16
 
 @dataclass(frozen=True)
 class StopDecision:
-    """What :func:`decide` concluded after ``n`` pairs.
-
-    ``stop`` is False while more pairs are needed; then ``reason`` is None. ``ci_low``/``ci_high``
-    is the interval of this look (metric unit) at the per-look level ``look_confidence``; the
-    sequence of such intervals has overall confidence ``confidence``. NaN bounds before
-    ``min_pairs``. ``message`` is one line for the report.
-    """
+    """What :func:`decide` concluded after ``n`` pairs: ``reason`` None while more are needed; the look's interval
+    (metric unit, NaN before ``min_pairs``) at ``look_confidence``, ``confidence`` over all looks; one line for the
+    report."""
 
     stop: bool
     reason: str | None
@@ -105,10 +47,9 @@ class StopDecision:
     look_confidence: float
     budget: float
     message: str
-    #: an inconclusive stop's hint: the fewest pairs a fixed-n interval at this mean and SD would need
-    #: to lie on one side of the budget (:func:`pairs_needed`); None when decided, or when no number would
+    #: an inconclusive stop's hint: the fewest pairs a fixed-n interval would need (:func:`pairs_needed`), and with
+    #: this rule's looks (:func:`pairs_needed_with_looks`); None when decided, or when no number would
     pairs_needed: int | None = None
-    #: the same for this rule's looks, estimated (:func:`pairs_needed_with_looks`); None likewise
     pairs_needed_auto: int | None = None
 
     @property
@@ -157,11 +98,8 @@ def look_level(n: int, alpha: float, min_pairs: int, max_pairs: int, spending: s
 
 @lru_cache(maxsize=64)
 def boundaries(alpha: float, min_pairs: int, max_pairs: int, spending: str = Spending.pocock) -> tuple[float, ...]:
-    """Critical values ``c_n`` (in units of s/√n) of the looks at n = ``min_pairs`` … ``max_pairs``.
-
-    Look n's interval ``mean ± c_n s/√n`` is the first to miss the true mean with probability
-    :func:`look_level` (normal pair values; simulated with :data:`SIMULATIONS` seeded paths).
-    """
+    """Critical values ``c_n`` (units of s/√n) of the looks at n = ``min_pairs`` … ``max_pairs``: look n is the first
+    to miss the true mean with probability :func:`look_level` (normal pair values, :data:`SIMULATIONS` seeded paths)."""
     check_rule(1.0 - alpha, None, min_pairs, max_pairs, math.inf, spending)
     rng = np.random.default_rng(BOUNDARY_SEED)
     total = np.zeros(SIMULATIONS)
@@ -199,26 +137,13 @@ def _critical_t(n: int, alpha: float, min_pairs: int, max_pairs: int, spending: 
     return c, 2.0 * t_sf(c, n - 1)
 
 
-def _mean_sd(xs: Sequence[float]) -> tuple[float, float]:
-    n = len(xs)
-    m = math.fsum(xs) / n
-    sd = math.sqrt(math.fsum((x - m) ** 2 for x in xs) / (n - 1)) if n > 1 else math.nan
-    if sd <= 1e-12 * max(1.0, abs(m)):
-        sd = 0.0
-    return m, sd
-
-
 #: :func:`pairs_needed` looks no further than this many pairs
 PAIRS_NEEDED_LIMIT = 1000
 
 
 def pairs_needed(mean: float, sd: float, budget: float, confidence: float = 0.95) -> int | None:
-    """The fewest pairs n whose fixed-n paired *t* interval, with this ``mean`` and ``sd``, lies wholly on one side of ``budget``.
-
-    A lower bound for ``repeat=auto``, whose looks each cost some width: its interval at n pairs is
-    wider than the fixed-n one. None when ``mean`` is at the budget, a figure is not finite, or more
-    than :data:`PAIRS_NEEDED_LIMIT` pairs would be needed. Units: the metric's (% or ms).
-    """
+    """The fewest pairs whose fixed-n paired t interval at this ``mean`` and ``sd`` lies on one side of ``budget``
+    (a lower bound for ``repeat=auto``'s looks); None when no number up to :data:`PAIRS_NEEDED_LIMIT` would."""
     gap = abs(mean - budget)
     if not (math.isfinite(gap) and math.isfinite(sd)) or gap == 0.0:
         return None
@@ -233,13 +158,8 @@ def pairs_needed(mean: float, sd: float, budget: float, confidence: float = 0.95
 
 
 def pairs_needed_with_looks(fixed_n: int, alpha: float, min_pairs: int, max_pairs: int, spending: str) -> int:
-    """About how many pairs ``repeat=auto`` needs where a fixed-n interval needs ``fixed_n``.
-
-    Each look costs width: at ``max_pairs`` the rule's interval is ``c / t`` times the fixed-n one
-    (c: its last boundary, t: the fixed-n quantile), so it needs about ``(c / t)²`` times the pairs
-    (the sample size inflation of a group-sequential design, taken as constant for a spending
-    function). An estimate for planning ``precision.max_pairs``, not a guarantee.
-    """
+    """About how many pairs ``repeat=auto`` needs where a fixed-n interval needs ``fixed_n``: ``(c / t)²`` times as
+    many, c the last boundary and t the fixed-n quantile (an estimate for planning, not a guarantee)."""
     last = boundaries(alpha, min_pairs, max_pairs, spending)[-1]
     inflation = (last / t_isf(alpha / 2.0, max_pairs - 1)) ** 2 if max_pairs > 1 else 1.0
     return max(fixed_n, math.ceil(fixed_n * inflation))
@@ -256,16 +176,11 @@ def decide(
     max_minutes: float = math.inf,
     spending: str = Spending.pocock,
 ) -> StopDecision:
-    """Decide, after the pairs so far, whether the sweep stops and why.
+    """Whether the sweep stops after the per-pair ``overheads`` so far (in finishing order), and why.
 
-    ``overheads`` are the per-pair values of the metric (its unit: % or ms), in the order the
-    pairs finished; ``budget`` and ``halfwidth`` are in the same unit. Checked in this order, from
-    ``min_pairs`` on: ``over`` (interval wholly above the budget), ``within`` (wholly below),
-    ``precise`` (half-width ≤ ``halfwidth``; None: no precision target), ``max_pairs``
-    (n ≥ ``max_pairs``), ``max_minutes`` (``elapsed_minutes`` ≥ ``max_minutes``). Before
-    ``min_pairs`` the sweep always continues, whatever the time. Pairs beyond ``max_pairs`` (a
-    batch that overshot) are ignored: the last look is at the first ``max_pairs``. Raises
-    ValueError for unusable settings or a non-finite overhead.
+    ``budget`` and ``halfwidth`` are in the overheads' unit. Reasons are checked in :data:`STOP_REASONS` order from
+    ``min_pairs`` on; pairs beyond ``max_pairs`` are ignored. ValueError for unusable settings or a non-finite
+    overhead.
     """
     check_rule(confidence, halfwidth, min_pairs, max_pairs, max_minutes, spending)
     xs = [float(v) for v in overheads]
@@ -284,37 +199,26 @@ def decide(
     crit, a_n = _critical_t(look, alpha, min_pairs, max_pairs, spending)
     if n > max_pairs:
         xs = xs[:max_pairs]
-    m, sd = _mean_sd(xs)
+    m, sd = mean_sd(xs)
     half = crit * sd / math.sqrt(look)
     lo, hi = m - half, m + half
+    reason: str | None
     if lo > budget:
-        reason: str | None = "over"
+        reason, why = "over", "stop: wholly above the budget (over)"
     elif hi < budget:
-        reason = "within"
+        reason, why = "within", "stop: wholly below the budget (within)"
     elif halfwidth is not None and half <= halfwidth:
-        reason = "precise"
+        reason, why = "precise", f"stop: half-width {half:.4g} reached the target {halfwidth:g} (inconclusive)"
     elif n >= max_pairs:
-        reason = "max_pairs"
+        reason, why = "max_pairs", f"stop: max_pairs={max_pairs} reached (inconclusive)"
     elif elapsed_minutes >= max_minutes:
-        reason = "max_minutes"
+        reason, why = "max_minutes", f"stop: {elapsed_minutes:.1f} of max_minutes={max_minutes:g} used (inconclusive)"
     else:
-        reason = None
+        reason, why = None, "continue"
     interval = (f"{look} pairs: mean {m:+.4g}, interval [{lo:+.4g}, {hi:+.4g}] at {100 * (1 - a_n):.3g} % per look "
                 f"({100 * confidence:g} % overall, {spending} spending) vs budget {budget:g}")
     inconclusive = reason in INCONCLUSIVE_REASONS
     needed = pairs_needed(m, sd, budget, confidence) if inconclusive else None
-    if reason == "over":
-        why = "stop: wholly above the budget (over)"
-    elif reason == "within":
-        why = "stop: wholly below the budget (within)"
-    elif reason == "precise":
-        why = f"stop: half-width {half:.4g} reached the target {halfwidth:g} (inconclusive)"
-    elif reason == "max_pairs":
-        why = f"stop: max_pairs={max_pairs} reached (inconclusive)"
-    elif reason == "max_minutes":
-        why = f"stop: {elapsed_minutes:.1f} of max_minutes={max_minutes:g} used (inconclusive)"
-    else:
-        why = "continue"
     needed_auto = pairs_needed_with_looks(needed, alpha, min_pairs, max_pairs, spending) if needed is not None else None
     if inconclusive:
         if needed is None:
@@ -343,10 +247,8 @@ def decide_with_lower_bound(
     """:func:`decide` on the whole-cost ``overheads``, or ``over`` from the within-trial ``lower_bounds`` (one value
     per pair, the same unit) when that sequence's interval lies wholly above the budget first.
 
-    The report's combined rule (:mod:`ddpbench.analysis.verdict`) under optional stopping: the whole cost's repeated
-    intervals at ``confidence`` miss on their low side with probability at most α/2, the lower bound's, at
-    1 − α/2, with at most α/4, so a false ``over`` has probability at most 3α/4; only the whole cost can stop as
-    ``within``. Without ``min_pairs`` lower bounds the decision is :func:`decide`'s alone.
+    The lower bound's intervals are at 1 − α/2, so a false ``over`` has probability at most 3α/4; only the whole
+    cost can stop as ``within``. Without ``min_pairs`` lower bounds the decision is :func:`decide`'s alone.
     """
     whole = decide(overheads, budget, confidence, halfwidth, min_pairs, max_pairs, elapsed_minutes, max_minutes,
                    spending)
@@ -367,10 +269,7 @@ def replay(
     max_pairs: int = 20,
     spending: str = Spending.pocock,
 ) -> StopDecision:
-    """Apply :func:`decide` after each pair of ``overheads`` in turn; the first stop, else the last look.
-
-    For simulations and for re-deciding a finished sweep; no time limit applies.
-    """
+    """:func:`decide` after each pair of ``overheads`` in turn (no time limit): the first stop, else the last look."""
     check_rule(confidence, halfwidth, min_pairs, max_pairs, math.inf, spending)
     last = decide([], budget, confidence, halfwidth, min_pairs, max_pairs, spending=spending)
     for n in range(min(min_pairs, len(overheads)), min(len(overheads), max_pairs) + 1):

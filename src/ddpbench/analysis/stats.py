@@ -1,21 +1,7 @@
-"""Pure statistics for paired overhead comparisons.
+"""Pure statistics for paired overhead comparisons: Student's paired t interval and test, MDE, distributions.
 
-Everything here is a function of plain sequences of floats; nothing reads files or
-knows about trials. Methods (see ``docs/analysis.md``):
-
-- **Interval**: Student's paired *t* interval on the per-pair differences,
-  ``mean ± t(1 − α/2, n − 1) · s / √n`` (Student 1908; e.g. NIST/SEMATECH e-Handbook §7.2.2).
-- **p-value**: the two-sided paired *t* test of "mean difference = 0" (same statistic).
-- **Minimum detectable effect (MDE)**: the smallest true mean difference the paired *t* test
-  detects with 80 % power at α = 0.05, ``(t(1 − α/2, n − 1) + t(power, n − 1)) · s / √n``
-  (the usual central-*t* approximation, Cohen 1988, ch. 2).
-- **Coefficient of variation**: sample standard deviation (n − 1) over the mean.
-
-The Student *t*, normal and *F* distribution functions are scipy's special functions (``stdtr``,
-``stdtrit``, ``ndtr``, ``ndtri``, ``fdtrc``): the very functions ``scipy.stats`` evaluates, without
-importing ``scipy.stats`` (about a second of start-up). The robust intervals beside the t interval are
-in :mod:`ddpbench.analysis.robust`.
-"""
+The t, normal and F distribution functions are scipy's special functions, without importing ``scipy.stats``
+(about a second of start-up). Methods and references: docs/analysis.md."""
 
 from __future__ import annotations
 
@@ -25,24 +11,9 @@ from typing import Sequence
 
 from scipy import special as _special
 
-__all__ = [
-    "PairedSummary",
-    "coefficient_of_variation",
-    "f_sf",
-    "mean",
-    "median",
-    "min_detectable_effect",
-    "normal_cdf",
-    "normal_isf",
-    "normal_sf",
-    "paired_summary",
-    "sample_std",
-    "t_cdf",
-    "t_isf",
-    "t_ppf",
-    "t_sf",
-    "to_float",
-]
+__all__ = ["PairedSummary", "coefficient_of_variation", "f_sf", "mean", "mean_sd", "median", "min_detectable_effect",
+           "normal_cdf", "normal_isf", "normal_sf", "paired_summary", "sample_std", "t_cdf", "t_isf", "t_ppf", "t_sf",
+           "to_float"]
 
 NAN = float("nan")
 
@@ -87,6 +58,12 @@ def sample_std(values: Sequence[float]) -> float:
         return NAN
     m = math.fsum(xs) / n
     return math.sqrt(math.fsum((x - m) ** 2 for x in xs) / (n - 1))
+
+
+def mean_sd(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation of the finite values; the SD is 0 when it is rounding noise of the mean."""
+    m, sd = mean(values), sample_std(values)
+    return m, 0.0 if sd <= 1e-12 * max(1.0, abs(m)) else sd
 
 
 def coefficient_of_variation(values: Sequence[float]) -> float:
@@ -194,13 +171,10 @@ def paired_summary(differences: Sequence[float], confidence: float = 0.95) -> Pa
     n = len(xs)
     if n == 0:
         return PairedSummary(0, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, confidence)
-    m = mean(xs)
-    sd = sample_std(xs)
+    m, sd = mean_sd(xs)
     lo = hi = p = mde = NAN
     if n >= 2:
         df = n - 1
-        if sd <= 1e-12 * max(1.0, abs(m)):
-            sd = 0.0
         se = sd / math.sqrt(n)
         if se == 0.0:
             lo = hi = m

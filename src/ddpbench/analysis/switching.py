@@ -1,23 +1,8 @@
-"""The within-trial per-step cost (``switching=blocks``): trials' ABBA-quad estimates combined into one figure.
+"""The within-trial per-step cost (``switching=blocks``): trials' ABBA-quad estimates combined into one figure. Pure.
 
-Each trial of a switching sweep carries its own estimate (``ddpbench.formats.switching.trial_estimate``): per
-ABBA quad of blocks, (mean of the two on-blocks − mean of the two off-blocks) of the slowest rank's block
-mean step (wash-out steps left out), averaged over the trial's quads, with its standard error
-sd(quads)/√quads. A quad's symmetric order cancels a linear drift within it.
-
-Combining trials (:func:`combine`), with few trials in mind:
-
-- **pooled** (default): the quads of every trial are one sample from a common within-trial spread: the
-  estimate is the quad-weighted mean of the trials' estimates, its standard error s_pooled/√(total quads),
-  with s_pooled² = Σ(q_i − 1)·s_i² / Σ(q_i − 1), and a t interval on Σ(q_i − 1) degrees of freedom. Pooling
-  the spread instead of weighting each trial by its own estimated variance keeps a trial whose few quads
-  happened to agree from dominating (inverse-variance weights from noisy variances are biased).
-- **trials**: when the trials disagree more than their quads allow (a one-way F test of the trial estimates,
-  p < 0.05), the per-step cost itself differs from one process to the next, and the interval is a t interval
-  over the trial estimates (k − 1 degrees of freedom), which covers that spread.
-
-Pure: no I/O.
-"""
+``pooled`` (default): the trials' quads share one spread, a t interval on Σ(quads − 1) degrees of freedom;
+``trials``: when a one-way F test finds the trials disagree (p < :data:`HETEROGENEITY_P`), a t interval over the
+trial estimates. docs/analysis.md gives the method."""
 
 from __future__ import annotations
 

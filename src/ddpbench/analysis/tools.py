@@ -1,10 +1,4 @@
-"""Several tools side by side: their ranking by per-step cost and what each trial's tool left.
-
-- :func:`tool_ranking`: the tool comparisons (role ``tool``) ordered by their mean per-step overhead
-  (ms; unknown last), ties by label. The report opens with this table when a sweep has more than
-  one tool mode besides the baseline (:func:`compares_several_tools`).
-- :func:`tool_artifacts`: each trial's trial record v2 ``tool`` section (``usable``, ``bytes``).
-"""
+"""Several tools side by side: their ranking by per-step cost, and what each trial's tool left."""
 
 from __future__ import annotations
 

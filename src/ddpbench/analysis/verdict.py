@@ -1,33 +1,10 @@
 """The verdict against the budget: every figure that may decide, the rule, and which figure decided. Pure.
 
-Each figure is an interval of the tool's per-step cost, % of the baseline's step, over the pairs of one
-condition:
-
-- **whole-cost figures** (the tool fully on, between trials): the per-step cost (``step_overhead_pct``) and that
-  cost projected onto a job of ``job_hours`` with the fixed cost paid once (``projected_overhead_pct``,
-  :mod:`ddpbench.analysis.projection`). In a ``switching=blocks`` sweep they describe the tool fully on too: each
-  trial's off-blocks are counted at its on-blocks' step (:func:`ddpbench.analysis.switching.full_on_row`).
-- **a lower bound** (``switching=blocks``): the within-trial figure (``switched_overhead_pct``: the combined
-  estimate of :mod:`ddpbench.analysis.switching`, % of the off-blocks' step), the cost of the work the mode's switch
-  turns off, measured inside the same processes. The tool's whole cost is at least
-  this much *if what stays on costs nothing negative* (its threads and aggregator do not make the switched work
-  cheaper). It can prove ``over``; it never proves ``within``, which needs the whole cost.
-
-The rule: **over** when any usable figure's interval lies wholly above the budget; **within** when every
-whole-cost figure's interval lies wholly below it; else **inconclusive**. ``decided_by`` names the figures
-that decided (those above the budget for ``over``, the whole-cost ones for ``within``).
-
-The assumption is checked where both figures exist: the between-trial per-step figure should lie at or above the
-within-trial one. When its interval lies wholly below the within-trial interval, the assumption is contradicted,
-the within-trial figure is left out of the verdict and the verdict says so.
-
-Error rates, with two-sided intervals at confidence c: a false ``over`` (true cost at or below the budget) needs
-an interval that misses on its low side, probability at most (1 − c)/2 for each figure; the per-step and the
-projected figures differ only by the fixed cost over the job, so they miss together, and the within-trial
-figure adds at most (1 − c)/2: a false ``over`` at most 1 − c in all. A false ``within`` needs the whole-cost
-figures to miss on their high side: at most (1 − c)/2. ``benchmarks/verdict_error_rates.py`` measures both on
-simulated sweeps (docs/analysis.md).
-"""
+Figures are intervals of the per-step cost, % of the baseline's step: the whole-cost ones (per-step, and projected
+onto the job) and, in a ``switching=blocks`` sweep, the within-trial lower bound. **over** when any usable figure
+lies wholly above the budget, **within** when every whole-cost figure lies wholly below it, else **inconclusive**;
+the lower bound is not used when the between-trial per-step interval lies wholly below it. Error rates:
+docs/analysis.md."""
 
 from __future__ import annotations
 

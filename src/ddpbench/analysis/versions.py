@@ -1,12 +1,6 @@
-"""Versions compared: each tool version against the previous one in the sweep's list, paired within the repeat.
+"""Versions compared: each tool version against the previous one in the sweep's list, paired within the repeat. Pure.
 
-Pure functions of the collected table (ddpbench.collect). A sweep with ``versions={mode: [v1, v2, ...]}``
-runs every version as an arm of its own in the same Williams-ordered repeat block, so version k and
-version k-1 of one repeat are a pair just as each is a pair with the baseline: per-step Δ ms (and %),
-start-up Δ s, teardown Δ s and peak-memory Δ MB, each with its paired t interval. The verdict is on the
-per-step Δ % against ``regression_pct``: its interval wholly above is a ``regression``, wholly at or below
-is ``no regression``, else ``inconclusive`` (also with fewer than two pairs).
-"""
+The verdict is on the per-step Δ % against ``regression_pct`` (:data:`VERDICT_RULE`)."""
 
 from __future__ import annotations
 
