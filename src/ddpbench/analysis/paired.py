@@ -20,59 +20,20 @@ from ddpbench.analysis.efficiency import efficiency, workload_of
 from ddpbench.analysis.pairing import pair_table, str_or_none
 from ddpbench.analysis.projection import JOB_HOURS, PROJECTED, PROJECTION_METHOD, job_seconds, projected_values
 from ddpbench.analysis.rerun import RerunKey, leave_out
-from ddpbench.analysis.results import (
-    CALIBRATION_TOLERANCE_PCT,
-    Analysis,
-    Calibration,
-    CalibrationItem,
-    Comparison,
-    ExcludedPair,
-    FailedTrial,
-    OrderEffect,
-    PairRecord,
-    Stability,
-    Verdict,
-)
+from ddpbench.analysis.results import CALIBRATION_TOLERANCE_PCT, Analysis, Comparison, FailedTrial, PairRecord
 from ddpbench.analysis.rows import memory_rows, metric_rows, near_zero, phase_rows, robust_interval
 from ddpbench.analysis.stability import order_effects, stability
-from ddpbench.analysis.stats import (
-    INTERVAL_METHOD,
-    MDE_METHOD,
-    TEST_METHOD,
-    mean,
-    paired_summary,
-    to_float,
-)
-from ddpbench.analysis.tools import tool_artifacts, tool_ranking
+from ddpbench.analysis.stats import INTERVAL_METHOD, MDE_METHOD, TEST_METHOD, mean, paired_summary, to_float
 from ddpbench.analysis.switching import switched_of_pairs
-from ddpbench.analysis.verdict import INCONCLUSIVE, OVER, WITHIN, lower_bound_confidence, verdict_for
+from ddpbench.analysis.tools import tool_artifacts, tool_ranking
+from ddpbench.analysis.verdict import INCONCLUSIVE, OVER, lower_bound_confidence, verdict_for
 from ddpbench.choices import Role
 from ddpbench.formats.analysis_record import build_analysis_record
 
-__all__ = [
-    "METRIC_UNITS",
-    "Analysis",
-    "Calibration",
-    "CalibrationItem",
-    "Comparison",
-    "ExcludedPair",
-    "FailedTrial",
-    "OrderEffect",
-    "PairRecord",
-    "Stability",
-    "Verdict",
-    "INCONCLUSIVE",
-    "OVER",
-    "WITHIN",
-    "analysis_to_dict",
-    "analyze",
-    "applied_injection",
-    "pair_table",
-    "verdict_for",
-]
+__all__ = ["INCONCLUSIVE", "METRIC_UNITS", "OVER", "Analysis", "Comparison", "analysis_to_dict", "analyze",
+           "applied_injection", "pair_table", "verdict_for"]
 
-#: every per-pair metric and its unit: the analysis declares units, the report shows them
-#: (absolute first, its percentage second)
+#: every per-pair metric and its unit (absolute first, its percentage second), as the report shows them
 METRIC_UNITS: dict[str, str] = {
     "step_overhead_ms": "ms",
     "step_overhead_pct": "%",
@@ -89,10 +50,7 @@ METRIC_UNITS: dict[str, str] = {
     "fixed_diff_s": "s",
     "projected_overhead_pct": "%",
 }
-#: metrics computed from the others rather than read from the pair (:mod:`ddpbench.analysis.projection`)
-DERIVED_METRICS = (PROJECTED,)
-#: each percentage metric → (its absolute metric, the side figure its baseline is, unit): the
-#: percentage is dropped when that baseline is near zero (:func:`ddpbench.analysis.rows.near_zero`)
+#: each percentage metric → (the side figure its baseline is, unit): dropped when that is near zero (rows.near_zero)
 PCT_BASES = {
     "step_overhead_pct": ("base_step_ms", "ms"),
     "step_median_overhead_pct": ("base_step_median_ms", "ms"),
@@ -135,23 +93,13 @@ def _condition(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _side_figures(cp: list[PairRecord], cs: list[tuple[dict, dict]]) -> dict[str, list[float]]:
-    def col(side: int, key: str) -> list[float]:
-        return [to_float(pair[side].get(key)) for pair in cs]
-
-    return {
-        "base_wall_s": [p.base_wall_s for p in cp],
-        "mode_wall_s": [p.mode_wall_s for p in cp],
-        "base_steps_per_s": [p.base_steps_per_s for p in cp],
-        "mode_steps_per_s": [p.mode_steps_per_s for p in cp],
-        "base_step_ms": [p.base_step_ms for p in cp],
-        "mode_step_ms": [p.mode_step_ms for p in cp],
-        "base_step_median_ms": col(0, "step_time_ms_median"),
-        "mode_step_median_ms": col(1, "step_time_ms_median"),
-        "base_startup_s": col(0, "startup_s"),
-        "mode_startup_s": col(1, "startup_s"),
-        "base_teardown_s": col(0, "teardown_s"),
-        "mode_teardown_s": col(1, "teardown_s"),
-    }
+    figures = {f"{side}_{name}": [getattr(p, f"{side}_{name}") for p in cp]
+               for name in ("wall_s", "steps_per_s", "step_ms") for side in ("base", "mode")}
+    for name, column in (("step_median_ms", "step_time_ms_median"), ("startup_s", "startup_s"),
+                         ("teardown_s", "teardown_s")):
+        for i, side in enumerate(("base", "mode")):
+            figures[f"{side}_{name}"] = [to_float(pair[i].get(column)) for pair in cs]
+    return figures
 
 
 def _comparison(
@@ -159,7 +107,7 @@ def _comparison(
     all_rows: list[dict[str, Any]], budget_pct: float, confidence: float, tolerance_pct: float, job_s: float,
 ) -> Comparison:
     """One mode against the baseline in one condition (noise floor filled in later)."""
-    values = {m: [getattr(p, m) for p in cp] for m in METRIC_UNITS if m not in DERIVED_METRICS}
+    values = {m: [getattr(p, m) for p in cp] for m in METRIC_UNITS if m != PROJECTED}
     values[PROJECTED] = projected_values(values["step_overhead_pct"], values["fixed_diff_s"], job_s)
     metrics = {m: paired_summary(v, confidence) for m, v in values.items()}
     figures = _side_figures(cp, cs)

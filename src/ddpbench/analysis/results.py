@@ -16,7 +16,7 @@ CALIBRATION_TOLERANCE_PCT = 10.0
 
 @dataclass(frozen=True)
 class PairRecord:
-    """One pair's figures: both sides and the per-pair overheads (units in :data:`METRICS`)."""
+    """One pair's figures: both sides and the per-pair overheads (units in ``paired.METRIC_UNITS``; NaN: unknown)."""
 
     sweep_dir: str
     condition_id: str
@@ -38,23 +38,18 @@ class PairRecord:
     startup_diff_s: float
     train_diff_s: float
     teardown_diff_s: float
-    # added with analysis record v2 (NaN where a side lacks the figure):
     wall_diff_s: float = math.nan
     step_median_overhead_ms: float = math.nan
     step_median_overhead_pct: float = math.nan
     startup_diff_pct: float = math.nan
     teardown_diff_pct: float = math.nan
-    # added with analysis record v3: start-up Δ + teardown Δ, s (what one run pays once)
     fixed_diff_s: float = math.nan
-    # added with analysis record v4: the mode trial's within-trial per-step cost (switching=blocks), ms; NaN otherwise
+    # the mode trial's within-trial per-step cost (switching=blocks; NaN otherwise), ms and % of its off-blocks' step
     switched_step_overhead_ms: float = math.nan
-    # added with analysis record v5: the mode trial's within-trial estimate, % of its off-blocks' step (what
-    # repeat=auto's lower bound decides on; switching=blocks, NaN otherwise)
     switched_step_overhead_pct: float = math.nan
 
 
-#: causes of an excluded pair: pairing could not use it (a side missing, not ok, lacking its wall time, or of
-#: another workload), or a ``repeat=auto`` sweep found it disturbed and ran another pair in its place
+#: causes of an excluded pair: pairing could not use it, or a ``repeat=auto`` sweep re-ran it (disturbed)
 UNPAIRED, RERUN = "unpaired", "rerun"
 
 
@@ -67,7 +62,6 @@ class ExcludedPair:
     repeat: int
     mode: str
     reason: str
-    # added with analysis record v3
     cause: str = UNPAIRED
 
 
@@ -87,19 +81,17 @@ class FailedTrial:
 
 @dataclass(frozen=True)
 class Verdict:
-    """``within``, ``over`` or ``inconclusive`` against ``budget_pct`` (percent), with the reason; each figure's own
-    status (``per_metric``), the figures that decided (``decided_by``, empty when inconclusive) and whether the
-    within-trial figure's assumption held where it could be checked (:mod:`ddpbench.analysis.verdict`)."""
+    """``within``, ``over`` or ``inconclusive`` against ``budget_pct`` (percent), with the reason and each figure's
+    own status (:mod:`ddpbench.analysis.verdict`)."""
 
     status: str
     budget_pct: float
     reason: str
     per_metric: dict[str, str] = field(default_factory=dict)
-    # added with analysis record v5
+    # the figures that decided (empty when inconclusive); whether the within-trial figure's assumption held
     decided_by: tuple[str, ...] = ()
     assumption_holds: bool | None = None
-    # the within-trial lower bound the verdict weighed: (mean, low, high) % of the step, its interval's level; None
-    # when the trials did not switch
+    # the within-trial lower bound weighed: (mean, low, high) % of the step and its level; None without switching
     lower_bound_pct: tuple[float, float, float] | None = None
     lower_bound_confidence: float | None = None
 
@@ -122,12 +114,8 @@ class OrderEffect:
 
 @dataclass(frozen=True)
 class Stability:
-    """Run-to-run and within-run variability of one mode over the included pairs' trials, percent.
-
-    ``step_time_cv_within_pct``: mean over trials of step_time_ms.stdev / step_time_ms.mean;
-    ``step_time_cv_across_pct``: CV across trials of step_time_ms.mean;
-    ``throughput_cv_pct``: CV across trials of steps_per_s.
-    """
+    """Within-trial (mean of each trial's step-time CV) and across-trial (CV of the trials' mean step time and
+    throughput) variability of one mode over the included pairs' trials, percent."""
 
     mode: str
     n_trials: int
@@ -138,8 +126,7 @@ class Stability:
 
 @dataclass(frozen=True)
 class CalibrationItem:
-    """Injected vs recovered value of one cost; ``within_tolerance`` None when nothing was injected or when the
-    loop does not let this figure show the cost (``knowable`` False)."""
+    """Injected vs recovered value of one cost; ``within_tolerance`` None when not injected or not ``knowable``."""
 
     name: str
     unit: str
@@ -147,7 +134,7 @@ class CalibrationItem:
     recovered: float
     error_pct: float
     within_tolerance: bool | None
-    # added with analysis record v7: where the cost was injected (host, device, start-up, teardown)
+    # where the cost was injected (host, device, start-up, teardown)
     side: str = "host"
     # whether this loop lets this figure show the cost (None: not assessed)
     knowable: bool | None = None
@@ -171,13 +158,8 @@ class Calibration:
 
 @dataclass(frozen=True)
 class RobustInterval:
-    """Hodges–Lehmann estimate and Wilcoxon signed-rank interval of one metric's per-pair values.
-
-    Units are the metric's. ``achieved_confidence`` is the interval's real coverage (with few pairs
-    the requested level is unreachable: [min, max] at 1 − 2/2ⁿ). ``boot_low``/``boot_high``: a seeded
-    BCa bootstrap interval of the median difference, computed for the per-step metrics only (NaN
-    elsewhere). NaN everywhere when n < 2.
-    """
+    """Hodges–Lehmann estimate and Wilcoxon signed-rank interval (at its ``achieved_confidence``) of one metric's
+    per-pair values, in its unit; ``boot_*``: a BCa bootstrap interval of the median (per-step metrics only)."""
 
     n: int
     estimate: float
@@ -190,13 +172,8 @@ class RobustInterval:
 
 @dataclass(frozen=True)
 class FigureRow:
-    """One figure of both sides and its per-pair difference: a phase, a memory peak, a workload metric.
-
-    ``group`` is ``phase``, ``memory``, ``metric``, ``gpu`` (host step, GPU busy, GPU idle per step) or ``startup``
-    (the start-up's parts); ``unit`` the figure's (ms, MB, s, or the metric's own). ``base``/``mode``: one-sample summaries of each side's figure; ``diff``: mode − base per
-    pair; ``pct``: 100 · (mode/base − 1) per pair, None when the baseline is near zero
-    (``note`` says why) or the figure is unknown on a side.
-    """
+    """One figure of both sides (``group``: phase, memory, metric, gpu or startup) in ``unit``, with the per-pair
+    difference and percentage (None, with ``note``, when the baseline is near zero or a side lacks it)."""
 
     group: str
     name: str
@@ -223,11 +200,8 @@ class Flag:
 
 @dataclass(frozen=True)
 class Efficiency:
-    """Achieved model TFLOP/s of one mode's trials (mean over trials), or why it is unknown.
-
-    ``tflops`` per GPU (10¹² FLOP/s); ``fraction_of_peak`` of the GPU's dense peak at ``precision``
-    (0.05 = 5 %); None with ``note`` when unknown (CPU, another workload, an unknown GPU).
-    """
+    """Mean achieved model TFLOP/s per GPU of one mode's trials and its fraction of the dense peak (0.05 = 5 %), or
+    None with the reason in ``note``."""
 
     mode: str
     n_trials: int
@@ -254,13 +228,8 @@ class ToolArtifact:
 
 @dataclass(frozen=True)
 class Comparison:
-    """One mode against the baseline in one condition, over all its pairs (possibly several sweeps).
-
-    ``metrics`` maps each name in :data:`METRICS` to the summary of its per-pair values;
-    ``sides`` maps ``base_wall_s, mode_wall_s, base_steps_per_s, mode_steps_per_s, base_step_ms,
-    mode_step_ms, base_startup_s, mode_startup_s`` to a one-sample summary (mean and t interval).
-    ``noise_floor_pct`` is the A/A throughput-overhead half-width used for caveats (None if no A/A).
-    """
+    """One mode against the baseline in one condition, over all its pairs (possibly several sweeps): each metric's
+    summary, each side figure's one-sample summary, and the A/A noise floor (None without an A/A)."""
 
     condition_id: str
     condition: dict[str, Any]
@@ -281,15 +250,13 @@ class Comparison:
     noise_floor_pct: float | None
     noise_floor_source: str | None
     pairs: tuple[PairRecord, ...]
-    # added with analysis record v2:
     workload: str = "mlp"
     robust: dict[str, RobustInterval] = field(default_factory=dict)
     pct_notes: dict[str, str] = field(default_factory=dict)
     rows: tuple[FigureRow, ...] = ()
     efficiency: tuple[Efficiency, ...] = ()
     flags: tuple[Flag, ...] = ()
-    # added with analysis record v4: within-trial switching (switching=blocks), the mode's and the baseline's
-    # (the baseline's switch is a no-op: the method's noise floor); None when its trials did not switch
+    # within-trial switching, the mode's and the baseline's (a no-op switch: the method's noise floor); None without
     switched: SwitchedEstimate | None = None
     switched_base: SwitchedEstimate | None = None
 
@@ -317,9 +284,8 @@ class Analysis:
     n_ok: int
     noise_floors: dict[str, float]
     methods: dict[str, str]
-    # added with analysis record v2:
     disturbed_trials: tuple[Flag, ...] = ()
     tool_artifacts: tuple[ToolArtifact, ...] = ()
     tool_ranking: tuple[str, ...] = ()
-    # added with analysis record v3: the job length the verdict projects onto, hours of training
+    # the job length the verdict projects onto, hours of training
     job_hours: float = 1.0
