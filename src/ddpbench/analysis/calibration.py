@@ -6,12 +6,11 @@ judged against the tolerance. docs/analysis.md says where each cost shows."""
 
 from __future__ import annotations
 
-import json
 import math
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from ddpbench.analysis.device_split import Loop, loop_of
-from ddpbench.analysis.figures import finite
+from ddpbench.analysis.figures import config_of, finite
 from ddpbench.analysis.results import CALIBRATION_TOLERANCE_PCT, Calibration, CalibrationItem, PairRecord
 from ddpbench.analysis.stats import mean, to_float
 from ddpbench.analysis.switching import switched_of_rows
@@ -24,37 +23,23 @@ INJECT_FLAGS = {"step_ms": "--inject-step-ms", "device_step_ms": "--inject-devic
                 "startup_s": "--inject-startup-sec", "teardown_s": "--inject-teardown-sec"}
 
 
-def applied_injection(row: dict[str, Any], key: str) -> float:
-    """The cost ``key`` the trial's workload got in each timed step with its mode fully on. Under within-trial
-    switching the analysis counts every trial's off-blocks at its on-blocks' step
-    (:func:`ddpbench.analysis.switching.full_on_row`), so the switched per-step waits count in every step too."""
-    return _configured_injection(row, key)
+def applied_injection(row: Mapping[str, Any], key: str) -> float:
+    """The cost ``key`` (a :data:`INJECT_FLAGS` key) the trial's workload really got in each timed step.
 
-
-def _configured_injection(row: Mapping[str, Any], key: str) -> float:
-    """The cost ``key`` (a :data:`INJECT_FLAGS` key) the trial's workload really got.
-
-    ``config.inject`` is present in every mode's resolved config (``native`` too, where it is
-    ignored), so it is not what was applied. When the config records ``mode.workload_args``, the
-    value of the matching ``--inject-*`` flag there is used (0 when the mode passes none); trials
-    whose config has no ``mode.workload_args`` fall back to the ``inject_<key>`` column.
+    Every mode's config carries ``config.inject``, so the value is that of the matching ``--inject-*`` flag in
+    ``mode.workload_args`` (0 when the mode passes none); configs without ``workload_args`` fall back to the
+    ``inject_<key>`` column. Switched trials count their off-blocks at the on-blocks' step (``full_on_row``).
     """
-    text = row.get("config_json")
-    if isinstance(text, str) and text:
-        try:
-            config = json.loads(text)
-        except ValueError:
-            config = None
-        args = (config.get("mode") or {}).get("workload_args") if isinstance(config, dict) else None
-        if isinstance(args, list):
-            flag = INJECT_FLAGS[key]
-            value = 0.0
-            for i, arg in enumerate(str(a) for a in args):
-                if arg.startswith(flag + "="):
-                    value = to_float(arg.split("=", 1)[1])
-                elif arg == flag and i + 1 < len(args):
-                    value = to_float(args[i + 1])
-            return value
+    args = (config_of(row).get("mode") or {}).get("workload_args")
+    if isinstance(args, list):
+        flag = INJECT_FLAGS[key]
+        value = 0.0
+        for i, arg in enumerate(str(a) for a in args):
+            if arg.startswith(flag + "="):
+                value = to_float(arg.split("=", 1)[1])
+            elif arg == flag and i + 1 < len(args):
+                value = to_float(args[i + 1])
+        return value
     value = to_float(row.get(f"inject_{key}"))
     return value if math.isfinite(value) else 0.0
 
@@ -79,10 +64,6 @@ def _device_in_step(loop: Loop) -> tuple[bool | None, str]:
     return False, f"hides: {loop.describe()}, a device wait runs in the GPU's idle time"
 
 
-def _device_in_busy(loop: Loop) -> tuple[bool | None, str]:
-    return True, "knowable in any loop: the step's device events see device work"
-
-
 def _item(name: str, side: str, unit: str, injected: float, recovered: float, tolerance_pct: float,
           knowable: tuple[bool | None, str]) -> CalibrationItem:
     if injected == 0:
@@ -93,6 +74,14 @@ def _item(name: str, side: str, unit: str, injected: float, recovered: float, to
                            side, knowable[0], knowable[1])
 
 
+def _both(loop: Loop) -> tuple[bool | None, str]:
+    return loop.synchronised or None, "host and device waits together"
+
+
+def _injected(sides: list[tuple[dict, dict]], key: str) -> float:
+    return mean([applied_injection(x, key) - applied_injection(b, key) for b, x in sides])
+
+
 def _diff(sides: list[tuple[dict, dict]], column: str) -> float:
     values = [(finite(b.get(column)), finite(x.get(column))) for b, x in sides]
     return mean([x - b for b, x in values if b is not None and x is not None])
@@ -101,20 +90,20 @@ def _diff(sides: list[tuple[dict, dict]], column: str) -> float:
 def _per_step_items(pairs: list[PairRecord], sides: list[tuple[dict, dict]], loop: Loop,
                     tolerance_pct: float) -> list[CalibrationItem]:
     """The per-step waits: the host wait in the host step and GPU idle, the device wait in GPU busy and the step."""
-    host = mean([applied_injection(x, "step_ms") - applied_injection(b, "step_ms") for b, x in sides])
-    device = mean([applied_injection(x, "device_step_ms") - applied_injection(b, "device_step_ms") for b, x in sides])
+    host, device = _injected(sides, "step_ms"), _injected(sides, "device_step_ms")
     step = mean([p.step_overhead_ms for p in pairs])
     items = []
     if math.isfinite(host) and (host or not device):
-        knowable = _host_in_step(loop) if not device else (loop.synchronised or None, "host and device waits together")
+        knowable = _host_in_step(loop) if not device else _both(loop)
         items.append(_item("per-step overhead", "host", "ms", host + (device or 0.0), step, tolerance_pct, knowable))
         if loop.gpu and host:
             items.append(_item("host wait in GPU idle", "host", "ms", host, _diff(sides, "gpu_idle_ms_mean"),
                                tolerance_pct, _host_in_idle(loop)))
     if math.isfinite(device) and device:
         if loop.gpu:
+            everywhere = (True, "knowable in any loop: the step's device events see device work")
             items.append(_item("device wait in GPU busy", "device", "ms", device, _diff(sides, "gpu_busy_ms_mean"),
-                               tolerance_pct, _device_in_busy(loop)))
+                               tolerance_pct, everywhere))
         if not host:
             items.append(_item("device wait in the host step", "device", "ms", device, step, tolerance_pct,
                                _device_in_step(loop)))
@@ -124,27 +113,21 @@ def _per_step_items(pairs: list[PairRecord], sides: list[tuple[dict, dict]], loo
 def calibration(
     pairs: list[PairRecord], sides: list[tuple[dict, dict]], tolerance_pct: float = CALIBRATION_TOLERANCE_PCT
 ) -> Calibration | None:
-    """How well the pairs' differences recover the injected costs (None when no cost is recorded).
-
-    ``sides`` holds each pair's (baseline row, mode row) of the collected table, in ``pairs`` order.
-    """
+    """How well the pairs' differences recover the injected costs (None when no cost is recorded); ``sides``: each
+    pair's (baseline row, mode row), in ``pairs`` order."""
     loop = loop_of([b for b, _ in sides])
     items = _per_step_items(pairs, sides, loop, tolerance_pct)
-    fixed: tuple[tuple[str, str, str, str, Callable[[PairRecord], float]], ...] = (
-        ("startup_s", "startup difference", "start-up", "s", lambda p: p.startup_diff_s),
-        ("teardown_s", "teardown difference", "teardown", "s", lambda p: p.teardown_diff_s),
-    )
-    for key, name, side, unit, metric in fixed:
-        injected = mean([applied_injection(x, key) - applied_injection(b, key) for b, x in sides])
+    for key, name, side in (("startup", "startup difference", "start-up"),
+                            ("teardown", "teardown difference", "teardown")):
+        injected = _injected(sides, f"{key}_s")
         if math.isfinite(injected):
-            items.append(_item(name, side, unit, injected, mean([metric(p) for p in pairs]), tolerance_pct,
-                               (True, "knowable: once per trial")))
+            items.append(_item(name, side, "s", injected, mean([getattr(p, f"{key}_diff_s") for p in pairs]),
+                               tolerance_pct, (True, "knowable: once per trial")))
     within = switched_of_rows([x for _, x in sides])
     if within is not None and within.what == "inject":  # the within-trial figure recovers the whole wait
-        host = mean([_configured_injection(x, "step_ms") for _, x in sides])
-        device = mean([_configured_injection(x, "device_step_ms") for _, x in sides])
-        knowable = _host_in_step(loop) if not device else _device_in_step(loop) if not host else \
-            (loop.synchronised or None, "host and device waits together")
+        host = mean([applied_injection(x, "step_ms") for _, x in sides])
+        device = mean([applied_injection(x, "device_step_ms") for _, x in sides])
+        knowable = _host_in_step(loop) if not device else _device_in_step(loop) if not host else _both(loop)
         items.append(_item("within-trial per-step cost", "host" if not device else "device", "ms", host + device,
                            within.overhead_ms, tolerance_pct, knowable))
     return Calibration(tuple(items), tolerance_pct) if items else None

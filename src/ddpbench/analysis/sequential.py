@@ -98,8 +98,8 @@ def look_level(n: int, alpha: float, min_pairs: int, max_pairs: int, spending: s
 
 @lru_cache(maxsize=64)
 def boundaries(alpha: float, min_pairs: int, max_pairs: int, spending: str = Spending.pocock) -> tuple[float, ...]:
-    """Critical values ``c_n`` (units of s/√n) of the looks at n = ``min_pairs`` … ``max_pairs``: look n is the first
-    to miss the true mean with probability :func:`look_level` (normal pair values, :data:`SIMULATIONS` seeded paths)."""
+    """Critical values ``c_n`` (units of s/√n) of the looks at n = ``min_pairs`` … ``max_pairs``: look n is the
+    first to miss the true mean with probability :func:`look_level` (normal pair values, seeded simulation)."""
     check_rule(1.0 - alpha, None, min_pairs, max_pairs, math.inf, spending)
     rng = np.random.default_rng(BOUNDARY_SEED)
     total = np.zeros(SIMULATIONS)
