@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from ddpbench.analysis.figures import finite, step_ms
 from ddpbench.analysis.results import FigureRow
-from ddpbench.analysis.rows import figure_row
+from ddpbench.analysis.rows import Sides, both_have, column, figure_row
 from ddpbench.analysis.stats import mean
 from ddpbench.formats.rank_loop import HOST_SYNC_TEXT, STARTUP_PARTS
 
@@ -31,35 +31,23 @@ STARTUP_LABELS = {
     "injected": "injected (calibration)", "tools": "in-process tools", "warmup": "warm-up steps",
 }
 
-Sides = Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]]
-
-
-def _column(name: str) -> Callable[[Mapping[str, Any]], float | None]:
-    def value(row: Mapping[str, Any]) -> float | None:
-        return finite(row.get(name))
-
-    return value
-
-
 def gpu_rows(sides: Sides, confidence: float) -> tuple[FigureRow, ...]:
     """Host step, GPU busy and GPU idle, mean ms per step, where both sides of a pair have the GPU split; () else."""
-    if not any(finite(b.get("gpu_busy_ms_mean")) is not None and finite(x.get("gpu_busy_ms_mean")) is not None
-               for b, x in sides):
+    if not both_have(sides, "gpu_busy_ms_mean"):
         return ()
     whole = mean([step_ms(b) or math.nan for b, _ in sides])
     return (
         figure_row("gpu", "host step", "ms", sides, step_ms, confidence),
-        figure_row("gpu", "GPU busy", "ms", sides, _column("gpu_busy_ms_mean"), confidence, whole),
-        figure_row("gpu", "GPU idle", "ms", sides, _column("gpu_idle_ms_mean"), confidence, whole),
+        figure_row("gpu", "GPU busy", "ms", sides, column("gpu_busy_ms_mean"), confidence, whole),
+        figure_row("gpu", "GPU idle", "ms", sides, column("gpu_idle_ms_mean"), confidence, whole),
     )
 
 
 def startup_rows(sides: Sides, confidence: float) -> tuple[FigureRow, ...]:
     """Each start-up part (s per trial) where both sides of a pair have the split; () else."""
-    if not any(finite(b.get("startup_before_rank_s")) is not None and finite(x.get("startup_before_rank_s")) is not None
-               for b, x in sides):
+    if not both_have(sides, "startup_before_rank_s"):
         return ()
-    return tuple(figure_row("startup", STARTUP_LABELS[key], "s", sides, _column(f"startup_{key}_s"), confidence)
+    return tuple(figure_row("startup", STARTUP_LABELS[key], "s", sides, column(f"startup_{key}_s"), confidence)
                  for key in ("before_rank", *STARTUP_PARTS))
 
 

@@ -8,23 +8,14 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Mapping, Sequence
 
-from ddpbench.analysis.figures import custom_metrics, finite, metric_value, step_ms
+from ddpbench.analysis.figures import custom_metrics, finite, step_ms
 from ddpbench.analysis.results import FigureRow, RobustInterval
 from ddpbench.analysis.robust import bootstrap_interval, wilcoxon_interval
 from ddpbench.analysis.stats import mean, paired_summary
 from ddpbench.formats.rank_record import PHASES
 
-__all__ = [
-    "MB",
-    "NEAR_ZERO_FLOOR",
-    "NEAR_ZERO_SHARE",
-    "figure_row",
-    "memory_rows",
-    "metric_rows",
-    "near_zero",
-    "phase_rows",
-    "robust_interval",
-]
+__all__ = ["MB", "NEAR_ZERO_FLOOR", "NEAR_ZERO_SHARE", "both_have", "column", "figure_row", "memory_rows",
+           "metric_rows", "near_zero", "phase_rows", "robust_interval"]
 
 #: below this baseline mean (per unit) a percentage is not shown: 0.1 ms is about the host clock's
 #: and the training loop's own jitter per step; 1 s is below what a launcher's start-up or teardown
@@ -36,13 +27,26 @@ NEAR_ZERO_SHARE = 0.01
 MB = 1e6
 
 Sides = Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]]
+Value = Callable[[Mapping[str, Any]], float | None]
+
+
+def column(name: str, per: float = 1.0) -> Value:
+    """A row's finite ``name`` value over ``per`` (e.g. :data:`MB`); None when it lacks one."""
+    def value(row: Mapping[str, Any]) -> float | None:
+        v = finite(row.get(name))
+        return v / per if v is not None else None
+
+    return value
+
+
+def both_have(sides: Sides, name: str) -> bool:
+    """Whether both sides of some pair have a finite ``name`` value."""
+    return any(finite(b.get(name)) is not None and finite(x.get(name)) is not None for b, x in sides)
 
 
 def near_zero(base_mean: float, unit: str, whole: float | None = None) -> str | None:
-    """Why a percentage against ``base_mean`` (in ``unit``) is not shown, or None when it may be.
-
-    ``whole``: the quantity ``base_mean`` is a part of (the baseline's step, ms), for the share rule.
-    """
+    """Why a percentage against ``base_mean`` (in ``unit``) is not shown, or None when it may be; ``whole``: what
+    ``base_mean`` is a part of (the baseline's step, ms), for the share rule."""
     if not math.isfinite(base_mean):
         return "baseline unknown"
     floor = NEAR_ZERO_FLOOR.get(unit, 0.0)
@@ -71,7 +75,7 @@ def figure_row(
     name: str,
     unit: str,
     sides: Sides,
-    value: Callable[[Mapping[str, Any]], float | None],
+    value: Value,
     confidence: float,
     whole: float | None = None,
 ) -> FigureRow:
@@ -97,41 +101,17 @@ def phase_rows(sides: Sides, confidence: float) -> tuple[FigureRow, ...]:
         return ()
     whole = mean([step_ms(b) or math.nan for b, _ in sides])
     return tuple(
-        figure_row("phase", phase, "ms", sides, _phase_mean(phase), confidence, whole)
+        figure_row("phase", phase, "ms", sides, column(f"phase_time_ms_{phase}_mean"), confidence, whole)
         for phase in PHASES
     )
 
 
-def _phase_mean(phase: str) -> Callable[[Mapping[str, Any]], float | None]:
-    def value(row: Mapping[str, Any]) -> float | None:
-        return finite(row.get(f"phase_time_ms_{phase}_mean"))
-
-    return value
-
-
-def _metric(name: str) -> Callable[[Mapping[str, Any]], float | None]:
-    def value(row: Mapping[str, Any]) -> float | None:
-        return metric_value(row, name)
-
-    return value
-
-
-def _mb(column: str) -> Callable[[Mapping[str, Any]], float | None]:
-    def value(row: Mapping[str, Any]) -> float | None:
-        v = finite(row.get(column))
-        return v / MB if v is not None else None
-
-    return value
-
-
 def memory_rows(sides: Sides, confidence: float) -> tuple[FigureRow, ...]:
     """Peak host RSS and peak CUDA memory allocated (MB, the largest rank's) where both sides have them."""
-    out = []
-    for column, name in (("memory_host_peak_rss_bytes", "host peak RSS"),
-                         ("memory_cuda_peak_allocated_bytes", "CUDA peak allocated")):
-        if any(finite(b.get(column)) is not None and finite(x.get(column)) is not None for b, x in sides):
-            out.append(figure_row("memory", name, "MB", sides, _mb(column), confidence))
-    return tuple(out)
+    return tuple(figure_row("memory", name, "MB", sides, column(key, MB), confidence)
+                 for key, name in (("memory_host_peak_rss_bytes", "host peak RSS"),
+                                   ("memory_cuda_peak_allocated_bytes", "CUDA peak allocated"))
+                 if both_have(sides, key))
 
 
 def metric_rows(sides: Sides, confidence: float) -> tuple[FigureRow, ...]:
@@ -143,6 +123,6 @@ def metric_rows(sides: Sides, confidence: float) -> tuple[FigureRow, ...]:
                 if unit or name not in units:
                     units[name] = unit
     return tuple(
-        figure_row("metric", name, unit, sides, _metric(name), confidence)
+        figure_row("metric", name, unit, sides, column(f"metric_{name}"), confidence)
         for name, unit in sorted(units.items())
     )
