@@ -6,7 +6,6 @@ in each series' per-step overhead (ms): up is a regression, down an improvement.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Tuple
@@ -14,7 +13,8 @@ from typing import Any, Dict, List, Tuple
 import pandas as pd
 
 from ddpbench.analysis.changepoint import ALPHA, METHOD, ChangePoints, Step, find_steps
-from ddpbench.analysis.pairing import pair_table
+from ddpbench.analysis.figures import config_of
+from ddpbench.analysis.pairing import pair_table, str_or_none
 from ddpbench.analysis.projection import JOB_HOURS, job_seconds, projected_values
 from ddpbench.analysis.stats import PairedSummary, paired_summary
 from ddpbench.analysis.versions import imported_version
@@ -91,24 +91,14 @@ class History:
         return [p for p in self.points if p.series == series]
 
 
-def _text(value: Any) -> str:
-    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
-
-
 def _first(rows: pd.DataFrame, column: str) -> str:
-    values = sorted({_text(v) for v in rows[column]} - {""}) if column in rows else []
+    values = sorted({str_or_none(v) or "" for v in rows[column]} - {""}) if column in rows else []
     return values[0] if values else ""
 
 
 def _mode_config(rows: pd.DataFrame) -> Dict[str, Any]:
-    for text in rows.get("config_json", pd.Series(dtype=str)).dropna():
-        try:
-            mode = json.loads(text).get("mode")
-        except (ValueError, AttributeError):
-            continue
-        if isinstance(mode, dict):
-            return mode
-    return {}
+    modes = (config_of(row).get("mode") for row in rows.to_dict("records"))
+    return next((mode for mode in modes if isinstance(mode, dict)), {})
 
 
 def _version_key(version: str) -> Tuple[Any, ...]:
@@ -137,8 +127,8 @@ def _points(frame: pd.DataFrame, baseline: str, job_s: float) -> List[HistoryPoi
                 version or "unknown", _first(rows, "started_at")[:10], str(sweep),
                 paired_summary([p.step_overhead_ms for p in chosen]),
                 paired_summary([p.step_overhead_pct for p in chosen]), paired_summary(projected), arm,
-                _first(arm_rows, "arm_spec"), _text(mode.get("description")),
-                " ".join(str(c) for c in command) if isinstance(command, list) else _text(command)))
+                _first(arm_rows, "arm_spec"), str_or_none(mode.get("description")) or "",
+                " ".join(str(c) for c in command) if isinstance(command, list) else str_or_none(command) or ""))
     points.sort(key=lambda p: (p.series, _version_key(p.version), p.date, p.sweep_dir))
     return points
 
@@ -149,11 +139,8 @@ def _se(s: PairedSummary) -> float:
 
 def history(frame: pd.DataFrame, baseline: str = "native", job_hours: float = JOB_HOURS,
             alpha: float = ALPHA) -> History:
-    """The collected sweeps as series of points, with the steps of each series (module docstring).
-
-    A point's version is what its ranks imported (``arm_version``), else, for a mode whose ``requires_package``
-    is traceml-ai, the recorded ``env_traceml_ai``; else ``unknown``.
-    """
+    """The collected sweeps as series of points, with the steps of each series. A point's version is what its ranks
+    imported, else a TraceML mode's recorded ``env_traceml_ai``, else ``unknown``."""
     points = _points(frame, baseline, job_seconds(job_hours))
     flagged: List[HistoryPoint] = []
     changes: List[HistoryChange] = []

@@ -20,7 +20,8 @@ from ddpbench.analysis.efficiency import efficiency, workload_of
 from ddpbench.analysis.pairing import pair_table, str_or_none
 from ddpbench.analysis.projection import JOB_HOURS, PROJECTED, PROJECTION_METHOD, job_seconds, projected_values
 from ddpbench.analysis.rerun import RerunKey, leave_out
-from ddpbench.analysis.results import CALIBRATION_TOLERANCE_PCT, Analysis, Comparison, FailedTrial, PairRecord
+from ddpbench.analysis.results import (CALIBRATION_TOLERANCE_PCT, Analysis, Comparison, FailedTrial, PairRecord,
+                                       jsonable)
 from ddpbench.analysis.rows import memory_rows, metric_rows, near_zero, phase_rows, robust_interval
 from ddpbench.analysis.stability import order_effects, stability
 from ddpbench.analysis.stats import INTERVAL_METHOD, MDE_METHOD, TEST_METHOD, mean, paired_summary, to_float
@@ -236,24 +237,6 @@ def analyze(
     )
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out = {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-        for prop in ("half_width", "difference", "all_within", "n_excluded", "label"):
-            if isinstance(getattr(type(value), prop, None), property):
-                out[prop] = _jsonable(getattr(value, prop))
-        return out
-    if hasattr(value, "item"):
-        return _jsonable(value.item())
-    return value
-
-
 def analysis_to_dict(analysis: Analysis) -> dict[str, Any]:
     """The analysis as its ``analysis.json`` record (:mod:`ddpbench.formats.analysis_record`; NaN → null)."""
-    return build_analysis_record(_jsonable(analysis))
+    return build_analysis_record(jsonable(analysis))

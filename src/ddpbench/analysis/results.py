@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -289,3 +290,22 @@ class Analysis:
     tool_ranking: tuple[str, ...] = ()
     # the job length the verdict projects onto, hours of training
     job_hours: float = 1.0
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with its dataclasses (and their properties) as dicts and non-finite floats as None, for JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        for prop in ("half_width", "difference", "all_within", "n_excluded", "label"):
+            if isinstance(getattr(type(value), prop, None), property):
+                out[prop] = jsonable(getattr(value, prop))
+        return out
+    if hasattr(value, "item"):
+        return jsonable(value.item())
+    return value

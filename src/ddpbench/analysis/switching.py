@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
+from ddpbench.analysis.figures import finite
 from ddpbench.analysis.stats import f_sf, paired_summary, t_ppf
 
 HETEROGENEITY_P = 0.05
@@ -20,24 +21,19 @@ HETEROGENEITY_P = 0.05
 @dataclass(frozen=True)
 class TrialSwitch:
     """One trial's within-trial estimate: cost (ms per step), its standard error (ms; None with one quad),
-    the off-blocks' mean step (ms), the number of ABBA quads, and where it came from."""
+    the off-blocks' mean step (ms) and the number of ABBA quads."""
 
     overhead_ms: float
     se_ms: float | None
     off_step_ms: float
     quads: int
-    repeat: int = 0
-    blocks: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
 class SwitchedEstimate:
-    """The within-trial per-step cost of one mode in one condition, combined over its trials.
-
-    ms and % of the off-blocks' step, each with its ``confidence`` interval; ``method`` ``pooled`` or ``trials``
-    (see the module doc); ``heterogeneity_p`` of the F test (None with one trial); ``what`` the switch turned
-    on and off and ``stays_on`` what it leaves on (the mode's YAML).
-    """
+    """The within-trial per-step cost of one mode in one condition, combined over its trials: ms and % of the
+    off-blocks' step with intervals, the F test's p (None with one trial), and what the switch turns off and
+    leaves on (the mode's YAML)."""
 
     n_trials: int
     quads: int
@@ -108,23 +104,13 @@ def combine(trials: Sequence[TrialSwitch], confidence: float = 0.95, what: str |
     )
 
 
-def _number(value: Any) -> float | None:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
-
-
 def trial_switch_of(row: Mapping[str, Any]) -> TrialSwitch | None:
     """A collected row's within-trial estimate (``switched_*`` columns), or None when the trial did not switch."""
-    overhead, off, quads = (_number(row.get(k)) for k in ("switched_step_overhead_ms", "switched_off_step_ms",
-                                                            "switched_quads"))
+    overhead, off, quads = (finite(row.get(k)) for k in ("switched_step_overhead_ms", "switched_off_step_ms",
+                                                           "switched_quads"))
     if overhead is None or off is None or quads is None:
         return None
-    repeat = _number(row.get("repeat"))
-    return TrialSwitch(overhead_ms=overhead, se_ms=_number(row.get("switched_step_overhead_se_ms")), off_step_ms=off,
-                       quads=int(quads), repeat=int(repeat) if repeat is not None else 0)
+    return TrialSwitch(overhead, finite(row.get("switched_step_overhead_se_ms")), off, int(quads))
 
 
 def switched_of_rows(rows: Sequence[Mapping[str, Any]], confidence: float = 0.95) -> SwitchedEstimate | None:
@@ -134,11 +120,6 @@ def switched_of_rows(rows: Sequence[Mapping[str, Any]], confidence: float = 0.95
     what, stays = first.get("switch_what"), first.get("switch_stays_on")
     return combine(trials, confidence, what=str(what) if isinstance(what, str) else None,
                    stays_on=str(stays) if isinstance(stays, str) else None)
-
-
-def side_mean_ms(blocks_json: Any, side: str) -> float | None:
-    """Mean step (ms) of a trial's blocks of one side, each block weighted by its steps beyond the wash-out."""
-    return _side_mean_ms(_blocks_of(blocks_json), side)
 
 
 def _blocks_of(blocks_json: Any) -> list[Mapping[str, Any]]:
@@ -151,23 +132,18 @@ def _blocks_of(blocks_json: Any) -> list[Mapping[str, Any]]:
 
 
 def _side_mean_ms(blocks: Sequence[Mapping[str, Any]], side: str) -> float | None:
+    """Mean step (ms) of the blocks of one side, each block weighted by its steps beyond the wash-out."""
     kept = [(float(b["mean_ms"]), int(b["steps"]) - int(b["washout_steps"])) for b in blocks if b.get("side") == side]
     total = sum(n for _, n in kept)
     return sum(m * n for m, n in kept) / total if total > 0 else None
 
 
-#: the whole-trial figures :func:`full_on_row` turns into those of the tool fully on
-FULL_ON_COLUMNS = ("step_time_ms_mean", "step_time_ms_median", "steps_per_s", "samples_per_s", "train_s", "wall_s")
-
-
 def full_on_row(row: Mapping[str, Any]) -> dict[str, Any]:
     """A collected row whose trial switched, as the trial would have run with its tool on in every timed step.
 
-    The off-blocks' steps (wash-out included) are counted at the on-blocks' mean step: with d the on-blocks' mean
-    step − the off-blocks' (ms, the slowest rank's, wash-out left out) and k off-block steps of n timed steps, the
-    mean and median step grow by k·d/n, the training time and the wall by k·d, and the throughputs shrink by the
-    training time's ratio. Start-up and teardown are outside the timed loop and stay. A row that did not switch
-    (or lacks a side) comes back unchanged; a changed one has ``full_on`` True.
+    The k off-block steps of n are counted at the on-blocks' mean step (d ms slower): the mean and median step grow
+    by k·d/n, the training time and the wall by k·d, the throughputs shrink by the training time's ratio. A row
+    that did not switch comes back unchanged; a changed one has ``full_on`` True.
     """
     blocks = _blocks_of(row.get("switch_blocks_json"))
     on, off = _side_mean_ms(blocks, "on"), _side_mean_ms(blocks, "off")
@@ -178,17 +154,17 @@ def full_on_row(row: Mapping[str, Any]) -> dict[str, Any]:
     off_steps = sum(int(b["steps"]) for b in blocks if b.get("side") == "off")
     added_s = off_steps * (on - off) / 1000.0
     for column in ("step_time_ms_mean", "step_time_ms_median"):
-        value = _number(row.get(column))
+        value = finite(row.get(column))
         if value is not None and steps:
             out[column] = value + off_steps * (on - off) / steps
-    train = _number(row.get("train_s"))
+    train = finite(row.get("train_s"))
     if train is not None and train > 0 and train + added_s > 0:
         for column in ("steps_per_s", "samples_per_s"):
-            rate = _number(row.get(column))
+            rate = finite(row.get(column))
             if rate is not None:
                 out[column] = rate * train / (train + added_s)
         out["train_s"] = train + added_s
-    wall = _number(row.get("wall_s"))
+    wall = finite(row.get("wall_s"))
     if wall is not None:
         out["wall_s"] = wall + added_s
     out["full_on"] = True
@@ -196,16 +172,11 @@ def full_on_row(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def between_on_values(pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]]) -> list[float]:
-    """Per pair (baseline row, mode row): the mode's on-block mean step − the baseline's on-block mean step, ms.
-
-    Both trials of a repeat draw the same first side (the seed is per repeat), so these are the same step
-    positions; the baseline's switch is a no-op, so its on-blocks are ordinary steps. This is the between-trial
-    per-step cost of the tool fully on, from the same trials as the within-trial figure, measured on the on-blocks
-    alone (the headline's per-step figure counts every step, the off-blocks' at the on-blocks' step: :func:`full_on_row`).
-    """
+    """Per pair (baseline row, mode row): the mode's on-block mean step − the baseline's, ms: the between-trial
+    per-step cost of the tool fully on, from the same trials and step positions as the within-trial figure."""
     values = []
     for base, mode in pairs:
-        b, m = side_mean_ms(base.get("switch_blocks_json"), "on"), side_mean_ms(mode.get("switch_blocks_json"), "on")
+        b, m = (_side_mean_ms(_blocks_of(row.get("switch_blocks_json")), "on") for row in (base, mode))
         if b is not None and m is not None:
             values.append(m - b)
     return values

@@ -4,15 +4,16 @@ The verdict is on the per-step Δ % against ``regression_pct`` (:data:`VERDICT_R
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Sequence, Tuple
 
 import pandas as pd
 
-from ddpbench.analysis.pairing import pair_table
+from ddpbench.analysis.figures import finite
+from ddpbench.analysis.pairing import pair_table, str_or_none
+from ddpbench.analysis.results import jsonable
 from ddpbench.analysis.stats import PairedSummary, paired_summary
 from ddpbench.formats.condition import arm_name
 
@@ -58,10 +59,6 @@ def regression_verdict(step_pct: PairedSummary, regression_pct: float) -> str:
     return INCONCLUSIVE
 
 
-def _text(value: Any) -> str:
-    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
-
-
 def version_lists(frame: pd.DataFrame) -> Dict[str, List[str]]:
     """mode -> its arms in the order the sweep's ``versions=`` lists them (from the trials' configs)."""
     out: Dict[str, List[str]] = {}
@@ -82,7 +79,7 @@ def version_lists(frame: pd.DataFrame) -> Dict[str, List[str]]:
 def imported_version(rows: pd.DataFrame, arm: str) -> str:
     """The tool version(s) the ranks of ``arm``'s trials imported, joined ("" when not recorded)."""
     column = "arm_version" if "arm_version" in rows else None
-    values = sorted({_text(v) for v in rows.loc[rows["mode"] == arm, column]} - {""}) if column else []
+    values = sorted({str_or_none(v) or "" for v in rows.loc[rows["mode"] == arm, column]} - {""}) if column else []
     return ", ".join(values)
 
 
@@ -90,7 +87,7 @@ def _unknown(rows: pd.DataFrame, arms: Sequence[str]) -> Tuple[str, ...]:
     if "tool_format" not in rows:
         return ()
     hit = rows[(rows["mode"].isin(list(arms))) & (rows["tool_format"] == "unknown")]
-    return tuple(sorted({_text(p) for p in hit.get("tool_problem", pd.Series(dtype=str))} - {""}))
+    return tuple(sorted({str_or_none(p) or "" for p in hit.get("tool_problem", pd.Series(dtype=str))} - {""}))
 
 
 def unknown_formats(frame: pd.DataFrame) -> List[str]:
@@ -117,7 +114,7 @@ def compare_versions(frame: pd.DataFrame, regression_pct: float = 1.0) -> List[V
                 pairs, _, sides = pair_table(both, baseline=previous)
                 memory = []
                 for base, other in sides.values():
-                    b, x = _num(base.get("peak_memory_bytes")), _num(other.get("peak_memory_bytes"))
+                    b, x = finite(base.get("peak_memory_bytes")), finite(other.get("peak_memory_bytes"))
                     memory.append((x - b) / 1e6 if b is not None and x is not None else math.nan)
                 metrics = {
                     "step_ms": paired_summary([p.step_overhead_ms for p in pairs]),
@@ -133,14 +130,6 @@ def compare_versions(frame: pd.DataFrame, regression_pct: float = 1.0) -> List[V
     return steps
 
 
-def _num(value: Any) -> Optional[float]:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
-
-
 def verdicts_exit_code(verdicts: Iterable[str]) -> int:
     """``--fail-on-regression``: 1 when one verdict is a regression, else 3 when one is not ``no regression``, else 0."""
     seen = set(verdicts)
@@ -152,11 +141,6 @@ def regression_exit_code(steps: Sequence[VersionStep]) -> int:
     return verdicts_exit_code(s.verdict for s in steps)
 
 
-def _summary_dict(s: PairedSummary) -> Dict[str, Any]:
-    fields = {**dataclasses.asdict(s), "half_width": s.half_width}
-    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in fields.items()}
-
-
 def versions_to_dict(steps: Sequence[VersionStep], regression_pct: float) -> Dict[str, Any]:
     """The versions comparison as analysis.json's ``versions`` (docs/formats.md; non-finite numbers as None)."""
     return {
@@ -165,6 +149,6 @@ def versions_to_dict(steps: Sequence[VersionStep], regression_pct: float) -> Dic
         "units": dict(METRICS),
         "steps": [{"condition_id": s.condition_id, "mode": s.mode, "previous": s.previous, "current": s.current,
                    "previous_version": s.previous_version, "current_version": s.current_version,
-                   "n_pairs": s.n_pairs, "metrics": {k: _summary_dict(v) for k, v in s.metrics.items()},
+                   "n_pairs": s.n_pairs, "metrics": jsonable(s.metrics),
                    "verdict": s.verdict, "unknown_formats": list(s.unknown_formats)} for s in steps],
     }
