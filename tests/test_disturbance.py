@@ -12,7 +12,6 @@ from ddpbench.analysis.disturbance import (
     TrialLoad,
     modified_z_scores,
     outlier_pairs,
-    pair_disturbance,
     trial_disturbance,
 )
 
@@ -21,7 +20,6 @@ QUIET = TrialLoad(wall_s=60.0, n_cpus=2, own_cpus=2.0, load1_start=1.9, load1_en
 
 def test_quiet_trial_is_not_flagged() -> None:
     assert trial_disturbance(QUIET) is None
-    assert pair_disturbance(QUIET, QUIET) is None
 
 
 def test_foreign_cpu_above_threshold_is_flagged() -> None:
@@ -49,13 +47,6 @@ def test_load_average_counts_only_without_cpu_accounting() -> None:
 def test_several_reasons_join_on_one_line() -> None:
     reason = trial_disturbance(TrialLoad(10.0, 2, 2.0, foreign_cpu_s=5.0, steal_s=1.0))
     assert reason is not None and "; " in reason and "\n" not in reason
-
-
-def test_pair_is_disturbed_when_either_trial_is() -> None:
-    busy = TrialLoad(60.0, 2, 2.0, foreign_cpu_s=30.0)
-    assert pair_disturbance(QUIET, busy) == "mode trial: other processes used 30.0 CPU s (25 % of 2 CPUs)"
-    both = pair_disturbance(busy, busy)
-    assert both is not None and both.startswith("baseline trial: ") and "; mode trial: " in both
 
 
 @pytest.mark.parametrize(

@@ -11,31 +11,17 @@ from dataclasses import dataclass
 from statistics import median as _median
 from typing import Sequence
 
-__all__ = [
-    "FOREIGN_CPU_SHARE_MAX",
-    "LOAD_EXCESS_PER_CPU_MAX",
-    "MODIFIED_Z_MAX",
-    "STEAL_SHARE_MAX",
-    "TrialLoad",
-    "modified_z_scores",
-    "outlier_pairs",
-    "pair_disturbance",
-    "trial_disturbance",
-]
+__all__ = ["FOREIGN_CPU_SHARE_MAX", "LOAD_EXCESS_PER_CPU_MAX", "MODIFIED_Z_MAX", "STEAL_SHARE_MAX", "TrialLoad",
+           "modified_z_scores", "outlier_pairs", "trial_disturbance"]
 
-#: Other processes' CPU time over the machine's capacity (wall × CPUs) above which a trial is
-#: disturbed. 5 %: on a machine the trial keeps busy, that share of stolen CPU can slow it by
-#: about as much, above the 2 % default budget; the harness's own polling stays well under 1 %.
+#: other processes' CPU time over the machine's capacity (wall × CPUs) above which a trial is disturbed
 FOREIGN_CPU_SHARE_MAX = 0.05
-#: Steal time over the machine's capacity above which a trial is disturbed. 2 %: the default
-#: budget; steal is CPU the hypervisor gave another guest while this one wanted it.
+#: steal time over the machine's capacity above which a trial is disturbed
 STEAL_SHARE_MAX = 0.02
-#: Load-average excess (1-minute load minus the trial's own busy processes) per CPU above which a
-#: trial is disturbed; used only when the CPU time of other processes was not recorded. 0.5 per
-#: CPU: the load average is a damped 1-minute mean that lags (and still carries the previous
-#: trial), so only a large excess is evidence of other work.
+#: load-average excess (1-minute load minus the trial's own busy CPUs) per CPU above which a trial is disturbed,
+#: used only without the other processes' CPU time (the load average lags, so only a large excess counts)
 LOAD_EXCESS_PER_CPU_MAX = 0.5
-#: Modified z-score above which a pair's overhead is an outlier (Iglewicz and Hoaglin 1993).
+#: modified z-score above which a pair's overhead is an outlier
 MODIFIED_Z_MAX = 3.5
 #: Consistency constants: MAD · 1.4826 and mean absolute deviation · 1.2533 estimate a normal SD.
 _MAD_TO_SD = 1.4826
@@ -62,10 +48,7 @@ class TrialLoad:
 
 
 def trial_disturbance(load: TrialLoad) -> str | None:
-    """One-line reason why the trial counts as disturbed, or None when it does not.
-
-    Raises ValueError when the wall time or CPU count is not positive.
-    """
+    """One-line reason why the trial counts as disturbed, or None; ValueError unless wall time and CPUs are > 0."""
     if not (math.isfinite(load.wall_s) and load.wall_s > 0):
         raise ValueError(f"wall_s must be positive, got {load.wall_s}")
     if load.n_cpus < 1:
@@ -83,13 +66,6 @@ def trial_disturbance(load: TrialLoad) -> str | None:
             reasons.append(f"load average {max(loads):.2f} with {load.own_cpus:g} own busy CPUs "
                            f"on {load.n_cpus} CPUs")
     return "; ".join(reasons) if reasons else None
-
-
-def pair_disturbance(baseline: TrialLoad, mode: TrialLoad) -> str | None:
-    """One-line reason why the pair counts as disturbed (either trial disturbed), or None."""
-    parts = [f"{side} trial: {why}" for side, why in
-             (("baseline", trial_disturbance(baseline)), ("mode", trial_disturbance(mode))) if why]
-    return "; ".join(parts) if parts else None
 
 
 def modified_z_scores(values: Sequence[float]) -> list[float]:

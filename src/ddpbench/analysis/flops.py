@@ -11,18 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-__all__ = [
-    "GPU_PEAKS",
-    "GpuPeak",
-    "StepFlops",
-    "achieved_tflops",
-    "fraction_of_peak",
-    "gpu_peak",
-    "mlp_linear_shapes",
-    "mlp_step_flops",
-    "peak_tflops",
-    "step_flops_for_model",
-]
+__all__ = ["GPU_PEAKS", "GpuPeak", "StepFlops", "achieved_tflops", "fraction_of_peak", "gpu_peak",
+           "mlp_linear_shapes", "mlp_step_flops", "peak_tflops", "step_flops_for_model"]
 
 
 @dataclass(frozen=True)
@@ -50,19 +40,10 @@ def mlp_linear_shapes(input_dim: int, hidden_dim: int, hidden_layers: int, num_c
     return tuple(zip(widths[:-1], widths[1:]))
 
 
-def mlp_step_flops(
-    batch_size: int,
-    input_dim: int,
-    hidden_dim: int,
-    hidden_layers: int,
-    num_classes: int,
-    *,
-    input_grad: bool = True,
-) -> StepFlops:
-    """FLOPs of one step of the workload's MLP on ``batch_size`` samples (one rank's batch).
-
-    ``input_grad=False`` drops the first Linear's input gradient (not computed by autograd).
-    """
+def mlp_step_flops(batch_size: int, input_dim: int, hidden_dim: int, hidden_layers: int, num_classes: int, *,
+                   input_grad: bool = True) -> StepFlops:
+    """FLOPs of one step of the MLP on one rank's ``batch_size`` samples; ``input_grad=False`` drops the first
+    Linear's input gradient (autograd does not compute it)."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     shapes = mlp_linear_shapes(input_dim, hidden_dim, hidden_layers, num_classes)
@@ -93,22 +74,17 @@ def achieved_tflops(flops_per_step: float, step_ms: float) -> float:
 class GpuPeak:
     """A GPU's peak dense rates, TFLOP/s; None where the precision has no fast path on it."""
 
-    # case-insensitive regular expression searched in the device name torch reports
+    # case-insensitive regular expression searched in the device name torch reports, and the part it stands for
     pattern: str
-    # the part the figures are for
     label: str
-    # fp16 tensor-core matrix rate, dense (no structured sparsity), FP32 accumulate where it differs
+    # fp16 and bf16 tensor-core matrix rates, dense (no structured sparsity); plain fp32 (no TF32), CUDA cores
     fp16: float | None
-    # bf16 tensor-core matrix rate, dense
     bf16: float | None
-    # plain fp32 (no TF32; torch's default for matmul), CUDA cores
     fp32: float | None
 
 
-# From NVIDIA's product datasheets (the "Tensor Core" rows, dense: half the "with sparsity"
-# figure where only that is printed). Peaks at boost clock; sustained rates are lower
-# (KINDS.md measured ~790 TFLOP/s bf16 on an H200 for a large matrix product).
-# Order matters: the first pattern found in the name wins, so specific parts come first.
+# From NVIDIA's product datasheets (dense: half the "with sparsity" figure where only that is printed), at boost
+# clock. The first pattern found in the name wins, so specific parts come first.
 GPU_PEAKS: tuple[GpuPeak, ...] = (
     GpuPeak(r"\bT4\b", "Tesla T4", fp16=65.0, bf16=None, fp32=8.1),
     GpuPeak(r"V100.*SXM", "V100 SXM2", fp16=125.0, bf16=None, fp32=15.7),

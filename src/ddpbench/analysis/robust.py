@@ -15,16 +15,8 @@ import numpy as np
 
 from ddpbench.analysis.stats import normal_cdf, normal_isf
 
-__all__ = [
-    "EXACT_MAX_N",
-    "BootstrapInterval",
-    "WilcoxonInterval",
-    "bootstrap_interval",
-    "hodges_lehmann",
-    "signed_rank_cdf",
-    "walsh_averages",
-    "wilcoxon_interval",
-]
+__all__ = ["EXACT_MAX_N", "BootstrapInterval", "WilcoxonInterval", "bootstrap_interval", "hodges_lehmann",
+           "signed_rank_cdf", "walsh_averages", "wilcoxon_interval"]
 
 #: largest n whose signed-rank null distribution is counted exactly (O(n³) work, ~4 M steps at 200)
 EXACT_MAX_N = 200
@@ -57,11 +49,8 @@ def hodges_lehmann(differences: Sequence[float]) -> float:
 
 
 def signed_rank_cdf(n: int) -> np.ndarray:
-    """P(T ≤ t) for t = 0 … n(n + 1)/2 of the Wilcoxon signed-rank statistic with n untied pairs.
-
-    Exact: the null distribution of the sum of a random subset of {1, …, n}, counted by
-    convolution one rank at a time (probabilities halve per rank, so no integer overflow).
-    """
+    """P(T ≤ t) for t = 0 … n(n + 1)/2 of the Wilcoxon signed-rank statistic with n untied pairs, exact: counted
+    by convolution one rank at a time."""
     if n < 0:
         raise ValueError(f"n must be non-negative, got {n}")
     pmf = np.zeros(n * (n + 1) // 2 + 1)
@@ -76,12 +65,8 @@ def signed_rank_cdf(n: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class WilcoxonInterval:
-    """Hodges–Lehmann estimate and the Wilcoxon signed-rank interval (differences' unit).
-
-    ``achieved_confidence`` is the interval's exact (or approximate, when ``exact`` is False)
-    coverage, which is ≥ the requested ``confidence`` except when that is unreachable with n
-    pairs; NaN everywhere when n < 2.
-    """
+    """Hodges–Lehmann estimate and the Wilcoxon signed-rank interval (differences' unit; NaN when n < 2), with its
+    coverage (``achieved_confidence``: ≥ ``confidence`` unless that is unreachable with n pairs)."""
 
     n: int
     estimate: float
@@ -120,11 +105,8 @@ def wilcoxon_interval(differences: Sequence[float] | np.ndarray, confidence: flo
 
 @dataclass(frozen=True)
 class BootstrapInterval:
-    """A bootstrap confidence interval of ``statistic`` ("mean" or "median") of the differences.
-
-    ``method`` is the one used ("BCa" or "percentile"; BCa falls back to percentile when its
-    acceleration is undefined). Bounds in the differences' unit; NaN when n < 2.
-    """
+    """A bootstrap interval of ``statistic`` ("mean" or "median") of the differences (their unit; NaN when n < 2);
+    ``method`` the one used (BCa falls back to percentile when its acceleration is undefined)."""
 
     n: int
     statistic: str
