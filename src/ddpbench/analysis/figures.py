@@ -47,14 +47,10 @@ def step_median_ms(row: Mapping[str, Any]) -> float | None:
 
 
 def throughput(row: Mapping[str, Any], kind: str) -> float | None:
-    """The trial's throughput as ``kind`` (:data:`THROUGHPUT_KINDS`), None when it lacks it.
-
-    ``step_time_ms`` gives steps/s as 1000 / the mean step time.
-    """
-    if kind == "steps_per_s":
-        return finite(row.get("steps_per_s")) or metric_value(row, "steps_per_s")
-    if kind == "samples_per_s":
-        return finite(row.get("samples_per_s")) or metric_value(row, "samples_per_s")
+    """The trial's throughput as ``kind`` (:data:`THROUGHPUT_KINDS`; ``step_time_ms``: 1000 / the mean step time, as
+    steps/s), None when it lacks it."""
+    if kind in ("steps_per_s", "samples_per_s"):
+        return finite(row.get(kind)) or metric_value(row, kind)
     if kind == "step_time_ms":
         ms = step_ms(row)
         return 1000.0 / ms if ms else None
@@ -64,13 +60,11 @@ def throughput(row: Mapping[str, Any], kind: str) -> float | None:
 def config_of(row: Mapping[str, Any]) -> dict[str, Any]:
     """The trial's resolved config (``config_json``), {} when absent or unreadable."""
     text = row.get("config_json")
-    if isinstance(text, str) and text:
-        try:
-            config = json.loads(text)
-        except ValueError:
-            return {}
-        return config if isinstance(config, dict) else {}
-    return {}
+    try:
+        config = json.loads(text) if isinstance(text, str) and text else {}
+    except ValueError:
+        return {}
+    return config if isinstance(config, dict) else {}
 
 
 def custom_metrics(row: Mapping[str, Any]) -> dict[str, str]:

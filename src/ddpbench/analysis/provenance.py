@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import math
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import pandas as pd
 
+from ddpbench.analysis.pairing import str_or_none
 from ddpbench.formats.condition import SWEEPER_KEYS, VERSION_KEY, VERSIONS_KEY
 
 __all__ = ["Provenance", "SWEEPER_KEYS", "command_line", "config_differences", "provenance"]
@@ -38,31 +37,23 @@ class Provenance:
     command: str
     # condition_id -> (modes, [(dotted key, [value per mode])]) of its config differences between modes
     config_differences: dict[str, tuple[list[str], list[tuple[str, list[str]]]]]
-    # workload=ray_train: (mode, mean ray_startup_s of its ok trials in s, trials) — Ray's own start-up, a part of
-    # start-up; empty when no trial has one
+    # workload=ray_train: (mode, mean ray_startup_s of its ok trials in s, trials): Ray's own part of start-up
     ray_startup: list[tuple[str, float, int]] = field(default_factory=list)
     # the job's host-sync patterns: (pattern, [condition_id, ...]) in first-seen order; empty when none recorded
     host_syncs: list[tuple[str, list[str]]] = field(default_factory=list)
 
 
 def _unique(values: Iterable[Any]) -> list[str]:
-    out: dict[str, None] = {}
-    for v in values:
-        if v is None or (isinstance(v, float) and math.isnan(v)) or v == "":
-            continue
-        out.setdefault(str(v), None)
-    return list(out)
+    return list(dict.fromkeys(text for text in map(str_or_none, values) if text))
 
 
 def _col(frame: pd.DataFrame, name: str) -> list[Any]:
     return frame[name].tolist() if name in frame.columns else []
 
 
-
-
 def command_line(frame: pd.DataFrame) -> str:
     """A ``ddpbench --multirun`` command equivalent to the trials' Hydra overrides (values in first-seen order)."""
-    keys: "OrderedDict[str, dict[str, None]]" = OrderedDict()
+    keys: dict[str, dict[str, None]] = {}
     for text in _col(frame, "overrides_json"):
         try:
             overrides = json.loads(text) if isinstance(text, str) else None
@@ -85,10 +76,8 @@ def _flatten(prefix: str, value: Any, out: dict[str, str]) -> None:
 
 
 def config_differences(frame: pd.DataFrame, baseline: str) -> tuple[list[str], list[tuple[str, list[str]]]]:
-    """Resolved-config keys whose values differ between modes (one ok trial per mode, ``repeat`` ignored).
-
-    Returns ``(modes, [(dotted key, [value per mode])])``.
-    """
+    """``(modes, [(dotted key, [value per mode])])`` of the resolved-config keys whose values differ between modes
+    (one ok trial per mode, ``repeat`` ignored)."""
     per_mode: dict[str, dict[str, str]] = {}
     if "config_json" not in frame.columns:
         return [], []
@@ -132,7 +121,7 @@ def ray_startup(frame: pd.DataFrame, baseline: str) -> list[tuple[str, float, in
 
 def host_syncs(frame: pd.DataFrame) -> list[tuple[str, list[str]]]:
     """Each host-sync pattern the trials ran (trial record v5 ``host_sync``) with the conditions that ran it."""
-    found: "OrderedDict[str, dict[str, None]]" = OrderedDict()
+    found: dict[str, dict[str, None]] = {}
     for value, cond in zip(_col(frame, "host_sync"), _col(frame, "condition_id")):
         if isinstance(value, str) and value:
             found.setdefault(value, {}).setdefault(str(cond), None)

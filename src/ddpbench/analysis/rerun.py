@@ -21,20 +21,12 @@ RerunKey = tuple[str, str, int]
 
 
 def repeat_disturbance(rows: Sequence[Mapping[str, Any]], baseline: str) -> str | None:
-    """Why the pair made of ``rows`` (the trial rows of one condition and repeat) is disturbed, or None.
-
-    Each trial is judged alone (:func:`ddpbench.analysis.disturbance.trial_disturbance`); the reason
-    names the disturbed trials' modes, the baseline first. A pair with a trial that is not ``ok`` is
-    None: pairing leaves it out for that.
-    """
+    """Why the pair made of ``rows`` (one condition's and repeat's trials) is disturbed, naming the disturbed
+    trials' modes, the baseline first; None when it is not, or when a trial is not ``ok`` (then it is unpaired)."""
     if any(row.get("status") != "ok" for row in rows):
         return None
     ordered = sorted(rows, key=lambda r: (str(r.get("mode")) != baseline, str(r.get("mode"))))
-    parts = []
-    for row in ordered:
-        why = trial_disturbance_of(row)
-        if why:
-            parts.append(f"{row.get('mode')} trial: {why}")
+    parts = [f"{row.get('mode')} trial: {why}" for row in ordered if (why := trial_disturbance_of(row))]
     return "; ".join(parts) if parts else None
 
 
@@ -66,12 +58,8 @@ def excluded_text(excluded: ExcludedPair) -> str:
 
 
 def rerun_pairs(record: Mapping[str, Any], sweep_dirs: Iterable[str]) -> dict[RerunKey, str]:
-    """The pairs a ``stopping.json`` ``record`` lists as excluded, keyed for the analysis, with why each was disturbed.
-
-    ``sweep_dirs`` are the ``sweep_dir`` values of the trials that lie in the record's sweep dir (the
-    dir may have moved since the trials wrote theirs). A condition without ``condition_id`` (a
-    version 1 record) or without ``excluded`` contributes nothing.
-    """
+    """The pairs a ``stopping.json`` ``record`` lists as excluded, keyed for the analysis, with why each was
+    disturbed; ``sweep_dirs``: the trials' own ``sweep_dir`` values there (the dir may have moved since)."""
     out: dict[RerunKey, str] = {}
     dirs = sorted(set(sweep_dirs))
     for condition in record.get("conditions") or []:
@@ -88,8 +76,8 @@ def rerun_pairs(record: Mapping[str, Any], sweep_dirs: Iterable[str]) -> dict[Re
 def leave_out(pairs: Sequence[PairRecord], excluded: Sequence[ExcludedPair],
               rerun: Mapping[RerunKey, str]) -> tuple[list[PairRecord], list[ExcludedPair]]:
     """``(pairs, excluded)`` with every pair of ``rerun`` moved from the first to the second (cause :data:`RERUN`)."""
-    kept = [p for p in pairs if (p.sweep_dir, p.condition_id, p.repeat) not in rerun]
-    moved = [ExcludedPair(p.sweep_dir, p.condition_id, p.repeat, p.mode, rerun[(p.sweep_dir, p.condition_id, p.repeat)],
-                          RERUN)
-             for p in pairs if (p.sweep_dir, p.condition_id, p.repeat) in rerun]
-    return kept, [*excluded, *moved]
+    def key(p: PairRecord) -> RerunKey:
+        return p.sweep_dir, p.condition_id, p.repeat
+
+    moved = [ExcludedPair(*key(p), p.mode, rerun[key(p)], RERUN) for p in pairs if key(p) in rerun]
+    return [p for p in pairs if key(p) not in rerun], [*excluded, *moved]

@@ -6,6 +6,7 @@ import math
 from typing import Any, Mapping, Sequence, cast
 
 from ddpbench.analysis.figures import finite
+from ddpbench.analysis.pairing import str_or_none
 from ddpbench.analysis.results import Comparison, ToolArtifact
 from ddpbench.choices import Role
 
@@ -42,8 +43,7 @@ def tool_artifacts(records: Sequence[Mapping[str, Any]]) -> tuple[ToolArtifact, 
     """Every trial with a ``tool`` section: its tool's name, whether its output is usable, and its size."""
     out = []
     for r in records:
-        if all(r.get(k) is None or (isinstance(r.get(k), float) and math.isnan(cast(float, r.get(k))))
-               for k in ("tool_name", "tool_usable", "tool_bytes")):
+        if all(str_or_none(r.get(k)) is None for k in ("tool_name", "tool_usable", "tool_bytes")):
             continue
         size = finite(r.get("tool_bytes"))
         problem = r.get("tool_problem")

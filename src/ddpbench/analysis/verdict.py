@@ -35,8 +35,8 @@ FIGURE_NAMES: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Figure:
-    """One figure the verdict may use: its metric name, interval (% of the step) and number of pairs, and whether
-    it is the tool's whole cost (may decide ``within`` too) or a lower bound (``over`` only)."""
+    """One figure the verdict may use: its interval (% of the step), pairs, and whether it is the whole cost (may
+    decide ``within`` too) or a lower bound (``over`` only)."""
 
     metric: str
     mean: float
@@ -84,11 +84,8 @@ def assumption_holds(per_step: Figure | None, lower_bound: Figure | None) -> boo
 
 def combine(figures: Sequence[Figure], budget_pct: float, assumption: bool | None = None,
             bound_confidence: float | None = None) -> Verdict:
-    """The verdict of :func:`verdict_for` from ready figures (the rule in the module doc).
-
-    ``assumption`` False leaves the lower-bound figures out (they are still listed, as ``not used``);
-    ``bound_confidence`` is the level of the lower bound's interval, recorded with it.
-    """
+    """The verdict from ready figures; ``assumption`` False lists the lower bounds as ``not used``;
+    ``bound_confidence``: the level of the lower bound's interval, recorded with it."""
     used = [f for f in figures if f.whole_cost or assumption is not False]
     per = {f.metric: f.status(budget_pct) for f in used}
     over = [f for f in used if per[f.metric] == OVER]
@@ -119,8 +116,7 @@ def lower_bound_confidence(confidence: float) -> float:
 
 
 def lower_bound(switched: SwitchedEstimate | None) -> Figure | None:
-    """The within-trial figure as a lower bound (% of the off-blocks' step); None when the trials did not switch.
-    ``switched`` carries its interval at :func:`lower_bound_confidence` of the verdict's confidence."""
+    """The within-trial figure (% of the off-blocks' step) as a lower bound; None when the trials did not switch."""
     if switched is None:
         return None
     return Figure(LOWER_BOUND, switched.overhead_pct, switched.ci_low_pct, switched.ci_high_pct, switched.n_trials,
@@ -129,17 +125,13 @@ def lower_bound(switched: SwitchedEstimate | None) -> Figure | None:
 
 def verdict_for(metrics: Mapping[str, PairedSummary], budget_pct: float,
                 switched: SwitchedEstimate | None = None, bound_confidence: float | None = None) -> Verdict:
-    """The verdict on every figure that may decide (:data:`FIGURE_NAMES`) against ``budget_pct``.
-
-    Whole-cost figures come from ``metrics`` (:data:`WHOLE_COST`); a whole-cost metric no pair measured (n = 0: a
-    foreign script without a start-up/teardown split has no projection) is left out when another is known. The within-trial figure ``switched`` (its interval at :func:`lower_bound_confidence`, recorded as
-    ``bound_confidence``) joins when the trials switched.
-    """
-    chosen = WHOLE_COST
-    whole = [f for f in (_figure(m, metrics.get(m), True) for m in chosen) if f is not None]
-    unmeasured = [m for m in chosen if m not in {f.metric for f in whole}]
+    """The verdict on every figure that may decide (:data:`FIGURE_NAMES`) against ``budget_pct``: the whole-cost
+    ``metrics`` that some pair measured, and the within-trial figure ``switched`` (its interval at
+    :func:`lower_bound_confidence`) when the trials switched."""
+    whole = [f for f in (_figure(m, metrics.get(m), True) for m in WHOLE_COST) if f is not None]
+    unmeasured = [m for m in WHOLE_COST if m not in {f.metric for f in whole}]
     if not whole:  # nothing measured: the verdict still names what it lacks
-        whole, unmeasured = [Figure(m, math.nan, math.nan, math.nan, 0, True) for m in chosen], []
+        whole, unmeasured = [Figure(m, math.nan, math.nan, math.nan, 0, True) for m in WHOLE_COST], []
     lower = lower_bound(switched)
     per_step = next((f for f in whole if f.metric == "step_overhead_pct"), None)
     verdict = combine(whole + ([lower] if lower is not None else []), budget_pct, assumption_holds(per_step, lower),
