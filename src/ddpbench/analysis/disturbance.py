@@ -1,18 +1,23 @@
-"""Was a trial disturbed by what else ran? Pure flags for trials and outlying pairs, each with a one-line reason.
+"""Was a trial disturbed by what else ran? Pure flags for trials, pairs and outlying pairs, each with a one-line reason.
 
-A trial is disturbed when other processes' CPU time or steal time took a share of the machine near the 2 %
-budget (without those, a large load-average excess); a pair's overhead is an outlier when its modified z-score
-exceeds 3.5 (Iglewicz and Hoaglin 1993). Thresholds and their reasons: docs/analysis.md."""
+A trial is disturbed when other processes' CPU time or steal time (its ``load``, trial record v2) took a share of
+the machine near the 2 % budget (without those, a large load-average excess), a pair when either trial is; a
+pair's overhead is an outlier when its modified z-score exceeds 3.5 (Iglewicz and Hoaglin 1993). Thresholds and
+their reasons: docs/analysis.md."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 from statistics import median as _median
-from typing import Sequence
+from typing import Any, Mapping, Sequence, cast
 
-__all__ = ["FOREIGN_CPU_SHARE_MAX", "LOAD_EXCESS_PER_CPU_MAX", "MODIFIED_Z_MAX", "STEAL_SHARE_MAX", "TrialLoad",
-           "modified_z_scores", "outlier_pairs", "trial_disturbance"]
+from ddpbench.analysis.figures import finite
+from ddpbench.analysis.results import Flag, PairRecord
+
+__all__ = ["FOREIGN_CPU_SHARE_MAX", "LOAD_EXCESS_PER_CPU_MAX", "MODIFIED_Z_MAX", "OUTLIER_METRICS", "STEAL_SHARE_MAX",
+           "TrialLoad", "disturbed_trials", "modified_z_scores", "outlier_pairs", "pair_flags", "trial_disturbance",
+           "trial_disturbance_of", "trial_load"]
 
 #: other processes' CPU time over the machine's capacity (wall × CPUs) above which a trial is disturbed
 FOREIGN_CPU_SHARE_MAX = 0.05
@@ -104,3 +109,75 @@ def outlier_pairs(overheads: Sequence[float], unit: str = "%") -> list[str | Non
         for x, z in zip(xs, scores)
     ]
 
+
+#: per-pair metrics checked for outliers, with their units
+OUTLIER_METRICS = (("step_overhead_ms", "ms"), ("throughput_overhead_pct", "%"))
+
+
+def _own_cpus(value: Any, ranks_here: float, n_cpus: int) -> float:
+    """CPUs the trial keeps busy: the pinned CPU count (``own_cpus``: a number, a list, or ``0,1``/``0-3``
+    text), else its ranks on this host, at most ``n_cpus``."""
+    count = finite(value)
+    if count is None and isinstance(value, (list, tuple)):
+        count = float(len(value))
+    elif count is None and isinstance(value, str) and value.strip():
+        count = 0.0
+        for part in value.split(","):
+            lo, _, hi = part.partition("-")
+            count += (int(hi) - int(lo) + 1) if hi.strip().isdigit() and lo.strip().isdigit() else 1
+    return min(float(n_cpus), count if count is not None else ranks_here)
+
+
+def trial_load(row: Mapping[str, Any]) -> TrialLoad | None:
+    """The trial's :class:`TrialLoad`, or None when it recorded no usable ``load`` (no CPU count, no wall)."""
+    n_cpus = finite(row.get("load_n_cpus"))
+    wall = finite(row.get("wall_s"))
+    if n_cpus is None or n_cpus < 1 or wall is None or wall <= 0:
+        return None
+    ranks_here = finite(row.get("nproc_per_node")) or 1.0
+    return TrialLoad(
+        wall_s=wall,
+        n_cpus=int(n_cpus),
+        own_cpus=_own_cpus(row.get("load_own_cpus"), ranks_here, int(n_cpus)),
+        load1_start=finite(row.get("load_load1_start")),
+        load1_end=finite(row.get("load_load1_end")),
+        foreign_cpu_s=finite(row.get("load_foreign_cpu_s")),
+        steal_s=finite(row.get("load_steal_s")),
+    )
+
+
+def trial_disturbance_of(row: Mapping[str, Any]) -> str | None:
+    """Why the trial of ``row`` counts as disturbed, or None (also when it recorded no usable ``load``)."""
+    load = trial_load(row)
+    return trial_disturbance(load) if load is not None else None
+
+
+def disturbed_trials(records: Sequence[Mapping[str, Any]]) -> tuple[Flag, ...]:
+    """Every ok trial whose ``load`` shows it was disturbed, with the reason."""
+    out = []
+    for r in records:
+        if r.get("status") != "ok":
+            continue
+        why = trial_disturbance_of(r)
+        if why:
+            out.append(Flag("disturbed trial", str(r.get("sweep_dir")), str(r.get("condition_id")),
+                            str(r.get("mode")), int(cast(Any, r.get("repeat"))), why))
+    return tuple(out)
+
+
+def pair_flags(pairs: Sequence[PairRecord], sides: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]]) -> tuple[Flag, ...]:
+    """Disturbed pairs (either trial disturbed) and outlying pairs of one comparison, in pair order."""
+    flags: list[Flag] = []
+    for p, (b, x) in zip(pairs, sides):
+        parts = [f"{label} trial: {why}" for label, why in
+                 (("baseline", trial_disturbance_of(b)), ("mode", trial_disturbance_of(x))) if why]
+        if parts:
+            flags.append(Flag("disturbed pair", p.sweep_dir, p.condition_id, p.mode, p.repeat, "; ".join(parts)))
+    for metric, unit in OUTLIER_METRICS:
+        values = [getattr(p, metric) for p in pairs]
+        usable = [(p, v) for p, v in zip(pairs, values) if finite(v) is not None]
+        reasons = outlier_pairs([v for _, v in usable], unit)
+        for (p, _), why in zip(usable, reasons):
+            if why:
+                flags.append(Flag("outlier pair", p.sweep_dir, p.condition_id, p.mode, p.repeat, f"{metric}: {why}"))
+    return tuple(flags)

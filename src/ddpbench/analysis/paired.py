@@ -15,16 +15,16 @@ import pandas as pd
 
 from ddpbench.analysis.calibration import applied_injection, calibration
 from ddpbench.analysis.device_split import gpu_rows, startup_rows
-from ddpbench.analysis.disturbed import disturbed_trials, pair_flags
+from ddpbench.analysis.disturbance import disturbed_trials, pair_flags
 from ddpbench.analysis.efficiency import efficiency, workload_of
 from ddpbench.analysis.pairing import pair_table, str_or_none
 from ddpbench.analysis.projection import JOB_HOURS, PROJECTED, PROJECTION_METHOD, job_seconds, projected_values
 from ddpbench.analysis.rerun import RerunKey, leave_out
-from ddpbench.analysis.results import (CALIBRATION_TOLERANCE_PCT, Analysis, Comparison, FailedTrial, PairRecord,
-                                       jsonable)
+from ddpbench.analysis.results import (CALIBRATION_TOLERANCE_PCT, Analysis, Comparison, FailedTrial, OrderEffect,
+                                       PairRecord, Stability, jsonable)
 from ddpbench.analysis.rows import memory_rows, metric_rows, near_zero, phase_rows, robust_interval
-from ddpbench.analysis.stability import order_effects, stability
-from ddpbench.analysis.stats import INTERVAL_METHOD, MDE_METHOD, TEST_METHOD, mean, paired_summary, to_float
+from ddpbench.analysis.stats import (INTERVAL_METHOD, MDE_METHOD, TEST_METHOD, coefficient_of_variation, mean,
+                                     paired_summary, to_float)
 from ddpbench.analysis.switching import switched_of_pairs
 from ddpbench.analysis.tools import tool_artifacts, tool_ranking
 from ddpbench.analysis.verdict import INCONCLUSIVE, OVER, lower_bound_confidence, verdict_for
@@ -101,6 +101,32 @@ def _side_figures(cp: list[PairRecord], cs: list[tuple[dict, dict]]) -> dict[str
         for i, side in enumerate(("base", "mode")):
             figures[f"{side}_{name}"] = [to_float(pair[i].get(column)) for pair in cs]
     return figures
+
+
+def order_effects(pairs: list[PairRecord]) -> tuple[OrderEffect, ...]:
+    """Throughput- and wall-overhead means over pairs where the mode ran first vs second."""
+    out = []
+    for metric in ("throughput_overhead_pct", "wall_overhead_pct"):
+        first = [getattr(p, metric) for p in pairs if p.mode_position < p.base_position]
+        second = [getattr(p, metric) for p in pairs if p.mode_position > p.base_position]
+        out.append(OrderEffect(metric, len(first), mean(first), len(second), mean(second)))
+    return tuple(out)
+
+
+def stability(mode: str, rows: list[dict[str, Any]]) -> Stability:
+    """Within- and across-trial variability of one mode's trials (rows of the collected table)."""
+    within = [
+        to_float(r.get("step_time_ms_stdev")) / to_float(r.get("step_time_ms_mean"))
+        for r in rows
+        if to_float(r.get("step_time_ms_mean")) > 0
+    ]
+    return Stability(
+        mode=mode,
+        n_trials=len(rows),
+        step_time_cv_within_pct=100.0 * mean(within),
+        step_time_cv_across_pct=100.0 * coefficient_of_variation([to_float(r.get("step_time_ms_mean")) for r in rows]),
+        throughput_cv_pct=100.0 * coefficient_of_variation([to_float(r.get("steps_per_s")) for r in rows]),
+    )
 
 
 def _comparison(

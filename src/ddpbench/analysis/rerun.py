@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
-from ddpbench.analysis.disturbed import trial_disturbance_of
+from ddpbench.analysis.disturbance import trial_disturbance_of
 from ddpbench.analysis.results import RERUN, ExcludedPair, PairRecord
 
 __all__ = ["RERUN", "RerunKey", "Sides", "disturbed_repeats", "excluded_text", "is_rerun", "leave_out", "rerun_pairs",

@@ -6,6 +6,7 @@ The t, normal and F distribution functions are scipy's special functions, withou
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -42,12 +43,8 @@ def mean(values: Sequence[float]) -> float:
 
 def median(values: Sequence[float]) -> float:
     """Median of the finite values; NaN when there are none."""
-    xs = sorted(_finite(values))
-    n = len(xs)
-    if n == 0:
-        return NAN
-    mid = n // 2
-    return xs[mid] if n % 2 else (xs[mid - 1] + xs[mid]) / 2.0
+    xs = _finite(values)
+    return statistics.median(xs) if xs else NAN
 
 
 def sample_std(values: Sequence[float]) -> float:
@@ -68,11 +65,8 @@ def mean_sd(values: Sequence[float]) -> tuple[float, float]:
 
 def coefficient_of_variation(values: Sequence[float]) -> float:
     """Sample standard deviation over the mean, as a fraction (0.01 = 1 %); NaN when undefined."""
-    m = mean(values)
-    s = sample_std(values)
-    if not math.isfinite(s) or not math.isfinite(m) or m == 0:
-        return NAN
-    return s / abs(m)
+    m, s = mean(values), sample_std(values)
+    return s / abs(m) if math.isfinite(s) and math.isfinite(m) and m != 0 else NAN
 
 
 def t_cdf(t: float, df: float) -> float:
@@ -127,11 +121,8 @@ def f_sf(x: float, dfn: float, dfd: float) -> float:
 
 
 def min_detectable_effect(sd: float, n: int, alpha: float = 0.05, power: float = 0.80) -> float:
-    """Smallest true mean difference a two-sided paired t test detects with ``power``.
-
-    Units are those of ``sd`` (the standard deviation of the paired differences).
-    NaN when n < 2 or ``sd`` is not finite.
-    """
+    """Smallest true mean difference (``sd``'s unit) a two-sided paired t test detects with ``power``; NaN when
+    n < 2 or ``sd`` is not finite."""
     if n < 2 or not math.isfinite(sd):
         return NAN
     df = n - 1
@@ -140,12 +131,8 @@ def min_detectable_effect(sd: float, n: int, alpha: float = 0.05, power: float =
 
 @dataclass(frozen=True)
 class PairedSummary:
-    """Summary of paired differences (units of the differences; percent for overheads).
-
-    ``ci_low``/``ci_high`` are the Student's paired t interval at ``confidence``; ``p_value`` is
-    the two-sided paired t test of zero mean difference; ``mde`` the minimum detectable effect
-    at 80 % power. Interval, p-value and MDE are NaN when n < 2.
-    """
+    """Summary of paired differences (their unit): location, spread, the paired t interval at ``confidence``, the t
+    test's p-value of zero mean and the MDE at 80 % power (the last three NaN when n < 2)."""
 
     n: int
     mean: float
