@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import List, Sequence, Tuple
+from typing import Sequence, Tuple
 
 import numpy as np
 
@@ -95,11 +95,8 @@ def _max_z(x: np.ndarray, var: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
 
 def _test(x: np.ndarray, se: np.ndarray, n: np.ndarray, tau_sq: float, estimate: bool, draws: int,
           rng: np.random.Generator) -> Tuple[int, float]:
-    """(the best split, its simulated p-value) for one segment.
-
-    With ``estimate`` the spread is estimated from the segment itself, and again from each simulated
-    segment (so the p-value accounts for that estimate too); else ``tau_sq`` is used as known.
-    """
+    """(the best split, its simulated p-value) for one segment; with ``estimate`` the spread is estimated from the
+    segment and from each simulated one, else ``tau_sq`` is taken as known."""
     if estimate:
         tau_sq = float(_spread_sq(*_successive(x[None, :], (se ** 2)[None, :]))[0])
     observed, split = _max_z(x[None, :], (se ** 2 + tau_sq)[None, :])
@@ -115,11 +112,6 @@ def _test(x: np.ndarray, se: np.ndarray, n: np.ndarray, tau_sq: float, estimate:
 def _successive(x: np.ndarray, se_sq: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """Per row: squared successive differences and the variance their points' own errors give them."""
     return np.diff(x, axis=1) ** 2, np.maximum(se_sq[:, :-1] + se_sq[:, 1:], 1e-300)
-
-
-def _segments(bounds: List[int]) -> List[Tuple[int, int]]:
-    edges = sorted(bounds)
-    return list(zip(edges, edges[1:]))
 
 
 def find_steps(means: Sequence[float], ses: Sequence[float], n_pairs: Sequence[int], alpha: float = ALPHA,
@@ -146,7 +138,8 @@ def find_steps(means: Sequence[float], ses: Sequence[float], n_pairs: Sequence[i
             p_values[lo + split] = p
             queue += [(lo, lo + split), (lo + split, hi)]
     var = se ** 2 + tau * tau
-    segments = _segments(bounds)
+    edges = sorted(bounds)
+    segments = list(zip(edges, edges[1:]))
     fitted = [(float(np.sum(x[a:b] / var[a:b]) / np.sum(1 / var[a:b])), float(np.sum(1 / var[a:b])))
               for a, b in segments]
     steps = []

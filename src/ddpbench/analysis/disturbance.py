@@ -74,12 +74,8 @@ def trial_disturbance(load: TrialLoad) -> str | None:
 
 
 def modified_z_scores(values: Sequence[float]) -> list[float]:
-    """Robust z-scores (x − median) / (1.4826 · MAD) of ``values`` (unitless).
-
-    When the MAD is 0 (half or more of the values equal), the mean absolute deviation from the
-    median, times 1.2533, is the scale; when that is 0 too, every score is 0. NaN scores when
-    fewer than 3 values.
-    """
+    """Robust z-scores (x − median) / (1.4826 · MAD) of ``values``; with MAD 0 the scale is 1.2533 · the mean
+    absolute deviation (all 0 when that is 0 too); NaN with fewer than 3 values."""
     xs = [float(v) for v in values]
     if any(not math.isfinite(v) for v in xs):
         raise ValueError("values must be finite numbers")
@@ -96,10 +92,8 @@ def modified_z_scores(values: Sequence[float]) -> list[float]:
 
 
 def outlier_pairs(overheads: Sequence[float], unit: str = "%") -> list[str | None]:
-    """Per pair: a one-line reason when its overhead (in ``unit``) is an outlier, else None.
-
-    An outlier has |modified z-score| > :data:`MODIFIED_Z_MAX`; fewer than 3 pairs flag nothing.
-    """
+    """Per pair: a one-line reason when its overhead (in ``unit``) has |modified z-score| > :data:`MODIFIED_Z_MAX`,
+    else None."""
     xs = [float(v) for v in overheads]
     scores = modified_z_scores(xs)
     med = _median(xs) if xs else math.nan

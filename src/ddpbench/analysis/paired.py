@@ -189,12 +189,8 @@ def analyze(
     rerun: Mapping[RerunKey, str] | None = None,
     job_hours: float = JOB_HOURS,
 ) -> Analysis:
-    """Compare every mode with ``baseline`` per condition; see the module docstring.
-
-    ``rerun``: pairs a ``repeat=auto`` sweep re-ran instead of counting
-    (:func:`ddpbench.analysis.rerun.rerun_pairs`); they are excluded with that reason.
-    ``job_hours``: the job length the projected overhead is for (ValueError unless > 0).
-    """
+    """Compare every mode with ``baseline`` per condition; ``rerun``: pairs a ``repeat=auto`` sweep re-ran
+    (excluded); ``job_hours``: the job the projected overhead is for (ValueError unless > 0)."""
     job_s = job_seconds(job_hours)
     records = frame.to_dict("records") if len(frame) else []
     failed = tuple(

@@ -16,9 +16,8 @@ from ddpbench.analysis.results import ExcludedPair, PairRecord
 from ddpbench.analysis.stats import to_float
 from ddpbench.analysis.switching import full_on_row
 
-__all__ = ["PAIR_KEY", "REQUIRED_FIGURES", "pair_table", "str_or_none"]
+__all__ = ["REQUIRED_FIGURES", "pair_table", "str_or_none"]
 
-PAIR_KEY = ("sweep_dir", "condition_id", "repeat")
 #: figures both sides of a pair must have; every other figure may be unknown
 REQUIRED_FIGURES = ("wall_s",)
 NAN = math.nan
@@ -124,12 +123,8 @@ def _grouped(frame: pd.DataFrame) -> dict[tuple[str, str], dict[int, dict[str, l
 
 
 def pair_table(frame: pd.DataFrame, baseline: str = "native") -> tuple[list[PairRecord], list[ExcludedPair], Sides]:
-    """Pair every non-baseline mode's trials with the baseline's.
-
-    A mode is paired only within the (sweep_dir, condition_id) groups where it was run. Returns
-    ``(pairs, excluded, sides)``; ``sides`` maps (sweep_dir, condition_id, repeat, mode) to the
-    (baseline row, mode row) of each included pair.
-    """
+    """Pair every non-baseline mode's trials with the baseline's, within the (sweep_dir, condition_id) groups it ran
+    in: ``(pairs, excluded, sides)``, ``sides`` the (baseline row, mode row) of each included pair."""
     pairs: list[PairRecord] = []
     excluded: list[ExcludedPair] = []
     sides: Sides = {}

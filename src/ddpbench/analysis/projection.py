@@ -30,10 +30,8 @@ def job_seconds(job_hours: float) -> float:
 
 
 def projected_pct(step_pct: float, fixed_s: float, job_s: float) -> float:
-    """The overhead of a ``job_s``-second job, % of its time: per-step % all along plus ``fixed_s`` once.
-
-    NaN when either part is unknown (unknown is never counted as zero).
-    """
+    """The overhead of a ``job_s``-second job, % of its time: per-step % all along plus ``fixed_s`` once (NaN when
+    either is unknown)."""
     if not (math.isfinite(step_pct) and math.isfinite(fixed_s)):
         return math.nan
     return step_pct + 100.0 * fixed_s / job_s
