@@ -37,21 +37,13 @@ def fixed_cost_split(c: Comparison) -> tuple[float, float, float, float] | None:
 
 def caveats(analysis: Analysis, gaps: Sequence[CoverageGap] = ()) -> list[str]:
     """Every caveat of ``analysis`` as one sentence each (``gaps``: trials whose tool missed steps), in report order."""
-    out: list[str] = []
-    for gap in gaps:
-        out.append(
-            f"{gap.mode} [{gap.condition_id}] repeat {gap.repeat}: the tool analysed {gap.steps_analyzed} steps of the "
-            f"{gap.steps_run} the workload ran (warmup + timed); its step instrumentation missed steps, so this "
-            "trial may understate the tool's cost."
-        )
-    budget = analysis.budget_pct
+    out = [f"{gap.mode} [{gap.condition_id}] repeat {gap.repeat}: the tool analysed {gap.steps_analyzed} steps of "
+           f"the {gap.steps_run} the workload ran (warmup + timed); its step instrumentation missed steps, so this "
+           "trial may understate the tool's cost." for gap in gaps]
     tools = [c for c in analysis.comparisons if c.role == Role.tool]
-    for c in analysis.comparisons:
-        if c.stop_kind == StopKind.duration and c.role != Role.aa:
-            out.append(
-                f"{c.label}: duration stop — both modes train for the same time, so wall overhead reflects "
-                "fixed costs only (startup, teardown); the per-step cost shows as throughput overhead."
-            )
+    out += [f"{c.label}: duration stop — both modes train for the same time, so wall overhead reflects fixed costs "
+            "only (startup, teardown); the per-step cost shows as throughput overhead."
+            for c in analysis.comparisons if c.stop_kind == StopKind.duration and c.role != Role.aa]
     for c in tools:
         split = fixed_cost_split(c)
         if split is not None:
@@ -67,10 +59,8 @@ def caveats(analysis: Analysis, gaps: Sequence[CoverageGap] = ()) -> list[str]:
     for c in tools:
         if c.verdict.status == "inconclusive":
             step = c.metrics.get("step_overhead_pct")
-            out.append(
-                f"{c.label}: inconclusive — an interval straddles the {budget:g} % budget or n < 2 "
-                f"(per-step MDE {fmt(step.mde if step else math.nan)} %); run more pairs."
-            )
+            out.append(f"{c.label}: inconclusive — an interval straddles the {analysis.budget_pct:g} % budget or "
+                       f"n < 2 (per-step MDE {fmt(step.mde if step else math.nan)} %); run more pairs.")
     for c in analysis.comparisons:
         if c.excluded:
             reasons = sorted({excluded_text(e) for e in c.excluded})
@@ -101,9 +91,8 @@ def caveats(analysis: Analysis, gaps: Sequence[CoverageGap] = ()) -> list[str]:
             "the noise floor of this machine is unknown."
         )
     out += switching_caveats(analysis.comparisons)
-    for c in analysis.comparisons:
-        if c.calibration is not None and c.calibration.all_within is False:
-            out.append(f"{c.label}: calibration did not recover the injected cost within tolerance; distrust small overheads.")
+    out += [f"{c.label}: calibration did not recover the injected cost within tolerance; distrust small overheads."
+            for c in analysis.comparisons if c.calibration is not None and c.calibration.all_within is False]
     flags = [f for c in analysis.comparisons for f in c.flags]
     n_pairs = sum(1 for f in flags if f.kind == "disturbed pair")
     n_outliers = sum(1 for f in flags if f.kind == "outlier pair")

@@ -1,4 +1,4 @@
-"""Was a trial disturbed by what else ran? Pure flags for trials, pairs and outlying pairs, each with a one-line reason.
+"""Was a trial disturbed by what else ran? Pure flags for trials, pairs and outlying pairs, with one-line reasons.
 
 A trial is disturbed when other processes' CPU time or steal time (its ``load``, trial record v2) took a share of
 the machine near the 2 % budget (without those, a large load-average excess), a pair when either trial is; a
@@ -159,7 +159,8 @@ def disturbed_trials(records: Sequence[Mapping[str, Any]]) -> tuple[Flag, ...]:
     return tuple(out)
 
 
-def pair_flags(pairs: Sequence[PairRecord], sides: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]]) -> tuple[Flag, ...]:
+def pair_flags(pairs: Sequence[PairRecord],
+               sides: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]]) -> tuple[Flag, ...]:
     """Disturbed pairs (either trial disturbed) and outlying pairs of one comparison, in pair order."""
     flags: list[Flag] = []
     for p, (b, x) in zip(pairs, sides):

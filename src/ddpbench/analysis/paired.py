@@ -124,7 +124,8 @@ def stability(mode: str, rows: list[dict[str, Any]]) -> Stability:
         mode=mode,
         n_trials=len(rows),
         step_time_cv_within_pct=100.0 * mean(within),
-        step_time_cv_across_pct=100.0 * coefficient_of_variation([to_float(r.get("step_time_ms_mean")) for r in rows]),
+        step_time_cv_across_pct=100.0 * coefficient_of_variation([to_float(r.get("step_time_ms_mean"))
+                                                                  for r in rows]),
         throughput_cv_pct=100.0 * coefficient_of_variation([to_float(r.get("steps_per_s")) for r in rows]),
     )
 
