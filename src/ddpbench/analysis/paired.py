@@ -149,64 +149,40 @@ def _comparison(
     role = _role(all_rows, mode)
     switched = switched_of_pairs(cs, confidence)
     return Comparison(
-        condition_id=cond,
-        condition=_condition(all_rows),
-        mode=mode,
-        baseline=baseline,
-        role=role,
+        condition_id=cond, condition=_condition(all_rows), mode=mode, baseline=baseline, role=role,
         stop_kind=_first_str(all_rows, "stop_kind"),
         sweep_dirs=tuple(sorted({p.sweep_dir for p in cp} | {e.sweep_dir for e in cx})),
-        n_pairs=len(cp),
-        metrics=metrics,
-        sides=side_summ,
+        n_pairs=len(cp), metrics=metrics, sides=side_summ,
         verdict=verdict_for(metrics, budget_pct, switched_of_pairs(cs, lower_bound_confidence(confidence))[0],
                             lower_bound_confidence(confidence)),
         order_effects=order_effects(cp),
         stability=(stability(baseline, [b for b, _ in cs]), stability(mode, [x for _, x in cs])),
-        excluded=cx,
-        host_mismatch=tuple(f"{p.sweep_dir} repeat {p.repeat}" for p in cp if p.hosts_differ),
+        excluded=cx, host_mismatch=tuple(f"{p.sweep_dir} repeat {p.repeat}" for p in cp if p.hosts_differ),
         calibration=calibration(cp, cs, tolerance_pct) if role == Role.calibration else None,
-        noise_floor_pct=None,
-        noise_floor_source=None,
-        pairs=tuple(cp),
+        noise_floor_pct=None, noise_floor_source=None, pairs=tuple(cp),
         workload=workload_of(all_rows[0]) if all_rows else "mlp",
         robust={m: robust_interval(values[m], confidence, m in BOOTSTRAP_METRICS) for m in metrics},
         pct_notes=pct_notes,
         rows=(phase_rows(cs, confidence) + memory_rows(cs, confidence) + metric_rows(cs, confidence)
               + gpu_rows(cs, confidence) + startup_rows(cs, confidence)),
         efficiency=(efficiency(baseline, [b for b, _ in cs]), efficiency(mode, [x for _, x in cs])),
-        flags=pair_flags(cp, cs),
-        switched=switched[0],
-        switched_base=switched[1],
+        flags=pair_flags(cp, cs), switched=switched[0], switched_base=switched[1],
     )
 
 
-def analyze(
-    frame: pd.DataFrame,
-    baseline: str = "native",
-    budget_pct: float = 2.0,
-    confidence: float = 0.95,
-    calibration_tolerance_pct: float = CALIBRATION_TOLERANCE_PCT,
-    rerun: Mapping[RerunKey, str] | None = None,
-    job_hours: float = JOB_HOURS,
-) -> Analysis:
+def analyze(frame: pd.DataFrame, baseline: str = "native", budget_pct: float = 2.0, confidence: float = 0.95,
+            calibration_tolerance_pct: float = CALIBRATION_TOLERANCE_PCT, rerun: Mapping[RerunKey, str] | None = None,
+            job_hours: float = JOB_HOURS) -> Analysis:
     """Compare every mode with ``baseline`` per condition; ``rerun``: pairs a ``repeat=auto`` sweep re-ran
     (excluded); ``job_hours``: the job the projected overhead is for (ValueError unless > 0)."""
     job_s = job_seconds(job_hours)
     records = frame.to_dict("records") if len(frame) else []
     failed = tuple(
-        FailedTrial(
-            source_path=str(r.get("source_path", "")),
-            sweep_dir=str(r.get("sweep_dir")),
-            condition_id=str(r.get("condition_id")),
-            mode=str(r.get("mode")),
-            repeat=int(r.get("repeat")),
-            status=str(r.get("status")),
-            exit_code=_int(r.get("exit_code")),
-            error=str_or_none(r.get("error")),
-        )
-        for r in records
-        if r.get("status") != "ok"
+        FailedTrial(source_path=str(r.get("source_path", "")), sweep_dir=str(r.get("sweep_dir")),
+                    condition_id=str(r.get("condition_id")), mode=str(r.get("mode")), repeat=int(r.get("repeat")),
+                    status=str(r.get("status")), exit_code=_int(r.get("exit_code")),
+                    error=str_or_none(r.get("error")))
+        for r in records if r.get("status") != "ok"
     )
     pairs, excluded, sides = pair_table(frame, baseline) if records else ([], [], {})
     pairs, excluded = leave_out(pairs, excluded, rerun or {})
@@ -236,13 +212,8 @@ def analyze(
         comparisons.append(dataclasses.replace(c, noise_floor_pct=floor, noise_floor_source=source))
     comparisons.sort(key=lambda c: (c.condition_id, ROLE_ORDER.get(c.role, 9), c.mode))
     return Analysis(
-        baseline=baseline,
-        budget_pct=budget_pct,
-        confidence=confidence,
-        comparisons=tuple(comparisons),
-        failed_trials=failed,
-        n_trials=len(records),
-        n_ok=sum(1 for r in records if r.get("status") == "ok"),
+        baseline=baseline, budget_pct=budget_pct, confidence=confidence, comparisons=tuple(comparisons),
+        failed_trials=failed, n_trials=len(records), n_ok=sum(1 for r in records if r.get("status") == "ok"),
         noise_floors=floors,
         disturbed_trials=disturbed_trials(records),
         tool_artifacts=tool_artifacts(records),
