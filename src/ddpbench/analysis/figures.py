@@ -12,8 +12,8 @@ from typing import Any, Mapping
 
 from ddpbench.analysis.stats import to_float
 
-__all__ = ["KNOWN_METRICS", "THROUGHPUT_KINDS", "config_of", "custom_metrics", "finite", "metric_value",
-           "step_median_ms", "step_ms", "throughput"]
+__all__ = ["KNOWN_METRICS", "THROUGHPUT_KINDS", "config_of", "custom_metrics", "finite", "json_column",
+           "metric_value", "step_median_ms", "step_ms", "throughput"]
 
 #: metric names that feed the throughput and per-step rows instead of rows of their own
 KNOWN_METRICS = ("steps_per_s", "samples_per_s", "step_time_ms")
@@ -57,29 +57,24 @@ def throughput(row: Mapping[str, Any], kind: str) -> float | None:
     raise ValueError(f"unknown throughput kind {kind!r}")
 
 
-def config_of(row: Mapping[str, Any]) -> dict[str, Any]:
-    """The trial's resolved config (``config_json``), {} when absent or unreadable."""
-    text = row.get("config_json")
+def json_column(row: Mapping[str, Any], column: str) -> dict[str, Any]:
+    """The JSON object in the row's ``column`` (a ``*_json`` column of the collected table), {} when absent or not
+    an object."""
+    text = row.get(column)
     try:
-        config = json.loads(text) if isinstance(text, str) and text else {}
+        value = json.loads(text) if isinstance(text, str) and text else {}
     except ValueError:
         return {}
-    return config if isinstance(config, dict) else {}
+    return value if isinstance(value, dict) else {}
+
+
+def config_of(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The trial's resolved config (``config_json``), {} when absent or unreadable."""
+    return json_column(row, "config_json")
 
 
 def custom_metrics(row: Mapping[str, Any]) -> dict[str, str]:
     """The trial's other figures (not :data:`KNOWN_METRICS`): name → unit ('' when none given)."""
-    text = row.get("metrics_json")
-    if not isinstance(text, str) or not text:
-        return {}
-    try:
-        metrics = json.loads(text)
-    except ValueError:
-        return {}
-    out = {}
-    for name, figure in (metrics.items() if isinstance(metrics, dict) else ()):
-        if name in KNOWN_METRICS:
-            continue
-        unit = figure.get("unit") if isinstance(figure, dict) else None
-        out[str(name)] = str(unit) if unit else ""
-    return out
+    units = {name: figure.get("unit") if isinstance(figure, dict) else None
+             for name, figure in json_column(row, "metrics_json").items() if name not in KNOWN_METRICS}
+    return {str(name): str(unit) if unit else "" for name, unit in units.items()}

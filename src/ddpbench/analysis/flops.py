@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from ddpbench.choices import Precision
+
 __all__ = ["GPU_PEAKS", "GpuPeak", "StepFlops", "achieved_tflops", "fraction_of_peak", "gpu_peak",
            "mlp_linear_shapes", "mlp_step_flops", "peak_tflops", "step_flops_for_model"]
 
@@ -100,9 +102,6 @@ GPU_PEAKS: tuple[GpuPeak, ...] = (
     GpuPeak(r"H200", "H200 SXM", fp16=989.0, bf16=989.0, fp32=67.0),
 )
 
-_PRECISIONS = ("fp16", "bf16", "fp32")
-
-
 def gpu_peak(gpu_name: str) -> GpuPeak | None:
     """The table row for a device name such as ``torch.cuda.get_device_name()`` gives; None if unknown."""
     for row in GPU_PEAKS:
@@ -113,8 +112,8 @@ def gpu_peak(gpu_name: str) -> GpuPeak | None:
 
 def peak_tflops(gpu_name: str, precision: str) -> float | None:
     """Peak dense TFLOP/s of ``gpu_name`` at ``precision`` (fp16 | bf16 | fp32); None if not known."""
-    if precision not in _PRECISIONS:
-        raise ValueError(f"precision must be one of {', '.join(_PRECISIONS)}, got {precision!r}")
+    if precision not in tuple(Precision):
+        raise ValueError(f"precision must be one of {', '.join(Precision)}, got {precision!r}")
     row = gpu_peak(gpu_name)
     return None if row is None else getattr(row, precision)
 
