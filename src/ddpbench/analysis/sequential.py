@@ -165,17 +165,9 @@ def pairs_needed_with_looks(fixed_n: int, alpha: float, min_pairs: int, max_pair
     return max(fixed_n, math.ceil(fixed_n * inflation))
 
 
-def decide(
-    overheads: Sequence[float],
-    budget: float,
-    confidence: float = 0.95,
-    halfwidth: float | None = None,
-    min_pairs: int = 3,
-    max_pairs: int = 20,
-    elapsed_minutes: float = 0.0,
-    max_minutes: float = math.inf,
-    spending: str = Spending.pocock,
-) -> StopDecision:
+def decide(overheads: Sequence[float], budget: float, confidence: float = 0.95, halfwidth: float | None = None,
+           min_pairs: int = 3, max_pairs: int = 20, elapsed_minutes: float = 0.0, max_minutes: float = math.inf,
+           spending: str = Spending.pocock) -> StopDecision:
     """Whether the sweep stops after the per-pair ``overheads`` so far (in finishing order), and why.
 
     ``budget`` and ``halfwidth`` are in the overheads' unit. Reasons are checked in :data:`STOP_REASONS` order from
@@ -232,18 +224,10 @@ def decide(
                         f"{interval}: {why}", needed, needed_auto)
 
 
-def decide_with_lower_bound(
-    overheads: Sequence[float],
-    lower_bounds: Sequence[float],
-    budget: float,
-    confidence: float = 0.95,
-    halfwidth: float | None = None,
-    min_pairs: int = 3,
-    max_pairs: int = 20,
-    elapsed_minutes: float = 0.0,
-    max_minutes: float = math.inf,
-    spending: str = Spending.pocock,
-) -> StopDecision:
+def decide_with_lower_bound(overheads: Sequence[float], lower_bounds: Sequence[float], budget: float,
+                            confidence: float = 0.95, halfwidth: float | None = None, min_pairs: int = 3,
+                            max_pairs: int = 20, elapsed_minutes: float = 0.0, max_minutes: float = math.inf,
+                            spending: str = Spending.pocock) -> StopDecision:
     """:func:`decide` on the whole-cost ``overheads``, or ``over`` from the within-trial ``lower_bounds`` (one value
     per pair, the same unit) when that sequence's interval lies wholly above the budget first.
 
@@ -260,15 +244,8 @@ def decide_with_lower_bound(
     return replace(bound, message=f"within-trial lower bound, {bound.message}")
 
 
-def replay(
-    overheads: Sequence[float],
-    budget: float,
-    confidence: float = 0.95,
-    halfwidth: float | None = None,
-    min_pairs: int = 3,
-    max_pairs: int = 20,
-    spending: str = Spending.pocock,
-) -> StopDecision:
+def replay(overheads: Sequence[float], budget: float, confidence: float = 0.95, halfwidth: float | None = None,
+           min_pairs: int = 3, max_pairs: int = 20, spending: str = Spending.pocock) -> StopDecision:
     """:func:`decide` after each pair of ``overheads`` in turn (no time limit): the first stop, else the last look."""
     check_rule(confidence, halfwidth, min_pairs, max_pairs, math.inf, spending)
     last = decide([], budget, confidence, halfwidth, min_pairs, max_pairs, spending=spending)
