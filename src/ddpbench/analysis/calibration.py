@@ -110,9 +110,8 @@ def _per_step_items(pairs: list[PairRecord], sides: list[tuple[dict, dict]], loo
     return items
 
 
-def calibration(
-    pairs: list[PairRecord], sides: list[tuple[dict, dict]], tolerance_pct: float = CALIBRATION_TOLERANCE_PCT
-) -> Calibration | None:
+def calibration(pairs: list[PairRecord], sides: list[tuple[dict, dict]],
+                tolerance_pct: float = CALIBRATION_TOLERANCE_PCT) -> Calibration | None:
     """How well the pairs' differences recover the injected costs (None when no cost is recorded); ``sides``: each
     pair's (baseline row, mode row), in ``pairs`` order."""
     loop = loop_of([b for b, _ in sides])

@@ -27,13 +27,8 @@ def tool_step_coverage(frame: pd.DataFrame) -> List[CoverageGap]:
     needed = {"traceml_steps_analyzed", "steps", "warmup_steps", "status", "mode", "repeat", "condition_id"}
     if not needed <= set(frame.columns):
         return []
-    rows = frame[(frame["status"] == "ok") & frame["traceml_steps_analyzed"].notna()]
-    gaps = []
-    for row in rows.itertuples(index=False):
-        if pd.isna(row.steps) or pd.isna(row.warmup_steps):  # a foreign script: steps unknown
-            continue
-        analysed = int(row.traceml_steps_analyzed)
-        run = int(row.steps) + int(row.warmup_steps)
-        if analysed != run:
-            gaps.append(CoverageGap(str(row.condition_id), str(row.mode), int(row.repeat), analysed, run))
-    return gaps
+    rows = frame[(frame["status"] == "ok") & frame["traceml_steps_analyzed"].notna()
+                 & frame["steps"].notna() & frame["warmup_steps"].notna()]  # a foreign script's steps are unknown
+    gaps = [CoverageGap(str(row.condition_id), str(row.mode), int(row.repeat), int(row.traceml_steps_analyzed),
+                        int(row.steps) + int(row.warmup_steps)) for row in rows.itertuples(index=False)]
+    return [gap for gap in gaps if gap.steps_analyzed != gap.steps_run]

@@ -55,13 +55,11 @@ def startup_rows(sides: Sides, confidence: float) -> tuple[FigureRow, ...]:
 class Loop:
     """What the baseline's trials of a comparison were, for the calibration: see :func:`loop_of`."""
 
-    # the host-sync pattern (None when unknown or mixed)
+    # the host-sync pattern (None when unknown or mixed), and whether the trials measured the GPU split (CUDA)
     host_sync: str | None
-    # the trials measured the GPU split (CUDA)
     gpu: bool
-    # mean GPU idle / mean host step of the baseline (None without the GPU split)
+    # the baseline's mean GPU idle per step, as a share of its mean host step and in ms (None without the split)
     idle_share: float | None
-    # mean GPU idle per step of the baseline, ms (None without the GPU split)
     idle_ms: float | None
 
     @property

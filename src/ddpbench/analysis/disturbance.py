@@ -130,13 +130,9 @@ def trial_load(row: Mapping[str, Any]) -> TrialLoad | None:
         return None
     ranks_here = finite(row.get("nproc_per_node")) or 1.0
     return TrialLoad(
-        wall_s=wall,
-        n_cpus=int(n_cpus),
-        own_cpus=_own_cpus(row.get("load_own_cpus"), ranks_here, int(n_cpus)),
-        load1_start=finite(row.get("load_load1_start")),
-        load1_end=finite(row.get("load_load1_end")),
-        foreign_cpu_s=finite(row.get("load_foreign_cpu_s")),
-        steal_s=finite(row.get("load_steal_s")),
+        wall_s=wall, n_cpus=int(n_cpus), own_cpus=_own_cpus(row.get("load_own_cpus"), ranks_here, int(n_cpus)),
+        load1_start=finite(row.get("load_load1_start")), load1_end=finite(row.get("load_load1_end")),
+        foreign_cpu_s=finite(row.get("load_foreign_cpu_s")), steal_s=finite(row.get("load_steal_s")),
     )
 
 

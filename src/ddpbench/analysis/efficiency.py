@@ -26,9 +26,7 @@ def workload_of(row: Mapping[str, Any]) -> str:
 def _trial_tflops(row: Mapping[str, Any]) -> tuple[float | None, str | None, int | None, str | None, str | None]:
     """(TFLOP/s, GPU name, FLOPs per step, precision, why unknown) of one trial."""
     config = config_of(row)
-    cluster = config.get("cluster")
-    if not isinstance(cluster, dict):
-        cluster = {}
+    cluster = config["cluster"] if isinstance(config.get("cluster"), dict) else {}
     precision = str(cluster.get("precision") or "fp32")
     gpus = [g for g in str(row.get("env_gpu_names") or "").split(",") if g and g != "nan"]
     workload = workload_of(row)

@@ -77,11 +77,7 @@ def _int(value: Any) -> int | None:
 
 
 def _first_str(rows: Iterable[dict[str, Any]], key: str) -> str | None:
-    for r in rows:
-        v = str_or_none(r.get(key))
-        if v:
-            return v
-    return None
+    return next((text for r in rows if (text := str_or_none(r.get(key)))), None)
 
 
 def _condition(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -195,11 +191,8 @@ def analyze(frame: pd.DataFrame, baseline: str = "native", budget_pct: float = 2
         all_rows = [r for r in records if str(r.get("condition_id")) == cond and r.get("mode") in (mode, baseline)]
         drafts.append(_comparison(cond, mode, baseline, cp, cx, cs, all_rows, budget_pct, confidence,
                                   calibration_tolerance_pct, job_s))
-    floors = {
-        c.condition_id: c.metrics["throughput_overhead_pct"].half_width
-        for c in drafts
-        if c.role == Role.aa and math.isfinite(c.metrics["throughput_overhead_pct"].half_width)
-    }
+    floors = {c.condition_id: c.metrics["throughput_overhead_pct"].half_width for c in drafts
+              if c.role == Role.aa and math.isfinite(c.metrics["throughput_overhead_pct"].half_width)}
     comparisons = []
     for c in drafts:
         if c.condition_id in floors:

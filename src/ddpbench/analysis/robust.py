@@ -122,14 +122,8 @@ class BootstrapInterval:
 _STATISTICS: dict[str, Callable[[np.ndarray], Any]] = {"mean": np.mean, "median": np.median}
 
 
-def bootstrap_interval(
-    differences: Sequence[float] | np.ndarray,
-    statistic: str = "mean",
-    confidence: float = 0.95,
-    n_resamples: int = 9999,
-    seed: int = 0,
-    method: str = "BCa",
-) -> BootstrapInterval:
+def bootstrap_interval(differences: Sequence[float] | np.ndarray, statistic: str = "mean", confidence: float = 0.95,
+                       n_resamples: int = 9999, seed: int = 0, method: str = "BCa") -> BootstrapInterval:
     """Seeded ``scipy.stats.bootstrap`` interval of the mean or median difference."""
     from scipy import stats  # about a second to import: only a sweep of two pairs or more pays it
 

@@ -70,15 +70,8 @@ def robust_interval(values: Sequence[float], confidence: float, bootstrap: bool 
     return RobustInterval(w.n, w.estimate, w.ci_low, w.ci_high, w.achieved_confidence, lo, hi)
 
 
-def figure_row(
-    group: str,
-    name: str,
-    unit: str,
-    sides: Sides,
-    value: Value,
-    confidence: float,
-    whole: float | None = None,
-) -> FigureRow:
+def figure_row(group: str, name: str, unit: str, sides: Sides, value: Value, confidence: float,
+               whole: float | None = None) -> FigureRow:
     """One :class:`FigureRow` of ``value(row)`` over the pairs' sides (pairs lacking it on a side are left out)."""
     known = [(value(b), value(x)) for b, x in sides]
     both = [(b, x) for b, x in known if b is not None and x is not None]

@@ -58,9 +58,8 @@ class StopDecision:
         return (self.ci_high - self.ci_low) / 2.0
 
 
-def check_rule(
-    confidence: float, halfwidth: float | None, min_pairs: int, max_pairs: int, max_minutes: float, spending: str
-) -> None:
+def check_rule(confidence: float, halfwidth: float | None, min_pairs: int, max_pairs: int, max_minutes: float,
+               spending: str) -> None:
     """Raise ValueError (one line) when the rule's settings are unusable."""
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")

@@ -116,13 +116,10 @@ def compare_versions(frame: pd.DataFrame, regression_pct: float = 1.0) -> List[V
                 for base, other in sides.values():
                     b, x = finite(base.get("peak_memory_bytes")), finite(other.get("peak_memory_bytes"))
                     memory.append((x - b) / 1e6 if b is not None and x is not None else math.nan)
-                metrics = {
-                    "step_ms": paired_summary([p.step_overhead_ms for p in pairs]),
-                    "step_pct": paired_summary([p.step_overhead_pct for p in pairs]),
-                    "startup_s": paired_summary([p.startup_diff_s for p in pairs]),
-                    "teardown_s": paired_summary([p.teardown_diff_s for p in pairs]),
-                    "memory_mb": paired_summary(memory),
-                }
+                metrics = {key: paired_summary([getattr(p, field) for p in pairs]) for key, field in (
+                    ("step_ms", "step_overhead_ms"), ("step_pct", "step_overhead_pct"),
+                    ("startup_s", "startup_diff_s"), ("teardown_s", "teardown_diff_s"))}
+                metrics["memory_mb"] = paired_summary(memory)
                 steps.append(VersionStep(str(cond), mode, previous, current, imported_version(rows, previous),
                                          imported_version(rows, current), metrics,
                                          regression_verdict(metrics["step_pct"], regression_pct),
