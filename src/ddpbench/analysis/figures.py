@@ -13,7 +13,7 @@ from typing import Any, Mapping
 from ddpbench.analysis.stats import to_float
 
 __all__ = ["KNOWN_METRICS", "THROUGHPUT_KINDS", "config_of", "custom_metrics", "finite", "json_column",
-           "metric_value", "step_median_ms", "step_ms", "throughput"]
+           "metric_value", "step_ms", "throughput"]
 
 #: metric names that feed the throughput and per-step rows instead of rows of their own
 KNOWN_METRICS = ("steps_per_s", "samples_per_s", "step_time_ms")
@@ -39,11 +39,6 @@ def step_ms(row: Mapping[str, Any]) -> float | None:
             return value
     rate = finite(row.get("steps_per_s")) or metric_value(row, "steps_per_s")
     return 1000.0 / rate if rate else None
-
-
-def step_median_ms(row: Mapping[str, Any]) -> float | None:
-    """Median step time in ms (the record's ``step_time_ms.median``); None without a record."""
-    return finite(row.get("step_time_ms_median"))
 
 
 def throughput(row: Mapping[str, Any], kind: str) -> float | None:

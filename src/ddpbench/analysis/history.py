@@ -39,10 +39,9 @@ class HistoryPoint:
     version: str
     date: str
     sweep_dir: str
-    # per-step overhead, ms and % of the baseline's step (paired over the sweep's repeats)
+    # per-step overhead, ms and % of the baseline's step, and projected onto a job of History.job_hours (% of the job)
     step_ms: PairedSummary
     step_pct: PairedSummary = _NONE
-    # the overhead of a job of History.job_hours: per-step % all along plus the fixed costs once, % of the job
     projected_pct: PairedSummary = _NONE
     # the arm as the sweep named it (e.g. traceml==0.5.0), the version spec it asked for ("" without versions=),
     # and its mode's description and command template (as recorded in its trials' config)

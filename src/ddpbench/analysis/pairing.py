@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from ddpbench.analysis.efficiency import workload_of
-from ddpbench.analysis.figures import THROUGHPUT_KINDS, finite, step_median_ms, step_ms, throughput
+from ddpbench.analysis.figures import THROUGHPUT_KINDS, finite, step_ms, throughput
 from ddpbench.analysis.results import ExcludedPair, PairRecord
 from ddpbench.analysis.stats import to_float
 from ddpbench.analysis.switching import full_on_row
@@ -76,7 +76,7 @@ def pair_record(b: dict[str, Any], x: dict[str, Any], mode: str) -> PairRecord:
     bw, xw = finite(b["wall_s"]), finite(x["wall_s"])
     bs, xs, rb, rx = _rates(b, x)
     bm, xm = step_ms(b), step_ms(x)
-    bmed, xmed = step_median_ms(b), step_median_ms(x)
+    bmed, xmed = finite(b.get("step_time_ms_median")), finite(x.get("step_time_ms_median"))
     b_start, x_start = finite(b.get("startup_s")), finite(x.get("startup_s"))
     b_tear, x_tear = finite(b.get("teardown_s")), finite(x.get("teardown_s"))
     nan_or = lambda v: NAN if v is None else v  # noqa: E731
