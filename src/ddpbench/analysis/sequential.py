@@ -130,12 +130,6 @@ def boundaries(alpha: float, min_pairs: int, max_pairs: int, spending: str = Spe
     return tuple(crits)
 
 
-def _critical_t(n: int, alpha: float, min_pairs: int, max_pairs: int, spending: str) -> tuple[float, float]:
-    """(c_n, the two-sided per-look error of a fixed-n t interval that wide)."""
-    c = boundaries(alpha, min_pairs, max_pairs, spending)[n - min_pairs]
-    return c, 2.0 * t_sf(c, n - 1)
-
-
 #: :func:`pairs_needed` looks no further than this many pairs
 PAIRS_NEEDED_LIMIT = 1000
 
@@ -187,7 +181,8 @@ def decide(overheads: Sequence[float], budget: float, confidence: float = 0.95, 
         return StopDecision(False, None, n, m, math.nan, math.nan, confidence, math.nan, budget,
                             f"{n} of at least {min_pairs} pairs: continue")
     look = min(n, max_pairs)
-    crit, a_n = _critical_t(look, alpha, min_pairs, max_pairs, spending)
+    crit = boundaries(alpha, min_pairs, max_pairs, spending)[look - min_pairs]
+    a_n = 2.0 * t_sf(crit, look - 1)  # the per-look error of a fixed-n t interval that wide
     if n > max_pairs:
         xs = xs[:max_pairs]
     m, sd = mean_sd(xs)

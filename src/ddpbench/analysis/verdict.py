@@ -18,7 +18,7 @@ from ddpbench.analysis.stats import PairedSummary
 from ddpbench.analysis.switching import SwitchedEstimate
 
 __all__ = ["FIGURE_NAMES", "INCONCLUSIVE", "LOWER_BOUND", "OVER", "WHOLE_COST", "WITHIN", "Figure",
-           "assumption_holds", "combine", "lower_bound", "lower_bound_confidence", "verdict_for"]
+           "assumption_holds", "combine", "lower_bound_confidence", "verdict_for"]
 
 WITHIN, OVER, INCONCLUSIVE = "within", "over", "inconclusive"
 #: the whole-cost figures, the per-step one first
@@ -68,12 +68,6 @@ class Figure:
         return f"{self.mean:+.2f} % [{self.low:+.2f}, {self.high:+.2f}]"
 
 
-def _figure(metric: str, s: PairedSummary | None, whole_cost: bool) -> Figure | None:
-    if s is None or s.n == 0:
-        return None
-    return Figure(metric, s.mean, s.ci_low, s.ci_high, s.n, whole_cost)
-
-
 def assumption_holds(per_step: Figure | None, lower_bound: Figure | None) -> bool | None:
     """Whether "what stays on costs nothing negative" survives the data: the between-trial per-step interval does
     not lie wholly below the within-trial interval. None when either figure lacks an interval."""
@@ -115,24 +109,17 @@ def lower_bound_confidence(confidence: float) -> float:
     return 1.0 - (1.0 - confidence) / 2.0
 
 
-def lower_bound(switched: SwitchedEstimate | None) -> Figure | None:
-    """The within-trial figure (% of the off-blocks' step) as a lower bound; None when the trials did not switch."""
-    if switched is None:
-        return None
-    return Figure(LOWER_BOUND, switched.overhead_pct, switched.ci_low_pct, switched.ci_high_pct, switched.n_trials,
-                  False)
-
-
 def verdict_for(metrics: Mapping[str, PairedSummary], budget_pct: float,
                 switched: SwitchedEstimate | None = None, bound_confidence: float | None = None) -> Verdict:
     """The verdict on every figure that may decide (:data:`FIGURE_NAMES`) against ``budget_pct``: the whole-cost
     ``metrics`` that some pair measured, and the within-trial figure ``switched`` (its interval at
     :func:`lower_bound_confidence`) when the trials switched."""
-    whole = [f for f in (_figure(m, metrics.get(m), True) for m in WHOLE_COST) if f is not None]
+    whole = [Figure(m, s.mean, s.ci_low, s.ci_high, s.n, True) for m in WHOLE_COST if (s := metrics.get(m)) and s.n]
     unmeasured = [m for m in WHOLE_COST if m not in {f.metric for f in whole}]
     if not whole:  # nothing measured: the verdict still names what it lacks
         whole, unmeasured = [Figure(m, math.nan, math.nan, math.nan, 0, True) for m in WHOLE_COST], []
-    lower = lower_bound(switched)
+    lower = None if switched is None else Figure(LOWER_BOUND, switched.overhead_pct, switched.ci_low_pct,
+                                                 switched.ci_high_pct, switched.n_trials, False)
     per_step = next((f for f in whole if f.metric == "step_overhead_pct"), None)
     verdict = combine(whole + ([lower] if lower is not None else []), budget_pct, assumption_holds(per_step, lower),
                       bound_confidence)
