@@ -1,29 +1,7 @@
 """What else ran during a trial: the trial record's ``load`` section, from two samples of /proc.
 
-:func:`sample` is taken just before the node agents start and again just after they end, never
-inside the timed loop; one sample reads ``/proc/loadavg``, ``/proc/stat``, ``/proc/uptime`` and
-every process's ``/proc/<pid>/stat`` (about 1 ms for 100 processes; see docs/accuracy.md).
-
-**Foreign CPU time** is the user + system CPU time, in seconds, of the processes outside the
-trial's process tree (the driver and its descendants) between the two samples. Per process it is
-``utime + stime + cutime + cstime`` (the last two: its children that ended and were reaped), taken
-at both samples:
-
-- a process seen at both samples counts its increase;
-- a process born after the first sample (``starttime``) counts everything it used;
-- a process seen only at the first sample counts minus what it had used by then: when it ends,
-  its whole lifetime lands in its reaper's children time, and only the part after the first
-  sample belongs to the trial's window.
-
-What it misses: a process that both starts and ends between the samples while its reaper also
-ends before the second sample; processes whose reaper is outside this PID namespace (another
-container, the host); CPU time not charged to any process (interrupts, other guests: steal time
-covers the last where the hypervisor reports it); and anything below the kernel's clock tick
-(``SC_CLK_TCK``, usually 10 ms per process and sample). The result is clamped at 0.
-
-**Steal** is the ``steal`` column of ``/proc/stat``'s ``cpu`` line (CPU time the hypervisor gave to
-other guests while this one was runnable), summed over CPUs; null where the kernel has no such
-column.
+:func:`sample` is taken just before the node agents start and again just after they end, never inside the timed
+loop. Foreign CPU time and steal, and what they miss, are defined in docs/accuracy.md.
 """
 
 from __future__ import annotations
@@ -122,7 +100,7 @@ def sample(root_pid: Optional[int] = None) -> LoadSample:
 
 
 def foreign_ticks(start: Mapping[int, Tuple[int, int]], end: Mapping[int, Tuple[int, int]], start_uptime_ticks: int) -> int:
-    """CPU ticks the processes outside the trial used between two samples (module doc), at least 0."""
+    """CPU ticks the processes outside the trial used between two samples (docs/accuracy.md), at least 0."""
     total = 0
     for pid, (born, ticks) in end.items():
         before = start.get(pid)

@@ -10,9 +10,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from ddpbench.config import DdpbenchConfig
 from ddpbench.formats.rank_combine import rank_consistency_error
 from ddpbench.formats.rank_record import RANK_RECORD_GLOB, read_rank_record
-from ddpbench.trial.frameworks import records_enabled, records_required
 from ddpbench.trial.process import tail
-from ddpbench.trial.script_workload import is_user_script
+from ddpbench.trial.script_workload import is_user_script, records_enabled, records_required
 
 #: a Python exception line (optionally behind torchrun's ``[rankN]: `` prefix), not torchrun's own summary
 _EXCEPTION_LINE = re.compile(r"^(\[rank\d+\]: )?(?!\S*ChildFailedError)[A-Za-z_][\w.]*(Error|Exception|Interrupt)\b:? ?.*$")
