@@ -64,8 +64,8 @@ def start_attempt(job_dir: Path, run_token: str) -> Attempt:
 
 
 def join_attempt(job_dir: Path, run_token: str, node_ranks: Sequence[int], wait_s: float) -> Attempt:
-    """A node sharing node 0's job dir: node 0's attempt of launch ``run_token`` (waited for up to ``wait_s``), else one
-    of its own. An attempt with its final record or one of ``node_ranks``' is an earlier launch's: not joined."""
+    """A node sharing node 0's job dir: node 0's attempt of launch ``run_token`` (waited for up to ``wait_s``), else
+    one of its own. An attempt with its final record or one of ``node_ranks``' is an earlier launch's: not joined."""
     deadline = time.monotonic() + wait_s
     while True:
         launched = _launched(job_dir, run_token, node_ranks)

@@ -1,8 +1,5 @@
-"""What a trial ran on: versions and hardware, for trial.json's ``environment``.
-
-The driver never imports torch (seconds of start-up per trial); torch, CUDA, NCCL and GPU
-facts come from the ranks' own records.
-"""
+"""What a trial ran on: versions and hardware, for trial.json's ``environment``. The driver never imports torch
+(seconds of start-up per trial): torch, CUDA, NCCL and GPU facts come from the ranks' own records."""
 
 from __future__ import annotations
 

@@ -1,18 +1,12 @@
 """The guard: runs one node agent's command and guarantees that nothing it started outlives it.
 
-Started by the driver as ``python -m ddpbench.trial.guard --record FILE --parent PID -- CMD...``
-in a new session. It
-
-- asks the kernel to send it SIGTERM when the driver dies, even by SIGKILL (``PR_SET_PDEATHSIG``);
-- becomes a child subreaper (``PR_SET_CHILD_SUBREAPER``), so processes its command orphans (TraceML
-  starts its aggregator and torchrun in sessions of their own) are re-parented to it, not to init;
-- on SIGTERM/SIGINT/SIGHUP, or after the command exits, SIGKILLs every remaining descendant;
-- starts the command with a parent-death signal of SIGKILL, so it ends with the guard even when the guard
-  is SIGKILLed (a scheduler ending a job); the built-in workloads' ranks do the same with their launcher;
-- writes FILE (JSON): ``spawn_epoch``, ``exit_epoch``, ``wall_s`` (monotonic, spawn to exit of the
-  command: what shell ``time`` reports), ``exit_code``, ``signal``, ``leftovers_killed``.
-
-It imports nothing heavy: its start-up cost is a bare interpreter's, paid equally by every mode.
+Run by the driver as ``python -m ddpbench.trial.guard --record FILE --parent PID -- CMD...`` in a new session, it
+gets SIGTERM when the driver dies, even by SIGKILL (``PR_SET_PDEATHSIG``); adopts what its command orphans (a child
+subreaper: TraceML starts its aggregator and torchrun in sessions of their own); starts the command with a
+parent-death SIGKILL; SIGKILLs every remaining descendant on SIGTERM/SIGINT/SIGHUP or once the command exits; and
+writes FILE (JSON): ``spawn_epoch``, ``exit_epoch``, ``wall_s`` (monotonic, spawn to exit of the command: what shell
+``time`` reports), ``exit_code``, ``signal``, ``leftovers_killed``. It imports nothing heavy: its start-up cost is a
+bare interpreter's, paid equally by every mode.
 """
 
 from __future__ import annotations
@@ -27,11 +21,6 @@ from typing import List, Optional
 from ddpbench.errors import error_line
 from ddpbench.io import write_json_atomic
 from ddpbench.workload.lifetime import become_subreaper, signal_on_parent_death
-
-
-def _die_with_guard() -> None:
-    """In the command's process, before exec: SIGKILL it when the guard dies."""
-    signal_on_parent_death(signal.SIGKILL)
 
 
 def descendants(root_pid: int) -> List[int]:
@@ -121,7 +110,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     start = time.monotonic()
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, on_signal)
-    child = subprocess.Popen(command, stdin=subprocess.DEVNULL, preexec_fn=_die_with_guard)
+    child = subprocess.Popen(command, stdin=subprocess.DEVNULL,  # the command is SIGKILLed when the guard dies
+                             preexec_fn=lambda: signal_on_parent_death(signal.SIGKILL))
     code = child.wait()
     wall_s = time.monotonic() - start
     exit_epoch = time.time()

@@ -1,11 +1,6 @@
-"""``workload=ray_train`` on the trial side: what it refuses before anything runs, and its driver's command.
-
-A Ray Train workload (``workload.trains`` set) places its own workers: the trial runs ONE agent, the driver
-(:mod:`ddpbench.workload.ray_train`), on this host under the guard, whatever the mode's ``command`` says;
-the mode contributes its ``ray_trainer`` (the trainer class and its own arguments, as data) and its
-environment. ``cluster.kind: ray`` connects the driver to ``cluster.ray.address``; ``cluster.kind: local``
-gives it a Ray instance of its own on this host.
-"""
+"""``workload=ray_train`` on the trial side (docs/ray.md): what it refuses before anything runs, and the command of
+its one agent, the driver (:mod:`ddpbench.workload.ray_train`), which runs the mode's ``ray_trainer`` instead of its
+``command`` and places the workers itself."""
 
 from __future__ import annotations
 

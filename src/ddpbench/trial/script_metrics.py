@@ -1,12 +1,5 @@
-"""Figures read from rank 0's standard output through ``workload.metrics``.
-
-Each ``workload.metrics.<name>`` is a regular expression with exactly one capture group (checked
-with the config, before anything runs); it is searched in every line of node 0's agent standard
-output (where rank 0 prints; the other local ranks' lines are there too), and the last match wins.
-Its group must read as a number. The figures go into the trial record's ``metrics`` section as
-``name -> {value, unit, source}`` (``source``: the pattern). A pattern that matches nothing fails
-an otherwise ok trial with one line naming it.
-"""
+"""Figures read from rank 0's standard output through ``workload.metrics`` (docs/workload.md): the last match of
+each pattern in node 0's agent stdout, as a number; one that matches nothing fails an otherwise ok trial."""
 
 from __future__ import annotations
 
@@ -15,6 +8,7 @@ from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from ddpbench.config import DdpbenchConfig
+
 
 def last_matches(lines: Any, patterns: Mapping[str, str]) -> Dict[str, Optional[str]]:
     """For each name, the capture group of the last line ``patterns[name]`` matches in ``lines`` (None: no match)."""
@@ -37,15 +31,15 @@ def _number(text: Optional[str]) -> Optional[float]:
         return None
 
 
-def read_metrics(cfg: DdpbenchConfig, stdout_path: Optional[str]) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
-    """The trial record's ``metrics`` from rank 0's stdout log, and why it is unusable (None when every pattern matched a number).
-
-    ``(None, None)`` when the config asks for no figure.
-    """
+def apply_metrics(cfg: DdpbenchConfig, nodes: Mapping[int, Mapping[str, Any]], status: str,
+                  error: Optional[str]) -> Tuple[Optional[Dict[str, Any]], str, Optional[str]]:
+    """The trial record's ``metrics`` from node 0's stdout log (None when the config asks for no figure), and the
+    trial's status and error: an ok trial where a pattern found no number becomes failed."""
     patterns = {str(name): str(pattern) for name, pattern in cfg.workload.metrics.items()}
     if not patterns:
-        return None, None
-    path = Path(stdout_path) if stdout_path else None
+        return None, status, error
+    stdout = (nodes.get(0) or {}).get("stdout")
+    path = Path(stdout) if stdout else None
     if path is not None and path.is_file():
         with open(path, encoding="utf-8", errors="replace") as handle:
             found = last_matches(handle, patterns)
@@ -55,23 +49,9 @@ def read_metrics(cfg: DdpbenchConfig, stdout_path: Optional[str]) -> Tuple[Optio
     metrics = {name: {"value": _number(found[name]), "unit": units.get(name), "source": pattern}
                for name, pattern in patterns.items()}
     where = f"rank 0's output ({path})"
-    for name, pattern in patterns.items():
-        if found[name] is None:
-            return metrics, f"workload.metrics.{name}: pattern {pattern!r} matched nothing in {where}"
-        if metrics[name]["value"] is None:
-            return metrics, f"workload.metrics.{name}: pattern {pattern!r} captured {found[name]!r}, not a number, in {where}"
-    return metrics, None
-
-
-def apply_metrics(
-    cfg: DdpbenchConfig, nodes: Mapping[int, Mapping[str, Any]], status: str, error: Optional[str]
-) -> Tuple[Optional[Dict[str, Any]], str, Optional[str]]:
-    """Read the figures from node 0's stdout; an ok trial whose pattern found no number becomes failed.
-
-    Returns ``(metrics, status, error)``.
-    """
-    node0 = nodes.get(0) or {}
-    metrics, problem = read_metrics(cfg, node0.get("stdout"))
-    if problem is not None and status == "ok":
-        return metrics, "failed", problem
+    problems = [f"workload.metrics.{name}: pattern {pattern!r} matched nothing in {where}" if found[name] is None
+                else f"workload.metrics.{name}: pattern {pattern!r} captured {found[name]!r}, not a number, in {where}"
+                for name, pattern in patterns.items() if metrics[name]["value"] is None]
+    if problems and status == "ok":
+        return metrics, "failed", problems[0]
     return metrics, status, error

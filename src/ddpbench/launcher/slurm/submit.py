@@ -1,4 +1,4 @@
-"""One SLURM job per Hydra job, every wait bounded: the substance of ``hydra/launcher=ddpbench_slurm`` (docs/slurm.md).
+"""One SLURM job per Hydra job, every wait bounded: ``hydra/launcher=ddpbench_slurm`` (docs/slurm.md).
 
 Each job is submitted on its own, at most ``array_parallelism`` of a batch at once, and awaited with
 :func:`ddpbench.cluster.slurm.wait.await_job`. For a ddpbench trial it also skips an ok trial (resume), sizes the time
