@@ -91,11 +91,8 @@ def prepare(cfg: DdpbenchConfig, context: LaunchContext) -> None:
 
 def inspect(cfg: DdpbenchConfig, context: Optional[LaunchContext], stderr_paths: Sequence[Optional[str]],
             version: Optional[str] = None) -> Optional[ToolOutput]:
-    """Check the mode's declared artifact after the trial; None when the mode declares none.
-
-    ``stderr_paths``: the node agents' stderr logs, searched for a ptrace refusal when py-spy left nothing.
-    ``version``: the tool's version as the ranks imported it, named when its summary's format is unknown.
-    """
+    """Check the mode's declared artifact after the trial (None when it declares none). ``stderr_paths``: the agents'
+    logs, searched for a ptrace refusal; ``version``: the tool's as the ranks imported it, named for an unknown format."""
     if context is None or cfg.mode.artifacts is None:
         return None
     kind = cfg.mode.artifacts.kind
@@ -146,11 +143,8 @@ def _load_json(path: Path) -> Any:
 
 
 def check_traceml_summary(path: Path, cfg: DdpbenchConfig) -> Tuple[List[Path], Optional[str]]:
-    """TraceML's final_summary.json exists and analysed at least one step.
-
-    A user's own script that marks no steps for TraceML (``workload=script``) is still measured: its
-    summary must exist, but TraceML analysing no step is expected there, not a broken tool.
-    """
+    """TraceML's final_summary.json exists and analysed at least one step (a user's own script that marks no steps for
+    TraceML needs only the summary)."""
     if not path.is_file():
         return [], f"no TraceML summary at {path}"
     try:

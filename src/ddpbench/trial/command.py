@@ -1,9 +1,6 @@
-"""Turn a mode's command template and the config into the argv and environment of one node agent.
-
-A mode's ``command`` is a list of tokens. ``{name}`` placeholders are filled from
-:class:`LaunchContext`; a token that is exactly ``{workload_args}`` or ``{tool_args}`` expands
-to a list. Unknown placeholders are a :class:`~ddpbench.errors.ConfigError`.
-"""
+"""Turn a mode's command template and the config into the argv and environment of one node agent: ``{name}``
+placeholders are filled from :class:`LaunchContext` (an unknown one is a ConfigError); a token that is exactly
+``{workload_args}`` or ``{tool_args}`` expands to a list."""
 
 from __future__ import annotations
 

@@ -16,36 +16,43 @@ import signal
 import subprocess
 import sys
 import time
-from typing import List, Optional
+from typing import Dict, List, Mapping, Optional, Sequence
 
 from ddpbench.errors import error_line
 from ddpbench.io import write_json_atomic
 from ddpbench.workload.lifetime import become_subreaper, signal_on_parent_death
 
 
-def descendants(root_pid: int) -> List[int]:
-    """Every live process below ``root_pid``, from /proc (children before grandchildren)."""
-    children: dict[int, List[int]] = {}
+def process_stats() -> Dict[int, List[str]]:
+    """Every process visible now: pid -> the fields of its /proc/<pid>/stat after the name (state, ppid, ...)."""
+    stats: Dict[int, List[str]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat", "rb") as handle:
-                stat = handle.read()
+                stat = handle.read().decode("ascii", "replace")
         except OSError:
             continue
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if fields[0] == b"Z":
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry))
-    found: List[int] = []
+        stats[int(entry)] = stat[stat.rfind(")") + 2 :].split()
+    return stats
+
+
+def descendants(root_pid: int, stats: Optional[Mapping[int, Sequence[str]]] = None) -> List[int]:
+    """Every process below ``root_pid`` in ``stats`` (default: the live ones now), children before grandchildren."""
+    if stats is None:
+        stats = {pid: fields for pid, fields in process_stats().items() if fields[0] != "Z"}
+    children: Dict[int, List[int]] = {}
+    for pid, fields in stats.items():
+        children.setdefault(int(fields[1]), []).append(pid)
+    found: Dict[int, None] = {}  # ordered, and safe against a pid reused while /proc was read
     frontier = [root_pid]
     while frontier:
-        pid = frontier.pop()
-        for child in children.get(pid, []):
-            found.append(child)
-            frontier.append(child)
-    return found
+        for child in children.get(frontier.pop(), []):
+            if child != root_pid and child not in found:
+                found[child] = None
+                frontier.append(child)
+    return list(found)
 
 
 def _reap() -> None:

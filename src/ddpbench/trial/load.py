@@ -6,10 +6,13 @@ loop. Foreign CPU time and steal, and what they miss, are defined in docs/accura
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Tuple
+
+from ddpbench.trial.guard import descendants, process_stats
 
 #: clock ticks per second of the /proc times
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -50,39 +53,6 @@ def _steal_ticks(stat_text: Optional[str]) -> Optional[int]:
     return int(fields[8]) if len(fields) > 8 and fields[0] == "cpu" else None
 
 
-def _processes() -> Dict[int, Tuple[int, int, int]]:
-    """pid -> (ppid, start ticks, CPU ticks incl. reaped children) for every process visible now."""
-    found: Dict[int, Tuple[int, int, int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        text = _read(f"/proc/{entry}/stat")
-        if text is None:
-            continue
-        rest = text[text.rfind(")") + 2:].split()
-        try:
-            ppid, start = int(rest[1]), int(rest[19])
-            cpu = int(rest[11]) + int(rest[12]) + int(rest[13]) + int(rest[14])
-        except (IndexError, ValueError):
-            continue
-        found[int(entry)] = (ppid, start, cpu)
-    return found
-
-
-def _tree(processes: Mapping[int, Tuple[int, int, int]], root: int) -> set[int]:
-    """``root`` and every process below it."""
-    children: Dict[int, list[int]] = {}
-    for pid, (ppid, _, _) in processes.items():
-        children.setdefault(ppid, []).append(pid)
-    tree, frontier = {root}, [root]
-    while frontier:
-        for child in children.get(frontier.pop(), []):
-            if child not in tree:
-                tree.add(child)
-                frontier.append(child)
-    return tree
-
-
 def sample(root_pid: Optional[int] = None) -> LoadSample:
     """Read the load now; processes in ``root_pid``'s tree (default: this process's) are the trial's own."""
     t0 = time.perf_counter()
@@ -93,9 +63,14 @@ def sample(root_pid: Optional[int] = None) -> LoadSample:
     except OSError:
         load1 = None
     steal = _steal_ticks(_read("/proc/stat"))
-    processes = _processes()
-    own = _tree(processes, os.getpid() if root_pid is None else root_pid)
-    foreign = {pid: (start, cpu) for pid, (_, start, cpu) in processes.items() if pid not in own}
+    stats = process_stats()
+    root = os.getpid() if root_pid is None else root_pid
+    own = {root, *descendants(root, stats)}
+    foreign: ProcTimes = {}
+    for pid, rest in stats.items():
+        if pid not in own:  # start ticks, CPU ticks incl. reaped children
+            with contextlib.suppress(IndexError, ValueError):
+                foreign[pid] = (int(rest[19]), int(rest[11]) + int(rest[12]) + int(rest[13]) + int(rest[14]))
     return LoadSample(uptime_ticks, load1, steal, foreign, time.perf_counter() - t0)
 
 

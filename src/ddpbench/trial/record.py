@@ -17,10 +17,10 @@ from ddpbench.trial import command as commands
 from ddpbench.trial.attempts import Attempt
 from ddpbench.trial.job import JobInfo
 from ddpbench.trial.launch import Launched, utc_now
-from ddpbench.trial.outcome import classify, first_failing_exit_code, read_rank_records, slowest_node_wall
+from ddpbench.trial.outcome import (apply_metrics, classify, first_failing_exit_code, read_rank_records,
+                                   slowest_node_wall)
 from ddpbench.trial.peers import peer_nodes
 from ddpbench.trial.process import tail
-from ddpbench.trial.script_metrics import apply_metrics
 from ddpbench.versions.arm import Arm
 
 

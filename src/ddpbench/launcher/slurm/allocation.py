@@ -35,11 +35,8 @@ TRIAL_OVERHEAD_S = 30.0
 
 
 def wanted(launcher: Any, cfgs: Sequence[DdpbenchConfig]) -> bool:
-    """Whether this sweep runs as one allocation: the SLURM launcher and ``cluster.slurm.one_allocation``.
-
-    False inside that allocation, where the sweep runs with the basic launcher. Raises DdpbenchError when
-    only some trials ask for it or the trials use different SLURM clusters.
-    """
+    """Whether this sweep runs as one allocation: the SLURM launcher (not the basic one inside the allocation) and
+    ``cluster.slurm.one_allocation``; DdpbenchError when only some trials ask for it or their clusters differ."""
     if not hasattr(launcher, "run_one_allocation"):
         return False
     flags = {cfg.cluster.slurm.one_allocation for cfg in cfgs}
