@@ -65,7 +65,7 @@ def start_attempt(job_dir: Path, run_token: str) -> Attempt:
 
 def join_attempt(job_dir: Path, run_token: str, node_ranks: Sequence[int], wait_s: float) -> Attempt:
     """A node sharing node 0's job dir: node 0's attempt of launch ``run_token`` (waited for up to ``wait_s``), else
-    one of its own. An attempt with its final record or one of ``node_ranks``' is an earlier launch's: not joined."""
+    one of its own."""
     deadline = time.monotonic() + wait_s
     while True:
         launched = _launched(job_dir, run_token, node_ranks)
@@ -84,7 +84,8 @@ def attempt_of_launch(job_dir: Path, run_token: str) -> Attempt:
 
 
 def _launched(job_dir: Path, run_token: str, node_ranks: Sequence[int]) -> Optional[Attempt]:
-    """The attempt ``current.json`` names for ``run_token`` unless it already has a record of its own or of ``node_ranks``."""
+    """The attempt ``current.json`` names for ``run_token`` unless it has a record of its own or of ``node_ranks`` (an
+    earlier launch's: a static run token is the same on every resume)."""
     root = job_dir / ATTEMPTS_DIR
     try:
         current = read_json(root / CURRENT_FILE)

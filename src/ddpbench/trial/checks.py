@@ -102,15 +102,13 @@ def check_script_workload(cfg: DdpbenchConfig) -> None:
                  w.path)
         _require(not script_args(cfg), "workload.args", "only applies with workload=script", w.args)
         _require(not w.records, "workload.records", "only applies with workload=script", w.records)
-        check_frameworks(cfg)
-        return
-    _require(not w.script, "workload.path", f"a built-in workload runs workload.script={w.script!r}; use workload=script",
-             w.path)
-    script_args(cfg)
-    path = script_file(cfg)
-    _require(path.is_file(), "workload.path", f"no such file: {path}", w.path)
+    else:
+        _require(not w.script, "workload.path",
+                 f"a built-in workload runs workload.script={w.script!r}; use workload=script", w.path)
+        script_args(cfg)
+        _require(script_file(cfg).is_file(), "workload.path", f"no such file: {script_file(cfg)}", w.path)
     check_frameworks(cfg)
-    refusal = _script_refusal(cfg)
+    refusal = _script_refusal(cfg) if is_user_script(cfg) else None
     if refusal is not None:
         raise ConfigError(f"workload=script with {refusal}")
 

@@ -1,12 +1,9 @@
-"""The guard: runs one node agent's command and guarantees that nothing it started outlives it.
-
-Run by the driver as ``python -m ddpbench.trial.guard --record FILE --parent PID -- CMD...`` in a new session, it
-gets SIGTERM when the driver dies, even by SIGKILL (``PR_SET_PDEATHSIG``); adopts what its command orphans (a child
-subreaper: TraceML starts its aggregator and torchrun in sessions of their own); starts the command with a
-parent-death SIGKILL; SIGKILLs every remaining descendant on SIGTERM/SIGINT/SIGHUP or once the command exits; and
-writes FILE (JSON): ``spawn_epoch``, ``exit_epoch``, ``wall_s`` (monotonic, spawn to exit of the command: what shell
-``time`` reports), ``exit_code``, ``signal``, ``leftovers_killed``. It imports nothing heavy: its start-up cost is a
-bare interpreter's, paid equally by every mode.
+"""The guard: runs one node agent's command (``python -m ddpbench.trial.guard --record FILE --parent PID -- CMD...``,
+in a new session) so that nothing it started outlives it: it gets SIGTERM when the driver dies, even by SIGKILL
+(``PR_SET_PDEATHSIG``), adopts what its command orphans (a child subreaper: TraceML starts its aggregator and torchrun
+in sessions of their own) and SIGKILLs every descendant left. It writes FILE (JSON): ``spawn_epoch``, ``exit_epoch``,
+``wall_s`` (monotonic, spawn to exit of the command: what shell ``time`` reports), ``exit_code``, ``signal``,
+``leftovers_killed``. It imports nothing heavy: its start-up cost is a bare interpreter's, paid equally by every mode.
 """
 
 from __future__ import annotations

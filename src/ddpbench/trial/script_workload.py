@@ -1,11 +1,6 @@
-"""The user's own training script (``workload=script``): whether the trial runs one, where it is, its arguments, the
-frameworks it imports and whether ddpbench's recorder is attached to it from outside.
-
-``workload.path`` is relative to the directory ddpbench was run from; ``workload.args`` is a list, or one string
-split as a shell would. ``workload.records`` null means on when the script imports a framework (read from its
-source, not run); with records on, every rank gets the site hook (:data:`ddpbench.workload.frameworks.SITE_HOOK_DIR`)
-first on ``PYTHONPATH``, which adds ddpbench's callback to the script's Trainer in every mode alike.
-"""
+"""The user's own training script (``workload=script``, docs/workload.md): whether the trial runs one, where it is,
+its arguments, the frameworks it imports (read from its source, not run) and the environment that attaches
+ddpbench's recorder to it from outside (the site hook first on the ranks' ``PYTHONPATH``)."""
 
 from __future__ import annotations
 

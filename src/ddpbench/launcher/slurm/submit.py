@@ -261,12 +261,7 @@ def failed_record(item: Submitted, status: str, error: str) -> Dict[str, Any]:
 
 def job_return(item: Submitted, summary: Optional[Dict[str, Any]]) -> JobReturn:
     """A completed JobReturn carrying ``summary`` as the job's return value."""
-    ret = JobReturn()
-    ret.overrides = list(item.overrides)
-    ret.cfg = OmegaConf.masked_copy(item.cfg, [str(k) for k in item.cfg if k != "hydra"])
-    ret.hydra_cfg = None
-    ret.working_dir = str(item.job_dir)
-    ret.task_name = str(item.cfg.hydra.job.name)
-    ret.status = JobStatus.COMPLETED
-    ret.return_value = summary
-    return ret
+    return JobReturn(overrides=list(item.overrides),
+                     cfg=OmegaConf.masked_copy(item.cfg, [str(k) for k in item.cfg if k != "hydra"]),
+                     working_dir=str(item.job_dir), task_name=str(item.cfg.hydra.job.name),
+                     status=JobStatus.COMPLETED, _return_value=summary)
