@@ -123,11 +123,11 @@ def new_attempt(job_dir: Path) -> Attempt:
                 number += 1
 
 
-def set_aside_previous_attempt(job_dir: Path) -> Optional[Path]:
+def set_aside_previous_attempt(job_dir: Path) -> None:
     """Move what an attempt left directly in ``job_dir`` (the layout before attempt folders) into ``previous/<n>/``."""
     present = [name for name in ATTEMPT_ENTRIES if (job_dir / name).exists()]
     if not present:
-        return None
+        return
     attempt = 1
     while (job_dir / "previous" / str(attempt)).exists():
         attempt += 1
@@ -135,7 +135,6 @@ def set_aside_previous_attempt(job_dir: Path) -> Optional[Path]:
     target.mkdir(parents=True)
     for name in present:
         shutil.move(str(job_dir / name), str(target / name))
-    return target
 
 
 def _file_last_record(job_dir: Path) -> None:

@@ -8,6 +8,7 @@ in sessions of their own) and SIGKILLs every descendant left. It writes FILE (JS
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -53,13 +54,9 @@ def descendants(root_pid: int, stats: Optional[Mapping[int, Sequence[str]]] = No
 
 
 def _reap() -> None:
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0] != 0:
+            pass
 
 
 def kill_descendants(root_pid: int, deadline_s: float = 5.0) -> int:
@@ -71,11 +68,9 @@ def kill_descendants(root_pid: int, deadline_s: float = 5.0) -> int:
         if not pids:
             break
         for pid in pids:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
                 killed += 1
-            except ProcessLookupError:
-                pass
         _reap()
         time.sleep(0.02)
     _reap()
@@ -98,16 +93,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 143
 
     me = os.getpid()
-    caught: list[int] = []
+
+    def write_record(exit_epoch: float, wall_s: float, code: Optional[int], signum: Optional[int],
+                     leftovers: Optional[int]) -> None:
+        write_json_atomic(record_path, {"spawn_epoch": spawn_epoch, "exit_epoch": exit_epoch, "wall_s": wall_s,
+                                        "exit_code": code, "signal": signum, "leftovers_killed": leftovers})
 
     def on_signal(signum: int, _frame: object) -> None:
-        caught.append(signum)
         kill_descendants(me)
-        write_json_atomic(
-            record_path,
-            {"spawn_epoch": spawn_epoch, "exit_epoch": time.time(), "wall_s": time.monotonic() - start,
-             "exit_code": None, "signal": signum, "leftovers_killed": None},
-        )
+        write_record(time.time(), time.monotonic() - start, None, signum, None)
         os._exit(128 + signum)
 
     spawn_epoch = time.time()
@@ -119,12 +113,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     code = child.wait()
     wall_s = time.monotonic() - start
     exit_epoch = time.time()
-    leftovers = kill_descendants(me)
-    write_json_atomic(
-        record_path,
-        {"spawn_epoch": spawn_epoch, "exit_epoch": exit_epoch, "wall_s": wall_s, "exit_code": code,
-         "signal": None, "leftovers_killed": leftovers},
-    )
+    write_record(exit_epoch, wall_s, code, None, kill_descendants(me))
     return code if code >= 0 else 128 - code
 
 
