@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import time
 from typing import Any, Dict, Mapping, Optional, Sequence
@@ -47,13 +48,9 @@ def skip_node(cfg: DdpbenchConfig, job: JobInfo, plan: NodePlan, attempt: Attemp
 def _await_peer_nodes(attempt: AttemptLayout, expected: Sequence[int], deadline: float) -> Dict[int, Dict[str, Any]]:
     found: Dict[int, Dict[str, Any]] = {}
     while True:
-        for node_rank in expected:
-            if node_rank in found:
-                continue
-            try:
+        for node_rank in (r for r in expected if r not in found):
+            with contextlib.suppress(OSError, ValueError):
                 found[node_rank] = read_json(attempt.node_record(node_rank))
-            except (OSError, ValueError):
-                pass
         if len(found) == len(expected) or time.monotonic() >= deadline:
             return found
         time.sleep(0.2)

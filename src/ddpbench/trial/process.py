@@ -79,11 +79,9 @@ def stop_agent(handle: AgentHandle) -> None:
     """Stop an agent and everything it started: SIGTERM to its guard, then SIGKILL the rest."""
     process = handle.process
     if process.poll() is None:
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired, ProcessLookupError):
             process.send_signal(signal.SIGTERM)
             process.wait(timeout=GUARD_GRACE_S)
-        except (subprocess.TimeoutExpired, ProcessLookupError):
-            pass
     for pid in descendants(process.pid) if process.poll() is None else []:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)

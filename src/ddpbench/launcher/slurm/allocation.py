@@ -7,6 +7,7 @@ job wrote and prints the inner sweep's progress lines (docs/slurm.md).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import re
@@ -119,12 +120,10 @@ def run(params: Dict[str, Any], config: DictConfig, sweep_name: str, trial_timeo
                   "slurm_stderr": [str(err)]}
     for path in sorted(sweep_dir.glob(f"*/{TRIAL_FILE}")):
         add_slurm_logs(path, slurm_logs, since_epoch=submitted_epoch)
-    try:  # the in-allocation driver's progress lines
+    with contextlib.suppress(OSError):  # the in-allocation driver's progress lines
         for line in out.read_text(errors="replace").splitlines():
             if re.match(r"\[\d+/\d+\] ", line):
                 print(line, flush=True)
-    except OSError:
-        pass
     if problem:
         error_line(f"{problem}; see {out} and {err}")
     return rc

@@ -7,6 +7,7 @@ limit from the trial's timeout, and writes a ``failed``/``timeout`` ``trial.json
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import math
@@ -169,10 +170,8 @@ class Submitter:
         if item.wait.problem:
             return no_result(item, "timeout", item.wait.problem)
         if item.wait.started is None or not is_terminal(item.wait.state):
-            try:  # the final state, for the record (results can appear before the first poll)
+            with contextlib.suppress(SlurmStateError):  # the final state (results can appear before the first poll)
                 item.wait.state = job_state(job.job_id, timeout=SLURM_CALL_TIMEOUT_S)
-            except SlurmStateError:
-                pass
         if job.task(0).paths.result_pickle.exists():
             return from_result(item)
         return no_result(item, "failed", f"SLURM job {job.job_id} ended {item.state or '(forgotten)'} without a "
@@ -182,10 +181,8 @@ class Submitter:
 def _all_results(tasks: Sequence[Any]) -> bool:
     for task in tasks:
         folder = task.paths.folder
-        try:
+        with contextlib.suppress(OSError):
             folder.chmod(folder.stat().st_mode)  # refresh a network filesystem's cache
-        except OSError:
-            pass
     return all(task.paths.result_pickle.exists() for task in tasks)
 
 
