@@ -92,7 +92,8 @@ def prepare(cfg: DdpbenchConfig, context: LaunchContext) -> None:
 def inspect(cfg: DdpbenchConfig, context: Optional[LaunchContext], stderr_paths: Sequence[Optional[str]],
             version: Optional[str] = None) -> Optional[ToolOutput]:
     """Check the mode's declared artifact after the trial (None when it declares none). ``stderr_paths``: the agents'
-    logs, searched for a ptrace refusal; ``version``: the tool's as the ranks imported it, named for an unknown format."""
+    logs, searched for a ptrace refusal; ``version``: the tool's as the ranks imported it (named for an unknown
+    format)."""
     if context is None or cfg.mode.artifacts is None:
         return None
     kind = cfg.mode.artifacts.kind

@@ -34,7 +34,8 @@ def trial_timeout_s(cfg: DdpbenchConfig) -> float:
 
 
 def run_trial(cfg: DdpbenchConfig, job: JobInfo) -> TrialOutcome:
-    """Run the trial ``cfg`` describes in ``job.job_dir``: node 0's trial record (also on disk), or a peer's NodeDone."""
+    """Run the trial ``cfg`` describes in ``job.job_dir``: node 0's trial record (also on disk), or a peer's
+    NodeDone."""
     arm = check_trial_config(cfg)
     cfg = arm.configured(cfg)
     plain = to_plain(cfg)
