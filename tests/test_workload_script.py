@@ -23,7 +23,7 @@ from ddpbench.errors import ConfigError
 from ddpbench.formats.rank_record import validate_rank_record
 from ddpbench.formats.trial_record import validate_trial_record
 from ddpbench.trial.command import node_environment, make_context, workload_args
-from ddpbench.trial.script_metrics import last_matches
+from ddpbench.trial.outcome import last_matches
 from ddpbench.workload.recorder import (ENV_METRICS_DIR, ENV_SAVE_STEP_TIMES, ENV_STOP_DURATION_S,
                                        ENV_STOP_STEPS, ENV_WARMUP_STEPS)
 from helpers.cli import ONE_RANK, CliRun, only_sweep_dir, run_ddpbench, trials_in

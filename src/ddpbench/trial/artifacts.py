@@ -1,19 +1,8 @@
-"""Did the tool leave usable output? One check per artifact kind a mode declares (``mode.artifacts``).
+"""Did the tool leave usable output? One check per artifact kind a mode declares (``mode.artifacts``; docs/tools.md).
 
-An overhead measured for a tool that silently recorded nothing is not a measurement: a trial whose
-declared artifact is missing, empty or unreadable is ``failed`` with one line saying what is wrong,
-and its ``tool`` section (trial record v2: ``name, artifacts, bytes, usable, problem``) keeps the
-paths. Kinds:
-
-- ``traceml_summary``: TraceML's ``final_summary.json`` with ``steps_analyzed`` > 0;
-- ``torch_trace``: a folder of torch.profiler Chrome traces (``*.json``/``*.json.gz``), each with events;
-- ``speedscope``: py-spy's speedscope file with at least one sample (a kernel refusing ptrace is named);
-- ``wandb_offline``: ``<path>/wandb/offline-run-*/run-*.wandb`` holding logged steps, and no online run.
-
-Modes without ``artifacts`` (native, A/A, inject) are never failed here. A tool's own output may change
-between its releases: a summary that exists but whose format this reader does not know never fails a trial
-whose ranks finished; its ``tool.format`` is ``unknown`` and ``tool.problem`` says ``tool summary: unknown
-format`` with the tool's version, and ddpbench's own figures stand.
+A trial whose declared artifact is missing, empty or unreadable is ``failed`` with one line saying what is wrong.
+A summary whose format this reader does not know never fails a trial whose ranks finished: its ``tool.format`` is
+``unknown`` and ``tool.problem`` names the tool's version.
 """
 
 from __future__ import annotations
@@ -22,23 +11,17 @@ import gzip
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ddpbench.choices import ArtifactKind
 from ddpbench.config import DdpbenchConfig
+from ddpbench.formats.trial_record import traceml_section
 from ddpbench.trial.command import LaunchContext, fill_placeholders
 from ddpbench.trial.process import tail
 from ddpbench.trial.script_workload import is_user_script
 
-#: the tool each artifact kind belongs to (the ``tool.name`` recorded)
-TOOL_OF_KIND = {
-    "traceml_summary": "traceml",
-    "torch_trace": "torch.profiler",
-    "speedscope": "py-spy",
-    "wandb_offline": "wandb",
-}
 #: kinds whose path is a folder the tool writes into (the others name one file)
 FOLDER_KINDS = ("torch_trace", "wandb_offline")
 
@@ -59,7 +42,7 @@ Check = Callable[[Path, DdpbenchConfig], Tuple[List[Path], Optional[str]]]
 class ToolOutput:
     """What a trial's tool left: the ``tool`` section of its record."""
 
-    # the tool (TOOL_OF_KIND)
+    # the tool (KINDS)
     name: str
     # paths of the output found (files, or a W&B run folder)
     artifacts: List[str]
@@ -76,8 +59,7 @@ class ToolOutput:
 
     def to_record(self) -> Dict[str, Any]:
         """The record's ``tool`` section."""
-        return {"name": self.name, "artifacts": self.artifacts, "bytes": self.bytes, "usable": self.usable,
-                "problem": self.problem, "format": self.format}
+        return {key: value for key, value in asdict(self).items() if key != "explains_failure"}
 
 
 #: how a check says the output exists but its format is not one this reader knows (never a failure)
@@ -86,8 +68,6 @@ UNKNOWN_FORMAT = "tool summary: unknown format"
 
 def summary_section(summary: Optional[Dict[str, Any]], path: Optional[str]) -> Optional[Dict[str, Any]]:
     """trial.json's ``traceml`` figures from the tool's summary; all null when its format is not known."""
-    from ddpbench.formats.trial_record import traceml_section
-
     try:
         return traceml_section(summary, path)
     except (AttributeError, TypeError, ValueError):
@@ -111,23 +91,22 @@ def prepare(cfg: DdpbenchConfig, context: LaunchContext) -> None:
 
 def inspect(cfg: DdpbenchConfig, context: Optional[LaunchContext], stderr_paths: Sequence[Optional[str]],
             version: Optional[str] = None) -> Optional[ToolOutput]:
-    """Check the mode's declared artifact after the trial; None when the mode declares none.
-
-    ``stderr_paths``: the node agents' stderr logs, searched for a ptrace refusal when py-spy left nothing.
-    ``version``: the tool's version as the ranks imported it, named when its summary's format is unknown.
-    """
+    """Check the mode's declared artifact after the trial (None when it declares none). ``stderr_paths``: the agents'
+    logs, searched for a ptrace refusal; ``version``: the tool's as the ranks imported it (named for an unknown
+    format)."""
     if context is None or cfg.mode.artifacts is None:
         return None
     kind = cfg.mode.artifacts.kind
+    tool_name, check = KINDS[kind]
     path = artifact_path(cfg, context)
     assert path is not None
-    found, problem = CHECKS[kind](path, cfg)
+    found, problem = check(path, cfg)
     if problem is not None:  # name paths inside the job dir relative to it: the error stays one short line
         problem = problem.replace(str(Path(context.job_dir)) + os.sep, "")
     unknown = problem is not None and problem.startswith(UNKNOWN_FORMAT)
     if unknown:
-        problem = f"{problem} ({cfg.mode.requires_package or TOOL_OF_KIND[kind]} {version or 'version unknown'})"
-    output = ToolOutput(name=TOOL_OF_KIND[kind], artifacts=[str(p) for p in found], bytes=sum(_size(p) for p in found),
+        problem = f"{problem} ({cfg.mode.requires_package or tool_name} {version or 'version unknown'})"
+    output = ToolOutput(name=tool_name, artifacts=[str(p) for p in found], bytes=sum(_size(p) for p in found),
                         usable=problem is None or unknown, problem=problem, format="unknown" if unknown else "known")
     if problem is not None and kind == "speedscope":
         refusal = next((line for p in stderr_paths if p for line in tail(p, 200).splitlines()
@@ -149,9 +128,7 @@ def verdict(status: str, error: Optional[str], tool: Optional[ToolOutput]) -> Tu
         return status, error
     if status == "ok":
         return "failed", f"{tool.name} output not usable: {tool.problem}"
-    if tool.explains_failure:
-        return status, tool.problem
-    return status, error
+    return status, tool.problem if tool.explains_failure else error
 
 
 def _size(path: Path) -> int:
@@ -167,11 +144,8 @@ def _load_json(path: Path) -> Any:
 
 
 def check_traceml_summary(path: Path, cfg: DdpbenchConfig) -> Tuple[List[Path], Optional[str]]:
-    """TraceML's final_summary.json exists and analysed at least one step.
-
-    A user's own script that marks no steps for TraceML (``workload=script``) is still measured: its
-    summary must exist, but TraceML analysing no step is expected there, not a broken tool.
-    """
+    """TraceML's final_summary.json exists and analysed at least one step (a user's own script that marks no steps for
+    TraceML needs only the summary)."""
     if not path.is_file():
         return [], f"no TraceML summary at {path}"
     try:
@@ -246,10 +220,11 @@ def check_wandb_offline(path: Path, cfg: DdpbenchConfig) -> Tuple[List[Path], Op
     return runs, None
 
 
-CHECKS: Dict[str, Check] = {
-    "traceml_summary": check_traceml_summary,
-    "torch_trace": check_torch_trace,
-    "speedscope": check_speedscope,
-    "wandb_offline": check_wandb_offline,
+#: each artifact kind: the tool it belongs to (the ``tool.name`` recorded) and its check
+KINDS: Dict[str, Tuple[str, Check]] = {
+    "traceml_summary": ("traceml", check_traceml_summary),
+    "torch_trace": ("torch.profiler", check_torch_trace),
+    "speedscope": ("py-spy", check_speedscope),
+    "wandb_offline": ("wandb", check_wandb_offline),
 }
-assert set(CHECKS) == set(ArtifactKind) == set(TOOL_OF_KIND), "every artifact kind needs a check and a tool name"
+assert set(KINDS) == set(ArtifactKind), "every artifact kind needs a tool name and a check"

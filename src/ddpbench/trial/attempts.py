@@ -1,15 +1,8 @@
-"""Attempts of a trial in its job dir: reuse an ok one (resume), else give the new one a folder of its own.
+"""Attempts of a trial in its job dir: reuse an ok one (resume), else give the new one a folder, ``attempts/<n>/``.
 
-Layout (docs/formats.md): ``<job dir>/trial.json`` is the latest attempt's record; every attempt writes
-its rank records, logs, node records and the tool's output into ``<job dir>/attempts/<n>/`` (n = 1, 2,
-...), and the record names it (``attempt = {number, dir}``). When a new attempt starts, the earlier
-``trial.json`` moves into its own attempt folder, so each folder holds one attempt whole and nothing is
-overwritten. A job dir from before attempt folders (files directly in the job dir) has those files
-moved into ``previous/<n>/`` as before.
-
-Nodes of one trial that share the job dir (static with a shared dir, SLURM with one job per trial)
-write into node 0's attempt: node 0 names it in ``attempts/current.json`` (with the launch's run token)
-before it tells the other nodes to launch; a node that does not share node 0's dir uses its own.
+Each folder holds one attempt whole (docs/formats.md): an earlier ``trial.json`` moves into its own attempt's folder,
+and the files of the layout before attempt folders into ``previous/<n>/``. Nodes that share node 0's job dir write
+into the attempt node 0 names in ``attempts/current.json`` (with the launch's run token) before they launch.
 """
 
 import contextlib
@@ -25,12 +18,6 @@ from ddpbench.formats.layout import LOGS_DIR, METRICS_DIR, NODES_DIR, AttemptLay
 from ddpbench.formats.trial_record import TRIAL_FILE, read_trial_record
 from ddpbench.io import read_json, storage_error, write_json_atomic
 
-__all__ = [
-    "ATTEMPTS_DIR", "ATTEMPT_ENTRIES", "CURRENT_FILE", "JOIN_WAIT_S", "Attempt", "attempt_for",
-    "attempt_of_launch",
-    "join_attempt", "new_attempt", "previous_ok", "set_aside_previous_attempt", "start_attempt",
-]
-
 #: the folder of a job dir holding one folder per attempt
 ATTEMPTS_DIR = "attempts"
 #: node 0's pointer to the attempt it launches, in ATTEMPTS_DIR
@@ -45,9 +32,7 @@ ATTEMPT_ENTRIES = (TRIAL_FILE, LOGS_DIR, METRICS_DIR, "traceml", NODES_DIR)
 class Attempt:
     """One attempt of a trial: its number in the job dir (1, 2, ...) and the folder its files go to."""
 
-    # 1 for the first attempt of the trial in its job dir
     number: int
-    # where this attempt's rank records (metrics/), logs/, nodes/ and tool output go
     dir: Path
 
     @property
@@ -79,12 +64,8 @@ def start_attempt(job_dir: Path, run_token: str) -> Attempt:
 
 
 def join_attempt(job_dir: Path, run_token: str, node_ranks: Sequence[int], wait_s: float) -> Attempt:
-    """A node sharing node 0's job dir: node 0's attempt of this launch (``run_token``), else one of its own.
-
-    Node 0 names its attempt before it lets the other nodes launch; ``wait_s`` bounds the wait for a
-    shared file system to show it. An attempt that already has its final record, or a record of one of
-    ``node_ranks``, is an earlier launch's (a static run token is the same on every resume): not joined.
-    """
+    """A node sharing node 0's job dir: node 0's attempt of launch ``run_token`` (waited for up to ``wait_s``), else
+    one of its own."""
     deadline = time.monotonic() + wait_s
     while True:
         launched = _launched(job_dir, run_token, node_ranks)
@@ -96,17 +77,15 @@ def join_attempt(job_dir: Path, run_token: str, node_ranks: Sequence[int], wait_
 
 
 def attempt_of_launch(job_dir: Path, run_token: str) -> Attempt:
-    """The attempt of launch ``run_token``, for a record written on its behalf (its node 0 left none).
-
-    A SLURM job that died or never ran: the attempt its node 0 started (named in ``current.json``, still
-    without a record), else a new one, started as node 0 would (an earlier ``trial.json`` filed first).
-    """
+    """The attempt of launch ``run_token`` for a record written on its behalf (a SLURM job that died or never ran):
+    the one its node 0 started and left without a record, else one started as node 0 would."""
     launched = _launched(job_dir, run_token, ())
     return launched if launched is not None else start_attempt(job_dir, run_token)
 
 
 def _launched(job_dir: Path, run_token: str, node_ranks: Sequence[int]) -> Optional[Attempt]:
-    """The attempt ``current.json`` names for ``run_token`` unless it already has a record of its own or of ``node_ranks``."""
+    """The attempt ``current.json`` names for ``run_token`` unless it has a record of its own or of ``node_ranks`` (an
+    earlier launch's: a static run token is the same on every resume)."""
     root = job_dir / ATTEMPTS_DIR
     try:
         current = read_json(root / CURRENT_FILE)
@@ -121,11 +100,8 @@ def _launched(job_dir: Path, run_token: str, node_ranks: Sequence[int]) -> Optio
 
 
 def attempt_for(job_dir: Path, plan: NodePlan) -> Attempt:
-    """This driver's attempt of the launch ``plan`` describes.
-
-    Node 0 starts one; a node whose records node 0 reads from the shared job dir joins it; any other
-    node (its own job dir: static with ``shared_dir=false``) starts one of its own.
-    """
+    """This driver's attempt of the launch ``plan`` describes: node 0 starts one, a node sharing its job dir joins it,
+    any other node (static with ``shared_dir=false``) starts one of its own."""
     if plan.owner:
         return start_attempt(job_dir, plan.run_token)
     if plan.peer_records:
@@ -140,20 +116,18 @@ def new_attempt(job_dir: Path) -> Attempt:
         root.mkdir(parents=True, exist_ok=True)
         number = 1 + max((int(p.name) for p in root.iterdir() if p.name.isdigit()), default=0)
         while True:
-            folder = root / str(number)
             try:
-                folder.mkdir()
+                (root / str(number)).mkdir()
+                return Attempt(number, root / str(number))
             except FileExistsError:
                 number += 1
-                continue
-            return Attempt(number, folder)
 
 
-def set_aside_previous_attempt(job_dir: Path) -> Optional[Path]:
+def set_aside_previous_attempt(job_dir: Path) -> None:
     """Move what an attempt left directly in ``job_dir`` (the layout before attempt folders) into ``previous/<n>/``."""
     present = [name for name in ATTEMPT_ENTRIES if (job_dir / name).exists()]
     if not present:
-        return None
+        return
     attempt = 1
     while (job_dir / "previous" / str(attempt)).exists():
         attempt += 1
@@ -161,7 +135,6 @@ def set_aside_previous_attempt(job_dir: Path) -> Optional[Path]:
     target.mkdir(parents=True)
     for name in present:
         shutil.move(str(job_dir / name), str(target / name))
-    return target
 
 
 def _file_last_record(job_dir: Path) -> None:

@@ -1,13 +1,8 @@
-"""Every check a trial's config passes before anything is launched: the values, the workload (a user's script,
-a framework), Ray Train, the cluster backend, the tool, the command templates and the CPU pinning.
-
-Each refusal is one line (:class:`~ddpbench.errors.DdpbenchError`) naming the key and why, raised before any
-job dir is written or any process started.
-"""
+"""Every check a trial's config passes before anything is launched or any job dir is written: values, workload,
+Ray Train, cluster backend, tool, command templates and CPU pinning; each refusal is one line naming the key."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 from typing import Any, Optional
@@ -17,10 +12,10 @@ from ddpbench.config import DdpbenchConfig, WorkloadConfig, validate
 from ddpbench.errors import ConfigError
 from ddpbench.trial import artifacts, ray_train
 from ddpbench.trial import command as commands
-from ddpbench.trial.frameworks import FRAMEWORKS, records_enabled, script_frameworks
 from ddpbench.trial.pinning import trial_pinning
-from ddpbench.trial.script_workload import is_user_script, script_args, script_file
-from ddpbench.trial.tool import check_tool
+from ddpbench.trial.script_workload import (FRAMEWORKS, is_user_script, records_enabled, script_args, script_file,
+                                            script_frameworks)
+from ddpbench.trial.tool import check_tool, module_found
 from ddpbench.versions.arm import Arm, resolve_arm
 from ddpbench.workload.frameworks import ENV_TOOL, ENV_TRACEML_CALLBACK
 
@@ -107,15 +102,13 @@ def check_script_workload(cfg: DdpbenchConfig) -> None:
                  w.path)
         _require(not script_args(cfg), "workload.args", "only applies with workload=script", w.args)
         _require(not w.records, "workload.records", "only applies with workload=script", w.records)
-        check_frameworks(cfg)
-        return
-    _require(not w.script, "workload.path", f"a built-in workload runs workload.script={w.script!r}; use workload=script",
-             w.path)
-    script_args(cfg)
-    path = script_file(cfg)
-    _require(path.is_file(), "workload.path", f"no such file: {path}", w.path)
+    else:
+        _require(not w.script, "workload.path",
+                 f"a built-in workload runs workload.script={w.script!r}; use workload=script", w.path)
+        script_args(cfg)
+        _require(script_file(cfg).is_file(), "workload.path", f"no such file: {script_file(cfg)}", w.path)
     check_frameworks(cfg)
-    refusal = _script_refusal(cfg)
+    refusal = _script_refusal(cfg) if is_user_script(cfg) else None
     if refusal is not None:
         raise ConfigError(f"workload=script with {refusal}")
 
@@ -143,11 +136,7 @@ def check_frameworks(cfg: DdpbenchConfig) -> None:
         if refusal is not None:
             raise ConfigError(f"workload={cfg.workload.name} with {refusal}")
     for name in (framework,) if framework else script_frameworks(cfg):
-        try:
-            found = importlib.util.find_spec(name) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
+        if not module_found(name):
             user = f"workload.path={cfg.workload.path!r}: the script imports" if not framework else \
                 f"workload={cfg.workload.name}: trains with"
             raise ConfigError(f"{user} {name}, which is not installed (pip install {FRAMEWORKS.get(name, name)}, "

@@ -1,9 +1,6 @@
-"""Turn a mode's command template and the config into the argv and environment of one node agent.
-
-A mode's ``command`` is a list of tokens. ``{name}`` placeholders are filled from
-:class:`LaunchContext`; a token that is exactly ``{workload_args}`` or ``{tool_args}`` expands
-to a list. Unknown placeholders are a :class:`~ddpbench.errors.ConfigError`.
-"""
+"""Turn a mode's command template and the config into the argv and environment of one node agent: ``{name}``
+placeholders are filled from :class:`LaunchContext` (an unknown one is a ConfigError); a token that is exactly
+``{workload_args}`` or ``{tool_args}`` expands to a list."""
 
 from __future__ import annotations
 
@@ -14,12 +11,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Dict, List, Mapping, Sequence
 
-
 from ddpbench.cluster import backend_for
 from ddpbench.choices import GcMode, HostSyncPattern, StopKind, SwitchWhat
 from ddpbench.config import DdpbenchConfig, switches, switching_seed
-from ddpbench.trial import frameworks, ray_train, wrapped
-from ddpbench.trial.script_workload import is_user_script, script_args, script_file
+from ddpbench.trial import ray_train, wrapped
+from ddpbench.trial.script_workload import is_user_script, recorder_environment, script_args, script_file
 from ddpbench.errors import ConfigError
 from ddpbench.formats.layout import AttemptLayout
 from ddpbench.workload import recorder
@@ -64,17 +60,8 @@ class LaunchContext:
         return AttemptLayout(Path(self.job_dir))
 
 
-def make_context(
-    cfg: DdpbenchConfig,
-    arm: Arm,
-    *,
-    node_rank: int,
-    master_addr: str,
-    master_port: int,
-    aggregator_port: int,
-    run_name: str,
-    job_dir: Path,
-) -> LaunchContext:
+def make_context(cfg: DdpbenchConfig, arm: Arm, *, node_rank: int, master_addr: str, master_port: int,
+                 aggregator_port: int, run_name: str, job_dir: Path) -> LaunchContext:
     """Fill a :class:`LaunchContext` from the config, the trial's arm and the values chosen at launch."""
     return LaunchContext(
         python=arm.python,
@@ -117,11 +104,8 @@ def rank_args(cfg: DdpbenchConfig, metrics_dir: str) -> RankArgs[Sizes]:
 
 
 def workload_args(cfg: DdpbenchConfig, metrics_dir: str) -> List[str]:
-    """The workload's command-line arguments for this config: :func:`rank_args` rendered, the workload's sizes
-    (``workload.size_args``), then the backend's and the mode's own (a later flag wins).
-
-    A user's own script (``workload=script``) gets its own ``workload.args`` and nothing of ddpbench's.
-    """
+    """The workload's arguments: :func:`rank_args` rendered, ``workload.size_args``, then the backend's and the mode's
+    own (a later flag wins); a user's own script gets its ``workload.args`` and nothing of ddpbench's."""
     if is_user_script(cfg):
         return script_args(cfg)
     sizes = [f"--{key}={value}" for key, value in cfg.workload.size_args.items()]
@@ -145,12 +129,8 @@ def render_command(template: Sequence[str], context: LaunchContext, lists: Mappi
     """Fill ``template`` with ``context``; ``lists`` maps each list token to its expansion."""
     values = context.placeholders()
     argv: List[str] = []
-    for token in template:
-        token = str(token)
-        if token in lists:
-            argv.extend(lists[token])
-        else:
-            argv.append(_fill(token, values))
+    for token in map(str, template):
+        argv.extend(lists[token] if token in lists else [_fill(token, values)])
     return argv
 
 
@@ -160,20 +140,14 @@ def fill_placeholders(text: str, context: LaunchContext) -> str:
 
 
 def node_command(cfg: DdpbenchConfig, arm: Arm, context: LaunchContext) -> List[str]:
-    """The argv of one node agent for ``cfg.mode``: its ``wrapper`` then its command (the arm's).
-
-    A first token naming ``mode.requires_executable`` runs the executable from where it was found. Under a
-    wrapper the command runs in :mod:`ddpbench.trial.wrapped`'s shell, which records its exit status.
-    A Ray Train workload runs its driver instead (:mod:`ddpbench.trial.ray_train`).
-    """
+    """The argv of one node agent: the mode's ``wrapper`` (then :mod:`~ddpbench.trial.wrapped`'s shell) and the arm's
+    command, ``mode.requires_executable`` from where it was found; a Ray Train workload's driver instead."""
     if ray_train.is_ray_train(cfg):  # one driver places the workers: the mode gives its trainer, not a command
         return ray_train.driver_command(cfg, context.python, context.attempt.ray_storage, context.run_name,
                                         lambda text: fill_placeholders(text, context),
                                         workload_args(cfg, context.metrics_dir))
-    lists = {
-        "{workload_args}": workload_args(cfg, context.metrics_dir),
-        "{tool_args}": [_fill(str(arg), context.placeholders()) for arg in cfg.mode.tool_args],
-    }
+    lists = {"{workload_args}": workload_args(cfg, context.metrics_dir),
+             "{tool_args}": [fill_placeholders(str(arg), context) for arg in cfg.mode.tool_args]}
     argv = render_command(cfg.mode.wrapper, context, lists)
     if argv:  # the wrapper's own exit status need not be its command's (py-spy): record the command's
         argv += wrapped.recording_prefix(context.attempt.command_status(context.node_rank))
@@ -205,26 +179,11 @@ def node_environment(cfg: DdpbenchConfig, arm: Arm, context: LaunchContext,
         env[TOOL_MODULE_ENV] = str(cfg.mode.requires or "")
     for key in recorder.RECORDER_ENV:  # never an outer run's: only this trial's recorder settings
         env.pop(key, None)
-    env.update(recorder_environment(cfg, context.metrics_dir))
-    env.update(frameworks.hook_environment(cfg, env))
+    env.update(recorder_environment(cfg, context.metrics_dir, env.get("PYTHONPATH", "")))
     return env
-
-
-def recorder_environment(cfg: DdpbenchConfig, metrics_dir: str) -> Dict[str, str]:
-    """What ``ddpbench.workload.recorder`` reads in a user's script with records on (trial.frameworks); else nothing."""
-    if not frameworks.records_enabled(cfg):
-        return {}
-    stop, fault = cfg.stop, cfg.fault
-    return recorder.environment(
-        metrics_dir, warmup_steps=stop.warmup_steps, save_step_times=bool(cfg.trial.save_step_times),
-        workload=script_file(cfg).name, steps=stop.steps if stop.kind == "steps" and not stop.from_script else None,
-        duration_s=stop.duration_sec if stop.kind == "duration" else None, check_every=stop.check_every,
-        clock_skew_s=fault.clock_skew_sec, fault_rank=fault.rank,
-    )
 
 
 def summary_path(cfg: DdpbenchConfig, context: LaunchContext) -> Path | None:
     """Where the mode's tool writes its own summary, or None."""
-    if not cfg.mode.summary_file:
-        return None
-    return Path(context.job_dir) / _fill(str(cfg.mode.summary_file), context.placeholders())
+    summary = cfg.mode.summary_file
+    return Path(context.job_dir) / fill_placeholders(str(summary), context) if summary else None

@@ -1,11 +1,9 @@
-"""What a trial ran on: versions and hardware, for trial.json's ``environment``.
-
-The driver never imports torch (seconds of start-up per trial); torch, CUDA, NCCL and GPU
-facts come from the ranks' own records.
-"""
+"""What a trial ran on: versions and hardware, for trial.json's ``environment``. The driver never imports torch
+(seconds of start-up per trial): torch, CUDA, NCCL and GPU facts come from the ranks' own records."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import platform
@@ -43,12 +41,10 @@ def git_commit() -> Optional[str]:
 @functools.lru_cache(maxsize=1)
 def cpu_model() -> Optional[str]:
     """The CPU's model name from /proc/cpuinfo, else platform.processor()."""
-    try:
+    with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
     return platform.processor() or None
 
 

@@ -1,72 +1,62 @@
-"""The guard: runs one node agent's command and guarantees that nothing it started outlives it.
-
-Started by the driver as ``python -m ddpbench.trial.guard --record FILE --parent PID -- CMD...``
-in a new session. It
-
-- asks the kernel to send it SIGTERM when the driver dies, even by SIGKILL (``PR_SET_PDEATHSIG``);
-- becomes a child subreaper (``PR_SET_CHILD_SUBREAPER``), so processes its command orphans (TraceML
-  starts its aggregator and torchrun in sessions of their own) are re-parented to it, not to init;
-- on SIGTERM/SIGINT/SIGHUP, or after the command exits, SIGKILLs every remaining descendant;
-- starts the command with a parent-death signal of SIGKILL, so it ends with the guard even when the guard
-  is SIGKILLed (a scheduler ending a job); the built-in workloads' ranks do the same with their launcher;
-- writes FILE (JSON): ``spawn_epoch``, ``exit_epoch``, ``wall_s`` (monotonic, spawn to exit of the
-  command: what shell ``time`` reports), ``exit_code``, ``signal``, ``leftovers_killed``.
-
-It imports nothing heavy: its start-up cost is a bare interpreter's, paid equally by every mode.
+"""The guard: runs one node agent's command (``python -m ddpbench.trial.guard --record FILE --parent PID -- CMD...``,
+in a new session) so that nothing it started outlives it: it gets SIGTERM when the driver dies, even by SIGKILL
+(``PR_SET_PDEATHSIG``), adopts what its command orphans (a child subreaper: TraceML starts its aggregator and torchrun
+in sessions of their own) and SIGKILLs every descendant left. It writes FILE (JSON): ``spawn_epoch``, ``exit_epoch``,
+``wall_s`` (monotonic, spawn to exit of the command: what shell ``time`` reports), ``exit_code``, ``signal``,
+``leftovers_killed``. It imports nothing heavy: its start-up cost is a bare interpreter's, paid equally by every mode.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
-from typing import List, Optional
+from typing import Dict, List, Mapping, Optional, Sequence
 
 from ddpbench.errors import error_line
 from ddpbench.io import write_json_atomic
 from ddpbench.workload.lifetime import become_subreaper, signal_on_parent_death
 
 
-def _die_with_guard() -> None:
-    """In the command's process, before exec: SIGKILL it when the guard dies."""
-    signal_on_parent_death(signal.SIGKILL)
-
-
-def descendants(root_pid: int) -> List[int]:
-    """Every live process below ``root_pid``, from /proc (children before grandchildren)."""
-    children: dict[int, List[int]] = {}
+def process_stats() -> Dict[int, List[str]]:
+    """Every process visible now: pid -> the fields of its /proc/<pid>/stat after the name (state, ppid, ...)."""
+    stats: Dict[int, List[str]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat", "rb") as handle:
-                stat = handle.read()
+                stat = handle.read().decode("ascii", "replace")
         except OSError:
             continue
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if fields[0] == b"Z":
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry))
-    found: List[int] = []
+        stats[int(entry)] = stat[stat.rfind(")") + 2 :].split()
+    return stats
+
+
+def descendants(root_pid: int, stats: Optional[Mapping[int, Sequence[str]]] = None) -> List[int]:
+    """Every process below ``root_pid`` in ``stats`` (default: the live ones now), children before grandchildren."""
+    if stats is None:
+        stats = {pid: fields for pid, fields in process_stats().items() if fields[0] != "Z"}
+    children: Dict[int, List[int]] = {}
+    for pid, fields in stats.items():
+        children.setdefault(int(fields[1]), []).append(pid)
+    found: Dict[int, None] = {}  # ordered, and safe against a pid reused while /proc was read
     frontier = [root_pid]
     while frontier:
-        pid = frontier.pop()
-        for child in children.get(pid, []):
-            found.append(child)
-            frontier.append(child)
-    return found
+        for child in children.get(frontier.pop(), []):
+            if child != root_pid and child not in found:
+                found[child] = None
+                frontier.append(child)
+    return list(found)
 
 
 def _reap() -> None:
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0] != 0:
+            pass
 
 
 def kill_descendants(root_pid: int, deadline_s: float = 5.0) -> int:
@@ -78,11 +68,9 @@ def kill_descendants(root_pid: int, deadline_s: float = 5.0) -> int:
         if not pids:
             break
         for pid in pids:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
                 killed += 1
-            except ProcessLookupError:
-                pass
         _reap()
         time.sleep(0.02)
     _reap()
@@ -105,32 +93,27 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 143
 
     me = os.getpid()
-    caught: list[int] = []
+
+    def write_record(exit_epoch: float, wall_s: float, code: Optional[int], signum: Optional[int],
+                     leftovers: Optional[int]) -> None:
+        write_json_atomic(record_path, {"spawn_epoch": spawn_epoch, "exit_epoch": exit_epoch, "wall_s": wall_s,
+                                        "exit_code": code, "signal": signum, "leftovers_killed": leftovers})
 
     def on_signal(signum: int, _frame: object) -> None:
-        caught.append(signum)
         kill_descendants(me)
-        write_json_atomic(
-            record_path,
-            {"spawn_epoch": spawn_epoch, "exit_epoch": time.time(), "wall_s": time.monotonic() - start,
-             "exit_code": None, "signal": signum, "leftovers_killed": None},
-        )
+        write_record(time.time(), time.monotonic() - start, None, signum, None)
         os._exit(128 + signum)
 
     spawn_epoch = time.time()
     start = time.monotonic()
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, on_signal)
-    child = subprocess.Popen(command, stdin=subprocess.DEVNULL, preexec_fn=_die_with_guard)
+    child = subprocess.Popen(command, stdin=subprocess.DEVNULL,  # the command is SIGKILLed when the guard dies
+                             preexec_fn=lambda: signal_on_parent_death(signal.SIGKILL))
     code = child.wait()
     wall_s = time.monotonic() - start
     exit_epoch = time.time()
-    leftovers = kill_descendants(me)
-    write_json_atomic(
-        record_path,
-        {"spawn_epoch": spawn_epoch, "exit_epoch": exit_epoch, "wall_s": wall_s, "exit_code": code,
-         "signal": None, "leftovers_killed": leftovers},
-    )
+    write_record(exit_epoch, wall_s, code, None, kill_descendants(me))
     return code if code >= 0 else 128 - code
 
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Optional, Sequence, Set, Tuple
 
-
 from ddpbench.cluster import NODE_RANK_TOKEN, NodePlan, backend_for, plan_nodes
 from ddpbench.config import DdpbenchConfig
 from ddpbench.formats import trial_record
@@ -26,8 +25,6 @@ from ddpbench.trial.job import JobInfo
 from ddpbench.trial.pinning import trial_pinning
 from ddpbench.trial.process import AgentResult, WaitOutcome, spawn_agent, stop_agent, tail, wait_agents
 from ddpbench.versions.arm import Arm
-
-__all__ = ["Launched", "LiveProgress", "launch", "launch_agents", "launch_with_retry", "run_name", "utc_now"]
 
 
 @dataclass(frozen=True)
@@ -60,25 +57,17 @@ def launch_agents(cfg: DdpbenchConfig, arm: Arm, job: JobInfo, plan: NodePlan, t
         outcome, context = launch_with_retry(cfg, arm, job, plan, timeout_s, attempt)
     load = trial_load.load_section(load_start, trial_load.sample(), n_cpus=len(pins.available),
                                    own_cpus=pins.own_cpus, cpu_affinity=pins.record())
-    nodes = {r.node_rank: _node_entry(r, socket.gethostname()) for r in outcome.results}
+    host = socket.gethostname()
+    nodes = {r.node_rank: trial_record.node_entry(
+        r.node_rank, host, wall_s=r.wall_s, exit_code=r.exit_code, spawn_epoch=r.spawn_epoch, exit_epoch=r.exit_epoch,
+        killed_by=r.killed_by, stdout=r.stdout_path, stderr=r.stderr_path) for r in outcome.results}
     return Launched(outcome, context, started_at, load, nodes)
 
 
-def _node_entry(result: AgentResult, hostname: str) -> Dict[str, Any]:
-    return trial_record.node_entry(
-        result.node_rank, hostname, wall_s=result.wall_s, exit_code=result.exit_code,
-        spawn_epoch=result.spawn_epoch, exit_epoch=result.exit_epoch, killed_by=result.killed_by,
-        stdout=result.stdout_path, stderr=result.stderr_path,
-    )
-
-
-def launch(
-    cfg: DdpbenchConfig, arm: Arm, plan: NodePlan, run_name: str, deadline: float, attempt: AttemptLayout
-) -> Tuple[WaitOutcome, Optional[commands.LaunchContext]]:
-    """Start the plan's agents in ``attempt`` and wait until ``deadline`` (monotonic); the outcome and the last context.
-
-    The agents' working dir, logs, rank records and the tool's output (``{job_dir}`` in a mode) are the attempt's.
-    """
+def launch(cfg: DdpbenchConfig, arm: Arm, plan: NodePlan, run_name: str, deadline: float,
+           attempt: AttemptLayout) -> Tuple[WaitOutcome, Optional[commands.LaunchContext]]:
+    """Start the plan's agents in ``attempt`` (their working dir and ``{job_dir}``) and wait until ``deadline``
+    (monotonic); the outcome and the last context."""
     attempt.metrics.mkdir(parents=True, exist_ok=True)
     handles = []
     context = None
@@ -153,9 +142,8 @@ class LiveProgress:
             sys.stdout.flush()
 
 
-def launch_with_retry(
-    cfg: DdpbenchConfig, arm: Arm, job: JobInfo, plan: NodePlan, timeout_s: float, attempt: AttemptLayout
-) -> Tuple[WaitOutcome, Optional[commands.LaunchContext]]:
+def launch_with_retry(cfg: DdpbenchConfig, arm: Arm, job: JobInfo, plan: NodePlan, timeout_s: float,
+                      attempt: AttemptLayout) -> Tuple[WaitOutcome, Optional[commands.LaunchContext]]:
     """Launch in ``attempt`` and wait; relaunch once with fresh ports when a port was taken under us (local only)."""
     outcome, context = launch(cfg, arm, plan, run_name(cfg, job, plan), time.monotonic() + timeout_s, attempt)
     if outcome.reason != "timeout" and plan.retry_on_port_clash and _port_clash(outcome.results):

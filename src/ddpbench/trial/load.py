@@ -1,37 +1,18 @@
 """What else ran during a trial: the trial record's ``load`` section, from two samples of /proc.
 
-:func:`sample` is taken just before the node agents start and again just after they end, never
-inside the timed loop; one sample reads ``/proc/loadavg``, ``/proc/stat``, ``/proc/uptime`` and
-every process's ``/proc/<pid>/stat`` (about 1 ms for 100 processes; see docs/accuracy.md).
-
-**Foreign CPU time** is the user + system CPU time, in seconds, of the processes outside the
-trial's process tree (the driver and its descendants) between the two samples. Per process it is
-``utime + stime + cutime + cstime`` (the last two: its children that ended and were reaped), taken
-at both samples:
-
-- a process seen at both samples counts its increase;
-- a process born after the first sample (``starttime``) counts everything it used;
-- a process seen only at the first sample counts minus what it had used by then: when it ends,
-  its whole lifetime lands in its reaper's children time, and only the part after the first
-  sample belongs to the trial's window.
-
-What it misses: a process that both starts and ends between the samples while its reaper also
-ends before the second sample; processes whose reaper is outside this PID namespace (another
-container, the host); CPU time not charged to any process (interrupts, other guests: steal time
-covers the last where the hypervisor reports it); and anything below the kernel's clock tick
-(``SC_CLK_TCK``, usually 10 ms per process and sample). The result is clamped at 0.
-
-**Steal** is the ``steal`` column of ``/proc/stat``'s ``cpu`` line (CPU time the hypervisor gave to
-other guests while this one was runnable), summed over CPUs; null where the kernel has no such
-column.
+:func:`sample` is taken just before the node agents start and again just after they end, never inside the timed
+loop. Foreign CPU time and steal, and what they miss, are defined in docs/accuracy.md.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Tuple
+
+from ddpbench.trial.guard import descendants, process_stats
 
 #: clock ticks per second of the /proc times
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -72,39 +53,6 @@ def _steal_ticks(stat_text: Optional[str]) -> Optional[int]:
     return int(fields[8]) if len(fields) > 8 and fields[0] == "cpu" else None
 
 
-def _processes() -> Dict[int, Tuple[int, int, int]]:
-    """pid -> (ppid, start ticks, CPU ticks incl. reaped children) for every process visible now."""
-    found: Dict[int, Tuple[int, int, int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        text = _read(f"/proc/{entry}/stat")
-        if text is None:
-            continue
-        rest = text[text.rfind(")") + 2:].split()
-        try:
-            ppid, start = int(rest[1]), int(rest[19])
-            cpu = int(rest[11]) + int(rest[12]) + int(rest[13]) + int(rest[14])
-        except (IndexError, ValueError):
-            continue
-        found[int(entry)] = (ppid, start, cpu)
-    return found
-
-
-def _tree(processes: Mapping[int, Tuple[int, int, int]], root: int) -> set[int]:
-    """``root`` and every process below it."""
-    children: Dict[int, list[int]] = {}
-    for pid, (ppid, _, _) in processes.items():
-        children.setdefault(ppid, []).append(pid)
-    tree, frontier = {root}, [root]
-    while frontier:
-        for child in children.get(frontier.pop(), []):
-            if child not in tree:
-                tree.add(child)
-                frontier.append(child)
-    return tree
-
-
 def sample(root_pid: Optional[int] = None) -> LoadSample:
     """Read the load now; processes in ``root_pid``'s tree (default: this process's) are the trial's own."""
     t0 = time.perf_counter()
@@ -115,14 +63,19 @@ def sample(root_pid: Optional[int] = None) -> LoadSample:
     except OSError:
         load1 = None
     steal = _steal_ticks(_read("/proc/stat"))
-    processes = _processes()
-    own = _tree(processes, os.getpid() if root_pid is None else root_pid)
-    foreign = {pid: (start, cpu) for pid, (_, start, cpu) in processes.items() if pid not in own}
+    stats = process_stats()
+    root = os.getpid() if root_pid is None else root_pid
+    own = {root, *descendants(root, stats)}
+    foreign: ProcTimes = {}
+    for pid, rest in stats.items():
+        if pid not in own:  # start ticks, CPU ticks incl. reaped children
+            with contextlib.suppress(IndexError, ValueError):
+                foreign[pid] = (int(rest[19]), int(rest[11]) + int(rest[12]) + int(rest[13]) + int(rest[14]))
     return LoadSample(uptime_ticks, load1, steal, foreign, time.perf_counter() - t0)
 
 
 def foreign_ticks(start: Mapping[int, Tuple[int, int]], end: Mapping[int, Tuple[int, int]], start_uptime_ticks: int) -> int:
-    """CPU ticks the processes outside the trial used between two samples (module doc), at least 0."""
+    """CPU ticks the processes outside the trial used between two samples (docs/accuracy.md), at least 0."""
     total = 0
     for pid, (born, ticks) in end.items():
         before = start.get(pid)

@@ -1,5 +1,6 @@
-"""How a trial ended: its rank records read back, its status (ok, failed, timeout) with one line saying why,
-its exit code and its wall time, from the node entries and the rank records alone."""
+"""How a trial ended: its rank records read back, its status (ok, failed, timeout) with one line saying why, its exit
+code and its wall time, from the node entries and the rank records alone; and the figures ``workload.metrics`` reads
+from rank 0's output (docs/workload.md: the last match of each pattern, as a number, or the trial fails)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from ddpbench.config import DdpbenchConfig
 from ddpbench.formats.rank_combine import rank_consistency_error
 from ddpbench.formats.rank_record import RANK_RECORD_GLOB, read_rank_record
-from ddpbench.trial.frameworks import records_enabled, records_required
 from ddpbench.trial.process import tail
-from ddpbench.trial.script_workload import is_user_script
+from ddpbench.trial.script_workload import is_user_script, records_enabled, records_required
 
 #: a Python exception line (optionally behind torchrun's ``[rankN]: `` prefix), not torchrun's own summary
 _EXCEPTION_LINE = re.compile(r"^(\[rank\d+\]: )?(?!\S*ChildFailedError)[A-Za-z_][\w.]*(Error|Exception|Interrupt)\b:? ?.*$")
@@ -49,10 +49,8 @@ def classify(
     cfg: DdpbenchConfig,
     rank_problems: Sequence[str] = (),
 ) -> Tuple[str, Optional[str]]:
-    """The trial's status (ok/failed/timeout) and, unless ok, one line saying why.
-
-    ``rank_problems``: one line per rank record that failed validation (those records are not in ``ranks``).
-    """
+    """The trial's status (ok/failed/timeout) and, unless ok, one line saying why; ``rank_problems``: one line per
+    rank record that failed validation (not in ``ranks``)."""
     if wait_reason == "timeout":
         return "timeout", f"trial ran past its timeout of {timeout_s:.0f} s and was killed"
     missing = [r for r in range(cfg.cluster.nnodes) if r not in nodes]
@@ -80,10 +78,54 @@ def first_failing_exit_code(nodes: Mapping[int, Mapping[str, Any]]) -> Optional[
 
 
 def slowest_node_wall(nodes: Mapping[int, Mapping[str, Any]]) -> Tuple[float, float]:
-    """The trial's wall (the slowest node's own spawn-to-exit wall, s) and that node's spawn epoch.
-
-    Nodes seen only through their ranks (no shared dir) have no wall and are left out.
-    """
+    """The trial's wall (the slowest node's own spawn-to-exit wall, s) and that node's spawn epoch; nodes seen only
+    through their ranks have no wall and are left out."""
     timed = [n for n in nodes.values() if n.get("wall_s") is not None]
     slowest = max(timed, key=lambda n: float(n["wall_s"]))
     return float(slowest["wall_s"]), float(slowest["spawn_epoch"])
+
+
+def last_matches(lines: Any, patterns: Mapping[str, str]) -> Dict[str, Optional[str]]:
+    """For each name, the capture group of the last line ``patterns[name]`` matches in ``lines`` (None: no match)."""
+    compiled = {name: re.compile(pattern) for name, pattern in patterns.items()}
+    found: Dict[str, Optional[str]] = {name: None for name in patterns}
+    for line in lines:
+        for name, regex in compiled.items():
+            match = regex.search(line)
+            if match is not None:
+                found[name] = match.group(1)
+    return found
+
+
+def _number(text: Optional[str]) -> Optional[float]:
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def apply_metrics(cfg: DdpbenchConfig, nodes: Mapping[int, Mapping[str, Any]], status: str,
+                  error: Optional[str]) -> Tuple[Optional[Dict[str, Any]], str, Optional[str]]:
+    """The trial record's ``metrics`` from node 0's stdout log (None when the config asks for no figure), and the
+    trial's status and error: an ok trial where a pattern found no number becomes failed."""
+    patterns = {str(name): str(pattern) for name, pattern in cfg.workload.metrics.items()}
+    if not patterns:
+        return None, status, error
+    stdout = (nodes.get(0) or {}).get("stdout")
+    path = Path(stdout) if stdout else None
+    if path is not None and path.is_file():
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            found = last_matches(handle, patterns)
+    else:
+        found = {name: None for name in patterns}
+    units = cfg.workload.units
+    metrics = {name: {"value": _number(found[name]), "unit": units.get(name), "source": pattern}
+               for name, pattern in patterns.items()}
+    where = f"rank 0's output ({path})"
+    for name, pattern in patterns.items():
+        what = "matched nothing" if found[name] is None else f"captured {found[name]!r}, not a number,"
+        if metrics[name]["value"] is None and status == "ok":
+            return metrics, "failed", f"workload.metrics.{name}: pattern {pattern!r} {what} in {where}"
+    return metrics, status, error

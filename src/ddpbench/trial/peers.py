@@ -1,12 +1,9 @@
-"""The nodes of one trial beside node 0: what a peer's driver leaves for node 0 and tells its own sweeper, and
-how node 0 gathers the peers' node entries (their records in the attempt's shared folder, or their ranks).
-
-Node 0 (the owner) writes the trial record; every other node writes its node records into node 0's attempt
-(``AttemptLayout.node_record``) and ends with a :class:`~ddpbench.trial.summary.NodeDone`.
-"""
+"""The nodes of one trial beside node 0: a peer writes its node records into node 0's attempt and ends with a
+:class:`~ddpbench.trial.summary.NodeDone`; node 0 gathers them (or reads the peers' ranks)."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import time
 from typing import Any, Dict, Mapping, Optional, Sequence
@@ -51,21 +48,16 @@ def skip_node(cfg: DdpbenchConfig, job: JobInfo, plan: NodePlan, attempt: Attemp
 def _await_peer_nodes(attempt: AttemptLayout, expected: Sequence[int], deadline: float) -> Dict[int, Dict[str, Any]]:
     found: Dict[int, Dict[str, Any]] = {}
     while True:
-        for node_rank in expected:
-            if node_rank in found:
-                continue
-            try:
+        for node_rank in (r for r in expected if r not in found):
+            with contextlib.suppress(OSError, ValueError):
                 found[node_rank] = read_json(attempt.node_record(node_rank))
-            except (OSError, ValueError):
-                pass
         if len(found) == len(expected) or time.monotonic() >= deadline:
             return found
         time.sleep(0.2)
 
 
-def peer_nodes(
-    cfg: DdpbenchConfig, attempt: AttemptLayout, plan: NodePlan, own: Mapping[int, Any], ranks: Sequence[Mapping[str, Any]]
-) -> Dict[int, Dict[str, Any]]:
+def peer_nodes(cfg: DdpbenchConfig, attempt: AttemptLayout, plan: NodePlan, own: Mapping[int, Any],
+               ranks: Sequence[Mapping[str, Any]]) -> Dict[int, Dict[str, Any]]:
     """Node 0: the other nodes' entries, from their node records in this attempt's shared folder (waited for, bounded
     by ``plan.peer_record_wait_s``) or from their ranks."""
     peers = [r for r in range(cfg.cluster.nnodes) if r not in own]

@@ -1,16 +1,5 @@
-"""The trial's side of ``cluster.cpu_affinity``: plan the cores, pin the driver, hand the ranks their plan.
-
-The ranks pin themselves (:mod:`ddpbench.workload.affinity`, by host slot) from the plan the
-driver puts in :data:`~ddpbench.workload.affinity.AFFINITY_ENV`. While the agents run, the driver
-pins itself to the CPUs the plan keeps for the others, so the node agents and the tool (which
-inherit the driver's mask when spawned) stay off the ranks' CPUs where the machine has CPUs to
-spare; with no more CPUs than ranks they all share (the record's ``note`` says so).
-
-Where the ranks run: ``kind: local`` runs every node agent on this host (``nnodes`` ×
-``nproc_per_node`` ranks here), ``kind: static`` one agent per host (``nproc_per_node`` ranks
-here); any other backend (SLURM) runs agents on hosts this driver does not see, so the ranks get
-``auto`` and plan from their own CPUs, or a listed plan unchecked, and the driver is not pinned.
-"""
+"""The trial's side of ``cluster.cpu_affinity`` (docs/accuracy.md): plan this host's cores, pin the driver to the
+others' CPUs while the agents run, and hand the ranks their plan (they pin themselves: ddpbench.workload.affinity)."""
 
 from __future__ import annotations
 
@@ -18,7 +7,6 @@ import contextlib
 import os
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, Optional
-
 
 from ddpbench.config import DdpbenchConfig
 from ddpbench.errors import ConfigError

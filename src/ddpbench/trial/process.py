@@ -1,12 +1,10 @@
-"""Start node agents under a guard, wait for them with a watchdog, and stop them completely.
-
-Every agent runs as ``python -m ddpbench.trial.guard ... -- CMD`` in a session of its own
-(see :mod:`ddpbench.trial.guard`). Waiting happens in the calling thread by polling, because
-the guard's parent-death signal fires when the thread that spawned it ends.
-"""
+"""Start node agents under a guard (:mod:`ddpbench.trial.guard`, each in a session of its own), wait for them with a
+watchdog, and stop them completely. Waiting polls in the calling thread: the guard's parent-death signal fires when
+the thread that spawned it ends."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -81,25 +79,16 @@ def stop_agent(handle: AgentHandle) -> None:
     """Stop an agent and everything it started: SIGTERM to its guard, then SIGKILL the rest."""
     process = handle.process
     if process.poll() is None:
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired, ProcessLookupError):
             process.send_signal(signal.SIGTERM)
             process.wait(timeout=GUARD_GRACE_S)
-        except (subprocess.TimeoutExpired, ProcessLookupError):
-            pass
-    leftovers = descendants(process.pid) if process.poll() is None else []
-    for pid in leftovers:
-        try:
+    for pid in descendants(process.pid) if process.poll() is None else []:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(timeout=GUARD_GRACE_S)
-    except subprocess.TimeoutExpired:
-        pass
     if handle.exit_monotonic is None:
         handle.exit_monotonic = time.monotonic()
 
@@ -107,39 +96,25 @@ def stop_agent(handle: AgentHandle) -> None:
 def _result(handle: AgentHandle, killed_by: Optional[str]) -> AgentResult:
     exit_monotonic = handle.exit_monotonic or time.monotonic()
     record: dict = {}
-    try:
+    with contextlib.suppress(OSError, ValueError):
         record = json.loads(handle.record_path.read_text())
-    except (OSError, ValueError):
-        pass
-    exit_code = handle.process.returncode
-    if record.get("exit_code") is not None and killed_by is None:
-        exit_code = record["exit_code"]
-    if killed_by is not None:
-        exit_code = None
+    own = killed_by is None  # a stopped agent's code and wall are not its command's
+    recorded_code = record.get("exit_code")
     return AgentResult(
         node_rank=handle.node_rank,
-        exit_code=exit_code,
-        wall_s=float(record["wall_s"]) if "wall_s" in record and killed_by is None else exit_monotonic - handle.spawn_monotonic,
+        exit_code=(handle.process.returncode if recorded_code is None else recorded_code) if own else None,
+        wall_s=float(record["wall_s"]) if "wall_s" in record and own else exit_monotonic - handle.spawn_monotonic,
         spawn_epoch=float(record.get("spawn_epoch", handle.spawn_epoch)),
         exit_epoch=float(record.get("exit_epoch", handle.spawn_epoch + exit_monotonic - handle.spawn_monotonic)),
-        stdout_path=str(handle.stdout_path),
-        stderr_path=str(handle.stderr_path),
-        killed_by=killed_by,
+        stdout_path=str(handle.stdout_path), stderr_path=str(handle.stderr_path), killed_by=killed_by,
     )
 
 
-def wait_agents(
-    handles: Sequence[AgentHandle],
-    deadline_monotonic: float,
-    peer_grace_s: float = 15.0,
-    on_tick: Optional[Callable[[], None]] = None,
-) -> WaitOutcome:
-    """Wait for every agent until ``deadline_monotonic``.
-
-    An agent still running at the deadline is stopped (``timeout``). When one agent fails,
-    the others get ``peer_grace_s`` to end on their own before they are stopped (``peer_failed``).
-    KeyboardInterrupt stops every agent and propagates. ``on_tick`` (live progress) runs every poll.
-    """
+def wait_agents(handles: Sequence[AgentHandle], deadline_monotonic: float, peer_grace_s: float = 15.0,
+                on_tick: Optional[Callable[[], None]] = None) -> WaitOutcome:
+    """Wait for every agent until ``deadline_monotonic`` (then stop the rest: ``timeout``); once one fails, the others
+    get ``peer_grace_s`` to end on their own (then ``peer_failed``). Any exception stops every agent and propagates.
+    ``on_tick`` (live progress) runs every poll."""
     failed_at: Optional[float] = None
     reason = "exited"
     killed: Dict[int, str] = {}
@@ -158,17 +133,11 @@ def wait_agents(
                     failed_at = now
             if not running:
                 break
-            if now >= deadline_monotonic:
-                reason = "timeout"
+            if now >= deadline_monotonic or (failed_at is not None and now - failed_at >= peer_grace_s):
+                reason = "timeout" if now >= deadline_monotonic else "peer_failed"
                 for handle in running:
                     stop_agent(handle)
-                    killed[handle.node_rank] = "timeout"
-                break
-            if failed_at is not None and now - failed_at >= peer_grace_s:
-                reason = "peer_failed"
-                for handle in running:
-                    stop_agent(handle)
-                    killed[handle.node_rank] = "peer_failed"
+                    killed[handle.node_rank] = reason
                 break
             if on_tick is not None:
                 on_tick()

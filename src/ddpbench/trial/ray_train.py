@@ -1,21 +1,16 @@
-"""``workload=ray_train`` on the trial side: what it refuses before anything runs, and its driver's command.
-
-A Ray Train workload (``workload.trains`` set) places its own workers: the trial runs ONE agent, the driver
-(:mod:`ddpbench.workload.ray_train`), on this host under the guard, whatever the mode's ``command`` says;
-the mode contributes its ``ray_trainer`` (the trainer class and its own arguments, as data) and its
-environment. ``cluster.kind: ray`` connects the driver to ``cluster.ray.address``; ``cluster.kind: local``
-gives it a Ray instance of its own on this host.
-"""
+"""``workload=ray_train`` on the trial side (docs/ray.md): what it refuses before anything runs, and the command of
+its one agent, the driver (:mod:`ddpbench.workload.ray_train`), which runs the mode's ``ray_trainer`` instead of its
+``command`` and places the workers itself."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any, List
 
 from ddpbench.config import DdpbenchConfig
 from ddpbench.errors import ConfigError, ToolMissingError
+from ddpbench.trial.tool import module_found
 
 #: cluster kinds a Ray Train workload runs on
 KINDS = ("local", "ray")
@@ -26,13 +21,6 @@ DRIVER = "ddpbench.workload.ray_train"
 def is_ray_train(cfg: DdpbenchConfig) -> bool:
     """Whether the workload is trained by Ray Train (``workload.trains`` set: workload=ray_train)."""
     return cfg.workload.trains is not None
-
-
-def _found(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 def check(cfg: DdpbenchConfig) -> None:
@@ -68,11 +56,11 @@ def check(cfg: DdpbenchConfig) -> None:
     if str(c.cpu_affinity) != "none":
         raise ConfigError(f"cluster.cpu_affinity={c.cpu_affinity}: Ray places workload=ray_train's workers; "
                           "use none")
-    if not (_found("ray") and _found("ray.train.torch")):
+    if not (module_found("ray") and module_found("ray.train.torch")):
         raise ToolMissingError("workload=ray_train needs Ray Train, which is not installed: "
                                "pip install 'ddpbench[ray]'")
     module = spec["_target_"].rpartition(".")[0]
-    if not _found(module):
+    if not module_found(module):
         raise ToolMissingError(f"mode={mode.name}: its ray_trainer's module {module} is not installed")
 
 

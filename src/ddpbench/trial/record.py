@@ -17,10 +17,10 @@ from ddpbench.trial import command as commands
 from ddpbench.trial.attempts import Attempt
 from ddpbench.trial.job import JobInfo
 from ddpbench.trial.launch import Launched, utc_now
-from ddpbench.trial.outcome import classify, first_failing_exit_code, read_rank_records, slowest_node_wall
+from ddpbench.trial.outcome import (apply_metrics, classify, first_failing_exit_code, read_rank_records,
+                                   slowest_node_wall)
 from ddpbench.trial.peers import peer_nodes
 from ddpbench.trial.process import tail
-from ddpbench.trial.script_metrics import apply_metrics
 from ddpbench.versions.arm import Arm
 
 
@@ -55,10 +55,8 @@ def trial_meta(cfg: DdpbenchConfig, job: JobInfo, *, started_at: str, ended_at: 
     }
 
 
-def owner_record(
-    cfg: DdpbenchConfig, arm: Arm, job: JobInfo, plan: NodePlan, timeout_s: float, attempt: Attempt,
-    plain: Dict[str, Any], launched: Launched,
-) -> Dict[str, Any]:
+def owner_record(cfg: DdpbenchConfig, arm: Arm, job: JobInfo, plan: NodePlan, timeout_s: float, attempt: Attempt,
+                 plain: Dict[str, Any], launched: Launched) -> Dict[str, Any]:
     """Node 0's trial record: every node and rank gathered, the trial classified, the tool's output inspected."""
     ranks, rank_problems = read_rank_records(attempt.layout.metrics)
     nodes = {**launched.nodes, **peer_nodes(cfg, attempt.layout, plan, launched.nodes, ranks)}
@@ -92,10 +90,8 @@ def owner_record(
 
 
 def _read_optional_json(path: Optional[Path]) -> Optional[Dict[str, Any]]:
-    if path is None or not path.exists():
-        return None
     try:
-        return read_json(path)
+        return read_json(path) if path is not None else None
     except (OSError, ValueError):
         return None
 

@@ -1,11 +1,7 @@
-"""Run one trial: launch the node agents this driver owns, time them, collect rank records, write trial.json.
+"""Run one trial, the body of one Hydra job: the flow from the checks to node 0's trial.json (a module per step).
 
-This is the body of one Hydra job, and its flow: the checks (:mod:`~ddpbench.trial.checks`), the launch
-(:mod:`~ddpbench.trial.launch`), the other nodes (:mod:`~ddpbench.trial.peers`), the outcome
-(:mod:`~ddpbench.trial.outcome`) and node 0's record (:mod:`~ddpbench.trial.record`) each have a module. It
-never raises for a trial that went wrong: a crash, hang or timeout becomes a ``failed``/``timeout`` record, so
-a sweep goes on. It raises :class:`~ddpbench.errors.DdpbenchError` only for bad input, before anything is
-launched.
+A crash, hang or timeout becomes a ``failed``/``timeout`` record, so a sweep goes on; only bad input raises
+(:class:`~ddpbench.errors.DdpbenchError`), before anything is launched.
 """
 
 from __future__ import annotations
@@ -38,12 +34,8 @@ def trial_timeout_s(cfg: DdpbenchConfig) -> float:
 
 
 def run_trial(cfg: DdpbenchConfig, job: JobInfo) -> TrialOutcome:
-    """Run the trial ``cfg`` describes in ``job.job_dir``: node 0's trial record (also on disk), or a peer's NodeDone.
-
-    Steps: check the config and resolve the arm, plan the nodes, resume an ok trial, else claim an attempt,
-    launch and wait (one retry on a port clash), then report this node to node 0 (a peer) or gather every node
-    and rank, classify and write trial.json (node 0).
-    """
+    """Run the trial ``cfg`` describes in ``job.job_dir``: node 0's trial record (also on disk), or a peer's
+    NodeDone."""
     arm = check_trial_config(cfg)
     cfg = arm.configured(cfg)
     plain = to_plain(cfg)

@@ -1,9 +1,5 @@
-"""What a finished trial tells its sweeper and its user: the typed outcome, its summary dict, the headline line.
-
-A trial's driver ends with a :data:`TrialOutcome`: node 0 (the owner) with the :class:`TrialRecord` it
-wrote or resumed, every other node with a :class:`NodeDone` (node 0's ``trial.json`` holds the trial).
-Each gives the small dict a Hydra job returns to its sweeper (:meth:`summary`).
-"""
+"""What a finished trial tells its sweeper and its user: the typed outcome (node 0's :class:`TrialRecord`, another
+node's :class:`NodeDone`), the small dict a Hydra job returns to its sweeper, and the headline line."""
 
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Union

@@ -1,8 +1,5 @@
-"""What a mode's tool needs before anything launches: its Python module or its executable.
-
-A missing tool is a :class:`~ddpbench.errors.ToolMissingError` (one line naming the package to
-install), raised before the first trial of a sweep starts.
-"""
+"""What a mode's tool needs before anything launches: its Python module or its executable (else one line naming
+the package to install: :class:`~ddpbench.errors.ToolMissingError`)."""
 
 from __future__ import annotations
 
@@ -11,45 +8,41 @@ import os
 import shutil
 import sys
 import sysconfig
-from typing import List, Optional
-
+from typing import Optional
 
 from ddpbench.config import DdpbenchConfig
 from ddpbench.errors import ToolMissingError
 from ddpbench.versions.arm import Arm, check_flags
 
 
-def executable_dirs() -> List[str]:
-    """Where an executable is looked for: PATH, then the scripts folder of this Python's environment.
+def module_found(name: str) -> bool:
+    """Whether Python module ``name`` can be imported here (without importing it)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
 
-    The second covers a virtual environment used without activating it (``.venv/bin/python -m
-    ddpbench``), where ``pip install py-spy`` put ``py-spy`` beside the interpreter.
-    """
+
+def find_executable(name: str) -> Optional[str]:
+    """The full path of executable ``name`` on PATH, else in this Python's scripts folder (a venv used without
+    activating it), or None."""
     dirs = [d for d in os.environ.get("PATH", os.defpath).split(os.pathsep) if d]
     for extra in (sysconfig.get_path("scripts"), os.path.dirname(sys.executable)):
         if extra and extra not in dirs:
             dirs.append(extra)
-    return dirs
-
-
-def find_executable(name: str) -> Optional[str]:
-    """The full path of executable ``name`` (see :func:`executable_dirs`), or None."""
-    return shutil.which(name, path=os.pathsep.join(executable_dirs()))
+    return shutil.which(name, path=os.pathsep.join(dirs))
 
 
 def check_tool(cfg: DdpbenchConfig, arm: Arm) -> None:
-    """Raise ToolMissingError when the mode's Python module or executable is missing.
-
-    An arm of a version comparison (``version`` set) checks its own environment instead: its launcher has every
-    flag the command passes (ConfigError naming the flag and the version).
-    """
+    """Raise ToolMissingError when the mode's Python module or executable is missing; an arm at its own version
+    checks instead that its launcher has every flag the command passes (ConfigError)."""
     mode = cfg.mode
     if arm.env is not None:  # an arm at its own version: its environment holds the tool
         check_flags(mode, arm.env)
         return
     package = mode.requires_package
     module = mode.requires
-    if module and importlib.util.find_spec(str(module)) is None:
+    if module and not module_found(str(module)):
         package = package or module
         raise ToolMissingError(
             f"mode={mode.name} needs the Python package '{package}' (module {module}), which is not "

@@ -1,10 +1,7 @@
-"""The exit status of a mode's command under its ``wrapper``: ``py-spy record`` exits 0 whatever its child did.
+"""The exit status of a mode's command under its ``wrapper`` (``py-spy record`` exits 0 whatever its child did).
 
-A mode with a ``wrapper`` runs ``WRAPPER /bin/sh -c SCRIPT sh COMMAND...``: the POSIX shell runs the
-command, writes its exit status (128 + N when signal N ended it) into the attempt's
-``AttemptLayout.command_status`` file, and exits with it. Once the agents have ended, an agent that exited 0 while its command did
-not takes the command's status (:func:`exit_code`). The shell is no Python process for a sampler to profile,
-and its start-up (about a millisecond) is the only cost it adds to the mode.
+A wrapped command runs as ``WRAPPER /bin/sh -c SCRIPT sh COMMAND...``: the shell (no Python process for a sampler,
+about a millisecond to start) writes the command's exit status into the attempt's ``command_status`` file.
 """
 
 from __future__ import annotations

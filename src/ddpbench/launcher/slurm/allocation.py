@@ -1,15 +1,13 @@
 """``cluster.slurm.one_allocation=true``: the whole sweep as ONE SLURM job, so every trial runs on the same nodes.
 
-The submitting driver (through its launcher's ``run_one_allocation``) writes ``<sweep>/.slurm/allocation.sbatch``
-and submits it with ``sbatch``. Its batch step runs the same sweep with the basic launcher in the same sweep
-dir, where each trial is one ``srun`` step over every node (:mod:`ddpbench.cluster.slurm.steps`); that inner sweep
-writes report.md. The submitter waits with :func:`ddpbench.cluster.slurm.wait.await_job` (queue timeout, then the
-time limit + 60 s), adds the job's id, state and log to every trial.json the job wrote, and prints the inner
-sweep's progress lines.
+The submitting driver writes ``<sweep>/.slurm/allocation.sbatch`` and submits it; its batch step runs the same sweep
+with the basic launcher in the same sweep dir. The submitter waits (bounded), adds the job to every trial.json the
+job wrote and prints the inner sweep's progress lines (docs/slurm.md).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import re
@@ -26,6 +24,7 @@ from ddpbench.config import DdpbenchConfig
 from ddpbench.errors import DdpbenchError, error_line
 from ddpbench.formats.condition import parse_overrides
 from ddpbench.formats.trial_record import TRIAL_FILE
+from ddpbench.io import read_json, write_json_atomic
 from ddpbench.cluster.slurm.wait import RESULT_GRACE_S, SLURM_CALL_TIMEOUT_S, Bounds, await_job
 
 log = logging.getLogger(__name__)
@@ -37,11 +36,8 @@ TRIAL_OVERHEAD_S = 30.0
 
 
 def wanted(launcher: Any, cfgs: Sequence[DdpbenchConfig]) -> bool:
-    """Whether this sweep runs as one allocation: the SLURM launcher and ``cluster.slurm.one_allocation``.
-
-    False inside that allocation, where the sweep runs with the basic launcher. Raises DdpbenchError when
-    only some trials ask for it or the trials use different SLURM clusters.
-    """
+    """Whether this sweep runs as one allocation: the SLURM launcher (not the basic one inside the allocation) and
+    ``cluster.slurm.one_allocation``; DdpbenchError when only some trials ask for it or their clusters differ."""
     if not hasattr(launcher, "run_one_allocation"):
         return False
     flags = {cfg.cluster.slurm.one_allocation for cfg in cfgs}
@@ -120,30 +116,28 @@ def run(params: Dict[str, Any], config: DictConfig, sweep_name: str, trial_timeo
     except (OSError, ValueError):
         rc = 1
         problem = problem or f"SLURM job {job_id} ended {outcome.state or '(forgotten)'} without an exit status"
-    _annotate_trials(sweep_dir, submitted_epoch, {"slurm_job_id": job_id, "slurm_state": outcome.state,
-                                                  "slurm_stdout": [str(out)], "slurm_stderr": [str(err)]})
-    try:  # the in-allocation driver's progress lines
+    slurm_logs = {"slurm_job_id": job_id, "slurm_state": outcome.state, "slurm_stdout": [str(out)],
+                  "slurm_stderr": [str(err)]}
+    for path in sorted(sweep_dir.glob(f"*/{TRIAL_FILE}")):
+        add_slurm_logs(path, slurm_logs, since_epoch=submitted_epoch)
+    with contextlib.suppress(OSError):  # the in-allocation driver's progress lines
         for line in out.read_text(errors="replace").splitlines():
             if re.match(r"\[\d+/\d+\] ", line):
                 print(line, flush=True)
-    except OSError:
-        pass
     if problem:
         error_line(f"{problem}; see {out} and {err}")
     return rc
 
 
-def _annotate_trials(sweep_dir: Path, since_epoch: float, slurm_logs: Dict[str, Any]) -> None:
-    """Add the allocation's SLURM entries to the ``logs`` of every trial.json it wrote."""
-    from ddpbench.io import read_json, write_json_atomic
-
-    for path in sorted(sweep_dir.glob(f"*/{TRIAL_FILE}")):
-        try:
-            if path.stat().st_mtime < since_epoch:
-                continue
-            trial = read_json(path)
-            if isinstance(trial, dict) and not trial.get("resumed"):
-                trial["logs"] = {**(trial.get("logs") or {}), **slurm_logs}
-                write_json_atomic(path, trial)
-        except (OSError, ValueError) as error:
-            log.warning(f"could not add the SLURM job to {path}: {error}")
+def add_slurm_logs(path: Path, slurm_logs: Dict[str, Any], since_epoch: float) -> None:
+    """Add a SLURM job's entries to the ``logs`` of the trial.json at ``path`` when the job wrote it (not resumed)."""
+    try:
+        if not path.exists() or path.stat().st_mtime < since_epoch:
+            return
+        trial = read_json(path)
+        if isinstance(trial, dict) and not trial.get("resumed"):
+            logs = trial.get("logs")
+            trial["logs"] = {**(logs if isinstance(logs, dict) else {}), **slurm_logs}
+            write_json_atomic(path, trial)
+    except (OSError, ValueError) as error:
+        log.warning(f"could not add the SLURM job to {path}: {error}")

@@ -1,22 +1,13 @@
-"""One SLURM job per Hydra job, every wait bounded: the substance of ``hydra/launcher=ddpbench_slurm``.
+"""One SLURM job per Hydra job, every wait bounded: ``hydra/launcher=ddpbench_slurm`` (docs/slurm.md).
 
-hydra-submitit-launcher ends with ``job.results()``, which waits forever for a job that died without
-writing its result (scancel, out of memory, time limit, node failure) on a cluster without accounting.
-Here each job is submitted on its own and awaited with :func:`ddpbench.cluster.slurm.wait.await_job`; at most
-``array_parallelism`` jobs of a batch are queued or running at once (1: the next is submitted only after
-the previous one ended). Any Hydra app can use it; for a ddpbench trial (a config with ``trial``) it also:
-
-- submits nothing for a trial whose ok ``trial.json`` of the same config is there (``trial.resume``);
-- ``timeout_min: null`` = ``ceil((trial timeout + wait_margin_s) / 60)`` per trial, so the in-job watchdog
-  fires first, then SLURM's limit, then the submitter's deadline (another app: submitit's 60 minutes);
-- a job that ended without task 0's result gets a ``failed`` ``trial.json`` (unless node 0 wrote one),
-  naming the SLURM state and submitit's logs; one past its deadline is cancelled and recorded as ``timeout``.
-
-Another app's job without a result is a failed JobReturn carrying that one line.
+Each job is submitted on its own, at most ``array_parallelism`` of a batch at once, and awaited with
+:func:`ddpbench.cluster.slurm.wait.await_job`. For a ddpbench trial it also skips an ok trial (resume), sizes the time
+limit from the trial's timeout, and writes a ``failed``/``timeout`` ``trial.json`` for a job that left no result.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import math
@@ -30,11 +21,20 @@ from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, filter_overrides
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from ddpbench.cluster.slurm.wait import (SLURM_CALL_TIMEOUT_S, Bounds, JobWait, SlurmStateError, await_job,
+                                         is_terminal, job_state, scancel)
 from ddpbench.config import DdpbenchConfig, to_plain, typed
-from ddpbench.formats.trial_record import TRIAL_FILE
-
-from ddpbench.cluster.slurm.wait import SLURM_CALL_TIMEOUT_S, Bounds, JobWait, SlurmStateError, await_job, is_terminal, \
-    job_state, scancel
+from ddpbench.formats.trial_record import TRIAL_FILE, build_trial_record, config_hash
+from ddpbench.io import read_json, write_json_atomic
+from ddpbench.launcher.slurm.allocation import add_slurm_logs
+from ddpbench.trial import environment
+from ddpbench.trial.attempts import attempt_of_launch, previous_ok
+from ddpbench.trial.job import job_info_from_hydra
+from ddpbench.trial.launch import utc_now
+from ddpbench.trial.process import tail
+from ddpbench.trial.record import trial_meta
+from ddpbench.trial.runner import trial_timeout_s
+from ddpbench.trial.summary import summary_of
 
 log = logging.getLogger(__name__)
 
@@ -136,11 +136,7 @@ class Submitter:
             cfg.hydra.job.num = idx
         job_dir = Path(str(cfg.hydra.sweep.dir)) / str(cfg.hydra.sweep.subdir)
         trial = typed(cfg) if "trial" in cfg else None
-        timeout = None
-        if trial is not None:
-            from ddpbench.trial.runner import trial_timeout_s
-
-            timeout = trial_timeout_s(trial)
+        timeout = trial_timeout_s(trial) if trial is not None else None
         minutes = self.params.get("timeout_min")
         if minutes is None:
             minutes = (DEFAULT_TIMEOUT_MIN if timeout is None
@@ -160,12 +156,8 @@ class Submitter:
         """The summary of an ok trial.json of the same config (resume), else None: something to submit."""
         if item.trial is None or not item.trial.trial.resume:
             return None
-        from ddpbench.formats import trial_record as record
-        from ddpbench.trial.attempts import previous_ok
-        from ddpbench.trial.summary import summary_of
-
         try:
-            previous = previous_ok(item.job_dir, record.config_hash(to_plain(item.trial)))
+            previous = previous_ok(item.job_dir, config_hash(to_plain(item.trial)))
         except Exception:  # an unreadable old record: just run the trial
             return None
         return None if previous is None else summary_of({**previous, "resumed": True})
@@ -178,10 +170,8 @@ class Submitter:
         if item.wait.problem:
             return no_result(item, "timeout", item.wait.problem)
         if item.wait.started is None or not is_terminal(item.wait.state):
-            try:  # the final state, for the record (results can appear before the first poll)
+            with contextlib.suppress(SlurmStateError):  # the final state (results can appear before the first poll)
                 item.wait.state = job_state(job.job_id, timeout=SLURM_CALL_TIMEOUT_S)
-            except SlurmStateError:
-                pass
         if job.task(0).paths.result_pickle.exists():
             return from_result(item)
         return no_result(item, "failed", f"SLURM job {job.job_id} ended {item.state or '(forgotten)'} without a "
@@ -191,10 +181,8 @@ class Submitter:
 def _all_results(tasks: Sequence[Any]) -> bool:
     for task in tasks:
         folder = task.paths.folder
-        try:
+        with contextlib.suppress(OSError):
             folder.chmod(folder.stat().st_mode)  # refresh a network filesystem's cache
-        except OSError:
-            pass
     return all(task.paths.result_pickle.exists() for task in tasks)
 
 
@@ -217,8 +205,6 @@ def from_result(item: Submitted) -> JobReturn:
 
 def written_by_job(item: Submitted) -> Optional[Dict[str, Any]]:
     """The trial.json node 0 wrote for this job (newer than the submission), else None."""
-    from ddpbench.io import read_json
-
     path = item.job_dir / TRIAL_FILE
     try:
         if item.trial is None or path.stat().st_mtime < item.submitted_epoch:
@@ -231,23 +217,12 @@ def written_by_job(item: Submitted) -> Optional[Dict[str, Any]]:
 
 def annotate(item: Submitted) -> None:
     """Add the SLURM job id, state and submitit log paths to the ``logs`` of the trial.json the job wrote."""
-    from ddpbench.io import write_json_atomic
-
-    trial = written_by_job(item)
-    if trial is None or trial.get("resumed"):
-        return
-    logs = trial.get("logs")
-    trial["logs"] = {**(logs if isinstance(logs, dict) else {}), **item.slurm_logs()}
-    try:
-        write_json_atomic(item.job_dir / TRIAL_FILE, trial)
-    except OSError as error:
-        log.warning(f"could not add the SLURM log paths to {item.job_dir / 'trial.json'}: {error}")
+    if item.trial is not None:
+        add_slurm_logs(item.job_dir / TRIAL_FILE, item.slurm_logs(), since_epoch=item.submitted_epoch)
 
 
 def no_result(item: Submitted, status: str, error: str) -> JobReturn:
     """A job that left no result: a trial's record (node 0's, else one written here), or a failed JobReturn."""
-    from ddpbench.trial.summary import summary_of
-
     log.warning(error)
     if item.trial is None:
         ret = job_return(item, None)
@@ -262,23 +237,14 @@ def no_result(item: Submitted, status: str, error: str) -> JobReturn:
 
 def failed_record(item: Submitted, status: str, error: str) -> Dict[str, Any]:
     """Write and return the ``status`` record of a trial whose job left none: in the attempt its node 0 started, else a new one."""
-    from ddpbench.formats import trial_record as record
-    from ddpbench.io import write_json_atomic
-    from ddpbench.trial import environment
-    from ddpbench.trial.attempts import attempt_of_launch
-    from ddpbench.trial.job import job_info_from_hydra
-    from ddpbench.trial.process import tail
-    from ddpbench.trial.record import trial_meta
-
     assert item.trial is not None and item.trial_timeout_s is not None
     slurm = item.slurm_logs()
     info = job_info_from_hydra(item.cfg.hydra, job_dir=item.job_dir, job_num=item.idx, multirun=True)
     started_at = dt.datetime.fromtimestamp(item.submitted_epoch, dt.timezone.utc).isoformat(timespec="seconds")
-    ended_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    meta = trial_meta(item.trial, info, started_at=started_at, ended_at=ended_at, timeout_s=item.trial_timeout_s)
+    meta = trial_meta(item.trial, info, started_at=started_at, ended_at=utc_now(), timeout_s=item.trial_timeout_s)
     item.job_dir.mkdir(parents=True, exist_ok=True)
     attempt = attempt_of_launch(item.job_dir, str(item.job.job_id))  # SLURM's run token is the job id
-    trial = record.build_trial_record(
+    trial = build_trial_record(
         meta=meta, config=to_plain(item.trial), status=status, exit_code=None, error=error, wall_s=None,
         spawn_epoch=item.submitted_epoch, ranks=[], nodes=[], traceml=None,
         environment=environment.describe([], []),
@@ -292,12 +258,7 @@ def failed_record(item: Submitted, status: str, error: str) -> Dict[str, Any]:
 
 def job_return(item: Submitted, summary: Optional[Dict[str, Any]]) -> JobReturn:
     """A completed JobReturn carrying ``summary`` as the job's return value."""
-    ret = JobReturn()
-    ret.overrides = list(item.overrides)
-    ret.cfg = OmegaConf.masked_copy(item.cfg, [str(k) for k in item.cfg if k != "hydra"])
-    ret.hydra_cfg = None
-    ret.working_dir = str(item.job_dir)
-    ret.task_name = str(item.cfg.hydra.job.name)
-    ret.status = JobStatus.COMPLETED
-    ret.return_value = summary
-    return ret
+    return JobReturn(overrides=list(item.overrides),
+                     cfg=OmegaConf.masked_copy(item.cfg, [str(k) for k in item.cfg if k != "hydra"]),
+                     working_dir=str(item.job_dir), task_name=str(item.cfg.hydra.job.name),
+                     status=JobStatus.COMPLETED, _return_value=summary)
