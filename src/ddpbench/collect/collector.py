@@ -95,9 +95,9 @@ def _stop_kind(condition: dict[str, Any], config: dict[str, Any]) -> Any:
     if "stop" in condition:
         return condition["stop"]
     stop = config.get("stop")
-    if isinstance(stop, str):
-        return stop
-    return next((stop[key] for key in ("kind", "name", "type") if isinstance(_object(stop).get(key), str)), None)
+    if isinstance(stop, dict):
+        stop = next((stop[key] for key in ("kind", "name", "type") if isinstance(stop.get(key), str)), None)
+    return stop if isinstance(stop, str) else None
 
 
 def _put_v2_sections(row: dict[str, Any], trial: dict[str, Any]) -> None:
@@ -172,10 +172,10 @@ def flatten_trial(trial: dict[str, Any], source_path: str = "") -> dict[str, Any
     mode = _object(_object(config).get("mode"))
     row["role"] = mode.get("role")
     _put_switching(row, trial, mode)
-    ranks, nodes = (trial.get(key) if isinstance(trial.get(key), list) else [] for key in ("ranks", "nodes"))
-    row["n_ranks"], row["n_nodes"] = len(ranks), len(nodes)
-    rates = [r.get("steps_per_s") for r in ranks if isinstance(r, dict)]
-    rates = [r for r in rates if isinstance(r, (int, float))]
+    ranks: list[Any] = trial["ranks"] if isinstance(trial.get("ranks"), list) else []
+    nodes = trial.get("nodes")
+    row["n_ranks"], row["n_nodes"] = len(ranks), len(nodes) if isinstance(nodes, list) else 0
+    rates = [r["steps_per_s"] for r in ranks if isinstance(r, dict) and isinstance(r.get("steps_per_s"), (int, float))]
     row["rank_steps_per_s_min"] = min(rates) if rates else None
     row["rank_steps_per_s_max"] = max(rates) if rates else None
     _put_v2_sections(row, trial)

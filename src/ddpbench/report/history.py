@@ -1,8 +1,5 @@
-"""``ddpbench-report --history``: the history across sweeps as ``history.md``, ``plots/history.png`` and ``index.html``.
-
-Rendering and writing only: the points and steps come from :mod:`ddpbench.analysis.history`; the page
-from :mod:`.history_page`. Every file is written atomically.
-"""
+"""``ddpbench-report --history``: the history across sweeps as ``history.md``, ``plots/history.png`` and
+``index.html`` (figures from :mod:`ddpbench.analysis.history`; every file written atomically)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""The history as one self-contained HTML page (``index.html``): what a tool's team reads and publishes.
-
-Rendering only (the figures come from :mod:`ddpbench.analysis.history`). The page loads nothing: its
-plots are inline base64 PNGs, its style is inline, it has no script, and its Content-Security-Policy
-forbids every fetch but ``data:`` images. Every string that comes from a record (mode names, versions,
-version specs, descriptions, commands, conditions, hardware, paths) goes through :func:`esc`, so a mode
-named ``<script>…`` shows as that text.
-"""
+"""The history as one self-contained HTML page (``index.html``): inline PNGs and style, no script, a CSP that
+forbids every fetch but ``data:`` images. Every string from a record goes through :func:`esc`."""
 
 from __future__ import annotations
 
