@@ -175,7 +175,8 @@ def flatten_trial(trial: dict[str, Any], source_path: str = "") -> dict[str, Any
     ranks: list[Any] = trial["ranks"] if isinstance(trial.get("ranks"), list) else []
     nodes = trial.get("nodes")
     row["n_ranks"], row["n_nodes"] = len(ranks), len(nodes) if isinstance(nodes, list) else 0
-    rates = [r["steps_per_s"] for r in ranks if isinstance(r, dict) and isinstance(r.get("steps_per_s"), (int, float))]
+    rates = [rate for r in ranks if isinstance(r, dict) for rate in [r.get("steps_per_s")]
+             if isinstance(rate, (int, float))]
     row["rank_steps_per_s_min"] = min(rates) if rates else None
     row["rank_steps_per_s_max"] = max(rates) if rates else None
     _put_v2_sections(row, trial)

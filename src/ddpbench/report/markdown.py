@@ -17,8 +17,7 @@ from ddpbench.analysis.provenance import provenance
 from ddpbench.analysis.tools import compares_several_tools
 from ddpbench.choices import Role
 from ddpbench.report.sections import (artifacts, calibration_line, details, disturbed, efficiency_line, method, setup,
-                                      stopping_section, verdict_line)
-from ddpbench.report.switching import switching_lines
+                                      stopping_section, switching_lines, verdict_line)
 from ddpbench.report.tables import ci, figure_rows_table, headline, tool_table
 
 __all__ = ["ranked_tools", "render_report"]
