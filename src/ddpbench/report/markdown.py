@@ -145,16 +145,13 @@ def render_report(
     lines += disturbed(analysis)
     lines += artifacts(analysis)
     lines += ["## Failed trials", ""]
-    if analysis.failed_trials:
-        lines += ["| condition | mode | repeat | status | exit code | error | file |", "|---|---|---|---|---|---|---|"]
-        for failed in analysis.failed_trials:
-            err = (failed.error or "").replace("|", "\\|")
-            exit_code = failed.exit_code if failed.exit_code is not None else '—'
-            lines.append(
-                f"| {failed.condition_id} | {failed.mode} | {failed.repeat} | {failed.status} | {exit_code} "
-                f"| {err} | `{failed.source_path}` |"
-            )
-    else:
-        lines.append("None.")
+    failed = []
+    for f in analysis.failed_trials:
+        error = (f.error or "").replace("|", "\\|")
+        exit_code = "—" if f.exit_code is None else f.exit_code
+        failed.append(f"| {f.condition_id} | {f.mode} | {f.repeat} | {f.status} | {exit_code} | {error} "
+                      f"| `{f.source_path}` |")
+    lines += (["| condition | mode | repeat | status | exit code | error | file |", "|---|---|---|---|---|---|---|",
+               *failed] if failed else ["None."])
     lines += ["", "## Skipped files", "", *([f"- `{p}`: {reason}" for p, reason in skipped] or ["None."]), ""]
     return "\n".join(lines)
