@@ -1,10 +1,7 @@
 """``ddpbench-bisect MODE GOOD BAD [key=value ...]``: the first commit of a tool's range that made training slower.
 
-GOOD and BAD are ``REPO@REF`` of one local git repository of the mode's tool; the overrides are ddpbench's
-(``model=small``, ``regression_pct=2``, ``precision.max_pairs=8``, ``switching=blocks``, ``sweep_name=NAME``,
-...), checked by composing them before anything runs. Exit status: 0 the first bad commit was found, 3
-inconclusive (or no regression between GOOD and BAD), 2 bad input (one line), 128 + signal when stopped.
-docs/versions.md says how it searches and decides.
+GOOD and BAD are ``REPO@REF`` of one local git repository of the mode's tool; the overrides are ddpbench's.
+Exit status: 0 found, 3 inconclusive or no regression, 2 bad input (one line), 128 + signal when stopped.
 """
 
 from __future__ import annotations

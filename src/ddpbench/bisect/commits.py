@@ -1,9 +1,5 @@
-"""The commit range of a bisection, read from the tool's git repository.
-
-``REPO@REF`` names a commit of a local git repository (as a version spec does, docs/versions.md). The range
-is ``git rev-list --first-parent GOOD..BAD``, oldest first: the commits a merge brought in are not stepped
-through one by one, the merge is (as on a main branch whose every commit was released or tested).
-"""
+"""The commit range of a bisection (``git rev-list --first-parent GOOD..BAD``, oldest first), read from the tool's
+git repository."""
 
 from __future__ import annotations
 
@@ -20,14 +16,13 @@ GIT_TIMEOUT_S = 60.0
 
 @dataclass(frozen=True)
 class Commit:
-    """One commit: its full hash and the first line of its message."""
+    """One commit: its full hash and the first line of its message; ``short``: the 12 hex digits shown."""
 
     commit: str
     subject: str
 
     @property
     def short(self) -> str:
-        """The first 12 hex digits: how the output and the folders name it."""
         return self.commit[:12]
 
 

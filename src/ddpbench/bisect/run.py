@@ -1,16 +1,11 @@
-"""A bisection from start to verdict: the record, the commits measured in the order the search asks, the report.
-
-The record (``bisect.json``, :mod:`ddpbench.formats.bisect_record`) is written after every look, so a
-bisection stopped at any point resumes: the same name again reads it, keeps every commit it decided and
-continues the one it was measuring (whose sweep resumes too). A record of another bisection under the same
-name (other mode, range, overrides or rule) is refused, never overwritten.
-"""
+"""A bisection from start to verdict: the commits measured in the order the search asks, the record
+(``bisect.json``, written after every look, so that the same name resumes it) and the report."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping
 
 from ddpbench import __version__
 from ddpbench.bisect import search
@@ -31,14 +26,6 @@ REPORT_FILE = "report.md"
 
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def _same(kept: Mapping[str, Any], inputs: Mapping[str, Any]) -> Optional[str]:
-    """The first input on which a kept record differs from this run's, or None."""
-    for key in SAME_INPUTS:
-        if kept.get(key) != inputs.get(key):
-            return key
-    return None
 
 
 def verdict_words(step: Mapping[str, Any], regression_pct: float) -> str:
@@ -68,7 +55,7 @@ class Bisection:
             raise ConfigError(f"bisect: cannot resume {self.folder}: {problem}")
         if kept is None:
             return
-        differs = _same(kept, self.inputs)
+        differs = next((key for key in SAME_INPUTS if kept.get(key) != self.inputs.get(key)), None)
         if differs is not None:
             raise ConfigError(f"bisect: {self.folder} holds another bisection (its {differs} differs); "
                               f"choose another sweep_name=")

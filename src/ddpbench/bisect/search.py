@@ -1,12 +1,7 @@
-"""Which commit a bisection measures next, and what the verdicts so far conclude: pure functions.
+"""Which commit a bisection measures next, and what the verdicts so far conclude (docs/versions.md).
 
-The range is the commits after the good one up to the bad one, oldest first (indices 0 … n − 1; n − 1 is
-the bad commit). Each measured commit has a verdict: ``over`` (slower than the good commit by more than
-``regression_pct``: bad), ``within`` (good) or anything else (``inconclusive``, ``failed``: skipped, as
-``git bisect skip`` does). The first bad commit lies after the last good commit before the first bad one
-(``lo``) and at or before that bad one (``hi``; the bad end until a commit is measured ``over``). The next
-commit is the unmeasured one nearest the middle of that interval; the bad end is measured only when nothing
-else is left, so that the verdict names a commit that was measured slower.
+Indices 0 … n − 1 run over the commits after the good one, n − 1 being the bad one. A verdict other than
+``over`` (bad) or ``within`` (good) is skipped, as ``git bisect skip`` does.
 """
 
 from __future__ import annotations

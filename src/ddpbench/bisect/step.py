@@ -1,13 +1,6 @@
-"""One commit of a bisection measured against the good commit: paired trials, a pair more per look until the
-verdict is known, as ``repeat=auto`` does.
-
-Each look is a ddpbench sweep (a child ``python -m ddpbench -m``) of the mode at two versions, the good commit
-and this one (``versions={mode:[REPO@good, REPO@commit]}``, ``baseline=`` the good arm), into the commit's own
-folder under the bisection's; the same sweep name again resumes it, so a look runs only the repeats it adds.
-After each look the pairs are read back from the trial records and
-:func:`ddpbench.analysis.sequential.decide` (alpha spending over the looks) decides on the per-step cost of
-this commit against the good one, in % of the good commit's step, against ``regression_pct``. A pair whose
-trials were disturbed is not counted (``precision.disturbed=rerun``) and the next repeat takes its place.
+"""One commit of a bisection measured against the good commit, as ``repeat=auto`` does: each look is a child
+sweep of the mode at both commits (``versions=``) that adds pairs, read back from the trial records and decided
+by :func:`ddpbench.analysis.sequential.decide` on the per-step Δ % against ``regression_pct``.
 """
 
 from __future__ import annotations
@@ -164,8 +157,6 @@ def measure(plan: Plan, commit: Commit, spec: str, arm: str, entry: Dict[str, An
             save: Callable[[Dict[str, Any]], None]) -> Dict[str, Any]:
     """Measure ``commit`` (its version spec ``spec``, arm name ``arm``) until its verdict is known; ``entry``
     is its step record (resumed as it was), updated and handed to ``save`` after every look."""
-    from ddpbench.analysis.sequential import decide
-
     folder = Path(entry["sweep_dir"])
     rule, started = plan.rule, time.monotonic()
     found = evidence(folder, plan.good_arm, arm, rule)
@@ -176,8 +167,7 @@ def measure(plan: Plan, commit: Commit, spec: str, arm: str, entry: Dict[str, An
         if found.failed is None and first <= last and not _decided(found, rule, started):
             run_look(look_command(plan, spec, folder, first, last))
             found = evidence(folder, plan.good_arm, arm, rule)
-        decision = decide(found.values, rule.regression_pct, CONFIDENCE, None, rule.min_pairs, rule.max_pairs,
-                          (time.monotonic() - started) / 60.0, rule.max_minutes, rule.spending)
+        decision = _decision(found, rule, started)
         status = _status(found, decision, rule)
         entry.update(_figures(found, decision), status=status, error=found.failed)
         if status != "running":
@@ -187,15 +177,17 @@ def measure(plan: Plan, commit: Commit, spec: str, arm: str, entry: Dict[str, An
             return entry
 
 
-def _decided(found: Evidence, rule: Rule, started: float) -> bool:
-    """Whether the pairs already run decide the commit (a resumed step that had finished its looks)."""
+def _decision(found: Evidence, rule: Rule, started: float) -> Any:
+    """The sequential rule's decision on the pairs counted so far (``started``: the step's ``time.monotonic()``)."""
     from ddpbench.analysis.sequential import decide
 
-    if len(found.values) < rule.min_pairs:
-        return False
-    decision = decide(found.values, rule.regression_pct, CONFIDENCE, None, rule.min_pairs, rule.max_pairs,
-                      (time.monotonic() - started) / 60.0, rule.max_minutes, rule.spending)
-    return decision.reason in ("over", "within")
+    return decide(found.values, rule.regression_pct, CONFIDENCE, None, rule.min_pairs, rule.max_pairs,
+                  (time.monotonic() - started) / 60.0, rule.max_minutes, rule.spending)
+
+
+def _decided(found: Evidence, rule: Rule, started: float) -> bool:
+    """Whether the pairs already run decide the commit (a resumed step that had finished its looks)."""
+    return len(found.values) >= rule.min_pairs and _decision(found, rule, started).reason in ("over", "within")
 
 
 def _status(found: Evidence, decision: Any, rule: Rule) -> str:

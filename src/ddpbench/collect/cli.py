@@ -1,8 +1,6 @@
-"""``ddpbench-collect PATH... [--out DIR]``: collect trial.json files into results.csv (+ .parquet).
+"""``ddpbench-collect PATH... [--out DIR]``: trial.json files into results.csv (+ .parquet); skipped files on stderr.
 
-Exit codes: 0 when at least one trial was collected; 2 for bad input (a path that does not
-exist, no usable trial.json found, an output directory that cannot be written). Skipped files
-are listed on stderr with their reasons.
+Exit codes: 0 at least one trial collected; 2 bad input (no such path, no usable trial.json, unwritable output dir).
 """
 
 from __future__ import annotations
@@ -43,10 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         written = write_results(result.frame, out)
     except OSError as exc:
         return error_line(f"cannot write to {out}: {exc.strerror or exc}", prog=PROG)
-    print(
-        f"{len(result.frame)} trials collected, {len(result.skipped)} skipped -> "
-        + ", ".join(str(p) for p in written)
-    )
+    print(f"{len(result.frame)} trials collected, {len(result.skipped)} skipped -> " + ", ".join(map(str, written)))
     return 0
 
 

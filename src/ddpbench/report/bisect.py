@@ -1,9 +1,5 @@
-"""A bisection's ``report.md``, rendered from its record (``bisect.json``) alone.
-
-It says what was bisected (the mode, the repository, the good and the bad commit, the rule), every commit
-measured in the order measured with its per-step Δ against the good commit and interval, and the outcome.
-Each commit's own sweep (its folder, with its report.md) holds the trials.
-"""
+"""A bisection's ``report.md``, rendered from its record (``bisect.json``) alone: what was bisected, every commit
+measured (in order, its per-step Δ against the good commit with its interval), the outcome."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Build a report from sweep dirs: collect, analyse, plot, and write every file atomically.
-
-Outputs in ``out_dir``: ``report.md``, ``plots/*.png``, ``results.csv`` (+ ``results.parquet``
-when pyarrow imports) and ``analysis.json`` (:mod:`ddpbench.formats.analysis_record`, from
-:func:`ddpbench.analysis.paired.analysis_to_dict`; adds ``sweep_dirs``, ``skipped``, ``generated_at``
-and ``ddpbench_version``).
+"""Build a report from sweep dirs: collect, analyse, plot, and write (atomically) ``report.md``, ``plots/*.png``,
+``results.csv`` (+ ``results.parquet`` when pyarrow imports) and ``analysis.json``.
 """
 
 from __future__ import annotations
@@ -24,13 +20,11 @@ from ddpbench.collect.collector import collect_trials, write_results
 from ddpbench.formats.analysis_record import ANALYSIS_FILE
 from ddpbench.io import write_json_atomic, write_text_atomic
 from ddpbench.formats.stopping_record import read_stopping_record
-from ddpbench.report.markdown import render_report
+from ddpbench.report.markdown import ranked_tools, render_report
 from ddpbench.analysis.tools import compares_several_tools
 from ddpbench.choices import Role
-from ddpbench.report.plots import plot_condition, save_figure
-from ddpbench.report.plots_compare import tool_plot
-from ddpbench.analysis.versions import (VersionStep, compare_versions, regression_exit_code, unknown_formats,
-                                        version_lists, versions_to_dict)
+from ddpbench.report.plots import plot_condition, save_figure, tool_plot
+from ddpbench.analysis.versions import VersionStep, compare_versions, unknown_formats, version_lists, versions_to_dict
 from ddpbench.report.versions import version_plot, versions_section
 
 __all__ = ["ReportInputError", "ReportOutcome", "write_report"]
@@ -44,11 +38,7 @@ class ReportInputError(ValueError):
 
 @dataclass(frozen=True)
 class ReportOutcome:
-    """What :func:`write_report` wrote and found.
-
-    ``verdicts`` maps each tool comparison's label (``<mode> vs <baseline> [<condition_id>]``)
-    to ``within``/``over``/``inconclusive``; A/A and calibration comparisons are not gated.
-    """
+    """What :func:`write_report` wrote and found; ``verdicts``: each tool comparison's label -> its verdict."""
 
     report_path: Path
     analysis_path: Path
@@ -64,29 +54,10 @@ class ReportOutcome:
     # each version against the previous one in the sweep's versions= list (empty without versions=)
     version_steps: tuple[VersionStep, ...] = ()
 
-    def regression_exit_code(self) -> int:
-        """``--fail-on-regression``: 1 when a version regressed, 3 when one is inconclusive, else 0."""
-        return regression_exit_code(self.version_steps)
-
-    @property
-    def any_over(self) -> bool:
-        """True when some tool comparison is over budget."""
-        return OVER in self.verdicts.values()
-
-    @property
-    def any_inconclusive(self) -> bool:
-        """True when some tool comparison is inconclusive."""
-        return INCONCLUSIVE in self.verdicts.values()
-
     def exit_code(self, fail_over_budget: bool = False) -> int:
         """0; with ``fail_over_budget``: 1 when any comparison is over budget, else 3 when any is inconclusive."""
-        if not fail_over_budget:
-            return EXIT_OK
-        if self.any_over:
-            return EXIT_OVER
-        if self.any_inconclusive:
-            return EXIT_INCONCLUSIVE
-        return EXIT_OK
+        found = set(self.verdicts.values()) if fail_over_budget else set()
+        return EXIT_OVER if OVER in found else EXIT_INCONCLUSIVE if INCONCLUSIVE in found else EXIT_OK
 
 
 def _check_inputs(sweep_dirs: Sequence[Path]) -> None:
@@ -126,11 +97,12 @@ def write_report(
     job_hours: float = JOB_HOURS,
     regression_pct: float = 1.0,
 ) -> ReportOutcome:
-    """Collect every trial.json under ``sweep_dirs``, analyse the pairs and write the report.
+    """Collect every trial.json under ``sweep_dirs``, analyse the pairs and write the report into ``out_dir``
+    (default: the first sweep dir).
 
-    ``out_dir`` defaults to the first sweep dir; ``job_hours`` is the job length the verdict projects
-    onto (hours of training); ``regression_pct`` the per-step threshold between consecutive versions. Raises :class:`ReportInputError` for a nonexistent or empty sweep dir,
-    no usable trial.json, an unwritable ``out_dir``, or ``job_hours`` not > 0.
+    ``job_hours``: the job length the verdict projects onto (hours of training); ``regression_pct``: the per-step
+    threshold between consecutive versions. :class:`ReportInputError` for a nonexistent or empty sweep dir, no
+    usable trial.json, an unwritable ``out_dir``, or ``job_hours`` not > 0.
     """
     try:
         job_seconds(job_hours)
@@ -165,9 +137,7 @@ def write_report(
 
     tool_plot_ref = None
     if compares_several_tools(analysis.comparisons):
-        by_label = {c.label: c for c in analysis.comparisons if c.role == Role.tool}
-        ranked = [by_label[label] for label in analysis.tool_ranking if label in by_label]
-        path = save_figure(tool_plot(ranked), plots_dir / "tools-step-overhead.png")
+        path = save_figure(tool_plot(ranked_tools(analysis)), plots_dir / "tools-step-overhead.png")
         plot_paths.append(path)
         tool_plot_ref = os.path.relpath(path, out)
 

@@ -1,15 +1,7 @@
-"""``ddpbench-report SWEEP_DIR... [--out DIR] [--baseline native] [--budget 2] [--job-hours 1] [--fail-over-budget]
-[--regression-pct 1] [--fail-on-regression] [--history]``.
+"""``ddpbench-report SWEEP_DIR... [options]``: the report of sweeps, or with ``--history`` their history page.
 
-The verdict is on the per-step cost and on the cost projected onto a job of ``--job-hours`` hours of
-training (fixed start-up and teardown paid once). Exit codes: 0 report written; 1 a comparison is
-over budget (only with ``--fail-over-budget``);
-3 none over but one inconclusive (only with ``--fail-over-budget``); with ``--fail-on-regression``: 1 a version
-regressed against the previous one in its sweep's ``versions=`` list, 3 none did but one is inconclusive (read
-from the ``versions`` section of the analysis.json it wrote); ``--history``: the SWEEP_DIRs lined up by tool
-version and date into ``history.md`` and the page ``index.html`` instead; 2 bad input — nonexistent
-or empty sweep dir, no usable trial.json, unwritable output dir — with a one-line
-``ddpbench-report: error: ...`` on stderr.
+Exit codes: 0 written; 1 over budget (``--fail-over-budget``) or a version regressed (``--fail-on-regression``);
+3 none of those but one inconclusive; 2 bad input, with one ``ddpbench-report: error: ...`` line on stderr.
 """
 
 from __future__ import annotations
@@ -27,17 +19,16 @@ PROG = "ddpbench-report"
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description="Write report.md, plots, results.csv and analysis.json for ddpbench sweeps.")
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Write report.md, plots, results.csv and analysis.json for ddpbench sweeps.")
     parser.add_argument("sweep_dirs", nargs="+", type=Path, metavar="SWEEP_DIR")
     parser.add_argument("--out", type=Path, default=None, help="output dir (default: the first SWEEP_DIR)")
     parser.add_argument("--baseline", default="native", help="baseline mode (default: native)")
     parser.add_argument("--budget", type=float, default=2.0, help="overhead budget in percent (default: 2)")
     parser.add_argument("--job-hours", type=float, default=JOB_HOURS, metavar="H",
                         help=f"job length the verdict projects the fixed costs onto, hours of training (default: {JOB_HOURS:g})")
-    parser.add_argument(
-        "--fail-over-budget", action="store_true",
-        help="exit 1 when a comparison is over budget, 3 when one is inconclusive",
-    )
+    parser.add_argument("--fail-over-budget", action="store_true",
+                        help="exit 1 when a comparison is over budget, 3 when one is inconclusive")
     parser.add_argument("--regression-pct", type=float, default=1.0, metavar="PCT",
                         help="per-step increase over the previous version that is a regression, %% (default: 1)")
     parser.add_argument("--fail-on-regression", action="store_true",

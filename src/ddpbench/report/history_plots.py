@@ -1,7 +1,6 @@
 """The history's figures: every series on one plot (history.md), and one series' two panels (the history page).
 
-Rendering only: the points and steps come from :mod:`ddpbench.analysis.history`. Text from the records
-(versions, modes, conditions) is drawn literally: ``$`` would otherwise start matplotlib's math mode.
+Text from the records is drawn literally (:func:`literal`): ``$`` would otherwise start matplotlib's math mode.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""The report.md text: a pure rendering of the analysis, its provenance and caveats, and the plot paths.
-
-Sections: the tool table (when more than one tool was compared), verdicts, calibration, noise floor,
-setup (hardware, versions, command, config differences between modes), method, results per workload
-and condition (headline table, TFLOP/s, per-phase and memory tables, the workload's own metrics,
-plots), details per comparison, caveats (with the disturbed trials), the tools' output, failed
-trials, skipped files. Every figure, unit, caveat and provenance fact comes from
-:mod:`ddpbench.analysis`; this module and its helpers (:mod:`.tables`, :mod:`.sections`) only lay them out.
+"""The report.md text: a pure layout of the analysis, its provenance and caveats, and the plot paths (every
+figure comes from :mod:`ddpbench.analysis`; the tables and sections are laid out by :mod:`.tables`, :mod:`.sections`).
 """
 
 from __future__ import annotations
@@ -23,11 +17,10 @@ from ddpbench.analysis.provenance import provenance
 from ddpbench.analysis.tools import compares_several_tools
 from ddpbench.choices import Role
 from ddpbench.report.sections import (artifacts, calibration_line, details, disturbed, efficiency_line, method, setup,
-                                      stopping_section, verdict_line)
-from ddpbench.report.switching import switching_lines
+                                      stopping_section, switching_lines, verdict_line)
 from ddpbench.report.tables import ci, figure_rows_table, headline, tool_table
 
-__all__ = ["calibration_line", "render_report"]
+__all__ = ["ranked_tools", "render_report"]
 
 GPU_NOTE = ("Per step on the GPU's own clock (CUDA events at each step's device boundaries, no synchronisation in "
             "the loop): *GPU busy* runs from the step's first device work to its last (gaps between its own kernels "
@@ -39,6 +32,12 @@ STARTUP_NOTE = ("The start-up of the rank that began timing last, in parts that 
 PHASE_NOTE = ("Phase timing (`timing=phase`) synchronizes the device after every phase, which on CUDA changes "
               "what it measures (kernels no longer overlap the host): read it for *where* a tool's cost lands, "
               "and quote the `timing=step` figures for *how much*.")
+#: the figure-row tables of a condition, in order: (row group, title, note under the table)
+FIGURE_TABLES = (("phase", "Per-phase time, mean ms per step:", PHASE_NOTE),
+                 ("gpu", "Where the step's time lands, mean ms per step:", GPU_NOTE),
+                 ("startup", "Start-up by part, s per trial:", STARTUP_NOTE),
+                 ("memory", "Peak memory (the largest rank's), MB:", ""),
+                 ("metric", "Figures read from the workload's output:", ""))
 
 
 def _condition_block(cc: list[Comparison], plots: Mapping[str, str], job_hours: float) -> list[str]:
@@ -46,21 +45,10 @@ def _condition_block(cc: list[Comparison], plots: Mapping[str, str], job_hours: 
     if cc:
         lines += headline(cc, job_hours)
         lines += efficiency_line(cc)
-        phases = figure_rows_table(cc, "phase")
-        if phases:
-            lines += ["Per-phase time, mean ms per step:", "", *phases, PHASE_NOTE, ""]
-        gpu = figure_rows_table(cc, "gpu")
-        if gpu:
-            lines += ["Where the step's time lands, mean ms per step:", "", *gpu, GPU_NOTE, ""]
-        startup = figure_rows_table(cc, "startup")
-        if startup:
-            lines += ["Start-up by part, s per trial:", "", *startup, STARTUP_NOTE, ""]
-        memory = figure_rows_table(cc, "memory")
-        if memory:
-            lines += ["Peak memory (the largest rank's), MB:", "", *memory]
-        metrics = figure_rows_table(cc, "metric")
-        if metrics:
-            lines += ["Figures read from the workload's output:", "", *metrics]
+        for group, title, note in FIGURE_TABLES:
+            table = figure_rows_table(cc, group)
+            if table:
+                lines += [title, "", *table, *([note, ""] if note else [])]
     for name, rel in plots.items():
         lines += [f"![{name}]({rel})", ""]
     return lines
@@ -89,6 +77,12 @@ def _results(analysis: Analysis, frame: pd.DataFrame, plots: Mapping[str, Mappin
     return lines
 
 
+def ranked_tools(analysis: Analysis) -> list[Comparison]:
+    """The tool comparisons, smallest per-step overhead first."""
+    by_label = {c.label: c for c in analysis.comparisons if c.role == Role.tool}
+    return [by_label[label] for label in analysis.tool_ranking if label in by_label]
+
+
 def render_report(
     analysis: Analysis,
     frame: pd.DataFrame,
@@ -100,12 +94,8 @@ def render_report(
     tool_plot: str | None = None,
     stopping: Sequence[Mapping[str, Any]] = (),
 ) -> str:
-    """The whole report.md.
-
-    ``plots`` maps condition_id → {plot name → path relative to the report}; ``tool_plot`` is the
-    relative path of the plot comparing the tools (drawn when more than one tool was compared);
-    ``stopping``: the ``stopping.json`` records of ``repeat=auto`` sweeps.
-    """
+    """The whole report.md. ``plots``: condition_id → {plot name → path relative to the report}; ``tool_plot``:
+    that of the plot comparing the tools; ``stopping``: the ``stopping.json`` records of ``repeat=auto`` sweeps."""
     comps = list(analysis.comparisons)
     tools = [c for c in comps if c.role == Role.tool]
     title = ", ".join(sorted({c.mode for c in tools})) or "ddpbench"
@@ -121,12 +111,10 @@ def render_report(
     for record in stopping:
         lines += stopping_section(record)
     if compares_several_tools(comps):
-        by_label = {c.label: c for c in tools}
-        ranked = [by_label[label] for label in analysis.tool_ranking if label in by_label]
         lines += ["## Tools compared", "",
                   f"Every tool against `{analysis.baseline}`, smallest per-step overhead first (95 % paired t "
                   f"intervals; verdict against the {analysis.budget_pct:g} % budget):", ""]
-        lines += tool_table(ranked, analysis.job_hours)
+        lines += tool_table(ranked_tools(analysis), analysis.job_hours)
         if tool_plot:
             lines += [f"![tools]({tool_plot})", ""]
     if tools:
@@ -157,21 +145,13 @@ def render_report(
     lines += disturbed(analysis)
     lines += artifacts(analysis)
     lines += ["## Failed trials", ""]
-    if analysis.failed_trials:
-        lines += ["| condition | mode | repeat | status | exit code | error | file |", "|---|---|---|---|---|---|---|"]
-        for failed in analysis.failed_trials:
-            err = (failed.error or "").replace("|", "\\|")
-            exit_code = failed.exit_code if failed.exit_code is not None else '—'
-            lines.append(
-                f"| {failed.condition_id} | {failed.mode} | {failed.repeat} | {failed.status} | {exit_code} "
-                f"| {err} | `{failed.source_path}` |"
-            )
-    else:
-        lines.append("None.")
-    lines += ["", "## Skipped files", ""]
-    if skipped:
-        lines += [f"- `{p}`: {reason}" for p, reason in skipped]
-    else:
-        lines.append("None.")
-    lines.append("")
+    failed = []
+    for f in analysis.failed_trials:
+        error = (f.error or "").replace("|", "\\|")
+        exit_code = "—" if f.exit_code is None else f.exit_code
+        failed.append(f"| {f.condition_id} | {f.mode} | {f.repeat} | {f.status} | {exit_code} | {error} "
+                      f"| `{f.source_path}` |")
+    lines += (["| condition | mode | repeat | status | exit code | error | file |", "|---|---|---|---|---|---|---|",
+               *failed] if failed else ["None."])
+    lines += ["", "## Skipped files", "", *([f"- `{p}`: {reason}" for p, reason in skipped] or ["None."]), ""]
     return "\n".join(lines)

@@ -1,23 +1,18 @@
-"""PNG plots for the report (matplotlib, Agg backend; each file written atomically; the look in :mod:`.style`).
+"""The report's PNG plots (matplotlib, Agg backend; the look in :mod:`.style`; each file written atomically).
 
-One set per condition:
-
-- ``slope_<mode>``: paired slope plot, one line per repeat from the baseline to the mode, for
-  wall time (s) and throughput (steps/s);
-- ``step_time``: the distribution of every timed step per mode (rank 0's ``step_times_ms``), one
-  violin per repeat; without per-step arrays, each trial's p10–p90 bar, median dot and p99 tick;
-- ``wall_decomposition``: startup / train / teardown seconds stacked, per trial;
-- ``throughput``: steps/s per repeat, one line per mode;
-- ``phases`` (``timing=phase`` only): stacked mean ms per phase per mode (:mod:`.plots_compare`).
+Per condition: ``slope_<mode>``, ``step_time``, ``wall_decomposition``, ``throughput``, with ``timing=phase``
+``phases``, with ``switching=blocks`` ``blocks``; across conditions: the tools compared.
 """
 
 from __future__ import annotations
 
 import hashlib
 import itertools
+import json
+import math
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Sequence
 
 import matplotlib
 
@@ -31,16 +26,17 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from ddpbench.analysis.paired import Comparison  # noqa: E402
 from ddpbench.collect.collector import load_step_times  # noqa: E402
+from ddpbench.formats.rank_record import PHASES  # noqa: E402
 from ddpbench.io import atomic_path  # noqa: E402
-from ddpbench.report.plots_compare import has_phases, phase_plot  # noqa: E402
-from ddpbench.report.plots_switching import block_plot, has_blocks  # noqa: E402
 from ddpbench.report.style import RC, colors  # noqa: E402
 
-__all__ = ["plot_condition", "save_figure", "slug"]
+__all__ = ["plot_condition", "save_figure", "slug", "tool_plot"]
 
 
 #: longest slug, characters: a plot's file name stays well under the 255-byte limit of file systems
 SLUG_MAX = 120
+#: the collected table's column of a switched trial's blocks, and the column every timing=phase trial fills
+_BLOCKS_COLUMN, _PHASE_COLUMN = "switch_blocks_json", f"phase_time_ms_{PHASES[0]}_mean"
 
 
 def slug(text: str) -> str:
@@ -62,7 +58,13 @@ def save_figure(fig: Figure, path: Path) -> Path:
     return path
 
 
-def _mode_order(modes: list[str], baseline: str) -> list[str]:
+def _measured(trials: pd.DataFrame, column: str) -> bool:
+    """Whether some ok trial has a figure in ``column`` (a plot without data, e.g. of a script without records,
+    is not drawn)."""
+    return column in trials.columns and bool(trials.loc[trials["status"] == "ok", column].notna().any())
+
+
+def _mode_order(modes: Sequence[str], baseline: str) -> list[str]:
     return sorted(set(modes), key=lambda m: (m != baseline, m))
 
 
@@ -86,8 +88,8 @@ def slope_plot(comparison: Comparison) -> Figure:
 
 
 def _half_violin(ax: Axes, values: list[float], x: float, width: float, side: str, color: str) -> None:
-    """One violin of ``values`` at ``x`` (``side``: "both", "left" or "right" half), its quartiles dashed; a
-    line where the values are all one (no density to draw)."""
+    """One violin of ``values`` at ``x`` (``side``: "both", "left" or "right" half), its quartiles dashed (a line
+    where all values are one)."""
     def span(half: float) -> tuple[float, float]:  # a horizontal line across the drawn side(s)
         return (x - half if side != "right" else x, x + half if side != "left" else x)
 
@@ -208,39 +210,98 @@ def throughput_plot(trials: pd.DataFrame, baseline: str) -> Figure:
     return fig
 
 
+def phase_plot(trials: pd.DataFrame, baseline: str) -> Figure:
+    """Mean ms per phase of each mode's ok trials, stacked (one bar per mode, baseline first)."""
+    ok = trials[(trials["status"] == "ok") & trials[_PHASE_COLUMN].notna()]
+    modes = _mode_order(ok["mode"].tolist(), baseline)
+    means = {m: [float(ok.loc[ok["mode"] == m, f"phase_time_ms_{p}_mean"].astype(float).mean()) for p in PHASES]
+             for m in modes}
+    with plt.rc_context(RC):
+        fig, ax = plt.subplots(figsize=(max(5.0, 1.4 * len(modes) + 3), 4))
+        bottom = [0.0] * len(modes)
+        for i, (phase, color) in enumerate(zip(PHASES, colors(len(PHASES)))):
+            values = [0.0 if math.isnan(means[m][i]) else means[m][i] for m in modes]
+            ax.bar(modes, values, bottom=bottom, color=color, label=phase)
+            bottom = [b + v for b, v in zip(bottom, values)]
+        for x, total in enumerate(bottom):
+            ax.text(x, total, f"{total:.2f} ms", ha="center", va="bottom", fontsize=8)
+        ax.set_ylabel("mean time per step (ms)")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), title="phase", fontsize=8)
+        ax.set_title("Where the step time goes, per mode (timing=phase: intrusive on CUDA)", fontsize=10)
+    return fig
+
+
+def tool_plot(ranked: Sequence[Comparison]) -> Figure:
+    """Per-step overhead (ms) of every tool with its 95 % interval, smallest first."""
+    several = len({c.condition_id for c in ranked}) > 1
+    labels = [f"{c.mode}\n{c.condition_id}" if several else c.mode for c in ranked]
+    steps = [c.metrics["step_overhead_ms"] for c in ranked]
+    means = [0.0 if math.isnan(s.mean) else s.mean for s in steps]
+    lows = [s.mean - s.ci_low if math.isfinite(s.ci_low) else 0.0 for s in steps]
+    highs = [s.ci_high - s.mean if math.isfinite(s.ci_high) else 0.0 for s in steps]
+    with plt.rc_context(RC):
+        fig, ax = plt.subplots(figsize=(7, max(2.5, 0.6 * len(labels) + 1.2)))
+        ys = list(range(len(labels)))
+        ax.barh(ys, means, color=colors(len(labels)), alpha=0.6)
+        ax.errorbar(means, ys, xerr=[lows, highs], fmt="o", color="black", capsize=4)
+        ax.axvline(0.0, color="grey", linewidth=1)
+        ax.set_yticks(ys, labels)
+        ax.invert_yaxis()
+        base = ranked[0].baseline if ranked else "baseline"
+        ax.set_xlabel(f"per-step overhead vs {base} (ms; bar: 95 % paired t interval)")
+        ax.set_title("Tools compared: per-step cost", fontsize=10)
+    return fig
+
+
+def block_plot(trials: pd.DataFrame, baseline: str) -> Figure:
+    """Block mean step (ms) against the block's first timed step, per mode, on-blocks filled, off-blocks open."""
+    ok = trials[(trials["status"] == "ok") & trials[_BLOCKS_COLUMN].notna()]
+    modes = _mode_order(ok["mode"].tolist(), baseline)
+    fig, axes = plt.subplots(1, len(modes), figsize=(5.0 * len(modes), 3.6), squeeze=False, sharey=False)
+    for ax, mode in zip(axes[0], modes):
+        for _, row in ok[ok["mode"] == mode].sort_values("repeat").iterrows():
+            blocks = json.loads(row[_BLOCKS_COLUMN]) or []
+            x = [b["first_step"] for b in blocks]
+            y = [b["mean_ms"] for b in blocks]
+            line = ax.plot(x, y, color="0.75", linewidth=0.8, zorder=1)[0]
+            for side, marker_face in (("on", None), ("off", "none")):
+                xs = [b["first_step"] for b in blocks if b["side"] == side]
+                ys = [b["mean_ms"] for b in blocks if b["side"] == side]
+                ax.scatter(xs, ys, s=14, marker="o", facecolors=marker_face or line.get_color(),
+                           edgecolors="C1" if side == "on" else "C0", zorder=2,
+                           label=f"{side}" if row.name == ok[ok["mode"] == mode].index[0] else None)
+        ax.set_title(f"{mode}: block mean step by side")
+        ax.set_xlabel("first timed step of the block")
+        ax.set_ylabel("mean step (slowest rank), ms")
+        ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 def plot_condition(
     trials: pd.DataFrame, comparisons: list[Comparison], out_dir: Path, baseline: str
 ) -> dict[str, Path]:
-    """Write every plot for one condition into ``out_dir``; returns ``{name: path}``.
-
-    ``trials`` are that condition's rows of the collected table; names are ``slope_<mode>``,
-    ``step_time``, ``wall_decomposition``, ``throughput``, with ``timing=phase`` ``phases``, and with
-    ``switching=blocks`` ``blocks``.
-    """
+    """Write every plot of one condition (``trials``: its rows of the collected table) into ``out_dir``;
+    ``{name: path}``."""
     cond = comparisons[0].condition_id if comparisons else str(trials["condition_id"].iloc[0])
     stem = slug(cond)
     written: dict[str, Path] = {}
     for c in comparisons:
         if c.pairs:
             written[f"slope_{c.mode}"] = save_figure(slope_plot(c), out_dir / f"{stem}-slope-{slug(c.mode)}.png")
-    ok = trials[trials["status"] == "ok"]
-
-    def known(column: str) -> bool:  # a figure without data (a script without records) is not drawn
-        return column in ok.columns and bool(ok[column].notna().any())
-
-    if not ok.empty:
+    if not trials[trials["status"] == "ok"].empty:
         steps = load_step_times(trials)
-        if not steps.empty or known("step_time_ms_median"):
+        if not steps.empty or _measured(trials, "step_time_ms_median"):
             figure = step_distribution_plot(steps, baseline) if not steps.empty else step_time_plot(trials, baseline)
             written["step_time"] = save_figure(figure, out_dir / f"{stem}-step-time.png")
-        if known("train_s"):
+        if _measured(trials, "train_s"):
             written["wall_decomposition"] = save_figure(
                 wall_decomposition_plot(trials, baseline), out_dir / f"{stem}-wall-decomposition.png"
             )
-        if known("steps_per_s"):
+        if _measured(trials, "steps_per_s"):
             written["throughput"] = save_figure(throughput_plot(trials, baseline), out_dir / f"{stem}-throughput.png")
-        if has_phases(trials):
+        if _measured(trials, _PHASE_COLUMN):
             written["phases"] = save_figure(phase_plot(trials, baseline), out_dir / f"{stem}-phases.png")
-        if has_blocks(trials):
+        if _measured(trials, _BLOCKS_COLUMN):
             written["blocks"] = save_figure(block_plot(trials, baseline), out_dir / f"{stem}-blocks.png")
     return written

@@ -1,8 +1,5 @@
-"""The plots' look: a white grid and a colour-blind-safe palette, as plain matplotlib settings.
-
-These are the values of seaborn's ``whitegrid`` style, ``notebook`` context and ``deep`` palette, so the
-figures look as they did when seaborn drew them, without importing seaborn (and, through it, scipy.stats:
-about a second of every report's start-up).
+"""The plots' look: seaborn's ``whitegrid`` style, ``notebook`` context and ``deep`` palette as plain matplotlib
+settings, without importing seaborn (and through it scipy.stats: about a second of every report's start-up).
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Markdown tables of the report: headline per condition, the tool table, per-phase, memory, metric rows.
-
-Pure layout of :mod:`ddpbench.analysis` results: absolute figures first, their percentage second; a
-percentage the analysis left out (near-zero baseline) is shown as ``—`` with its note; a figure no
-trial measured is ``unknown``, never 0.
+"""Markdown tables of the report (headline per condition, the tools, figure rows): absolute figures first, their %
+second; a % the analysis left out is ``—`` with its note; a figure no trial measured is ``unknown``, never 0.
 """
 
 from __future__ import annotations

@@ -1,7 +1,4 @@
-"""The report's "Versions compared" section and its plot (the history across sweeps: :mod:`.history`).
-
-Rendering only: the figures come from :mod:`ddpbench.analysis.versions`.
-"""
+"""The report's "Versions compared" section and its plot (figures from :mod:`ddpbench.analysis.versions`)."""
 
 from __future__ import annotations
 
