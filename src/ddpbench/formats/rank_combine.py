@@ -7,46 +7,46 @@ every step waits for the gradient all-reduce, so the ranks' figures differ littl
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from ddpbench.formats.rank_loop import GPU_TIME_KEYS, STARTUP_PARTS
 from ddpbench.formats.rank_record import STEP_STAT_KEYS
 
 
-def combine_step_times(ranks: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, float]]:
-    """Combine the ranks' ``step_time_ms`` objects as the module docstring says."""
-    stats: List[Any] = [r.get("step_time_ms") for r in ranks]
+def _combine_stats(stats: Sequence[Any]) -> Optional[Dict[str, float]]:
+    """The ranks' step statistics (one dict each) combined as the module docstring says; None unless all have them."""
     if not stats or any(not s for s in stats):
         return None
-    combined: Dict[str, float] = {}
-    for key in STEP_STAT_KEYS:
-        values = [float(s[key]) for s in stats]
-        if key == "min":
-            combined[key] = min(values)
-        elif key == "max":
-            combined[key] = max(values)
-        else:
-            combined[key] = sum(values) / len(values)
-    return combined
+    combine: Dict[str, Callable[[List[float]], float]] = {"min": min, "max": max}
+    return {key: combine.get(key, _mean)([float(s[key]) for s in stats]) for key in STEP_STAT_KEYS}
+
+
+def _mean(values: List[float]) -> float:
+    return sum(values) / len(values)
+
+
+def combine_step_times(ranks: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, float]]:
+    """Combine the ranks' ``step_time_ms`` objects as the module docstring says."""
+    return _combine_stats([r.get("step_time_ms") for r in ranks])
 
 
 def wall_decomposition(
-    wall_s: float, spawn_epoch: float, ranks: Sequence[Mapping[str, Any]]
+    wall_s: Optional[float], spawn_epoch: float, ranks: Sequence[Mapping[str, Any]]
 ) -> Dict[str, Optional[float]]:
-    """Split ``wall_s`` into start-up, training and teardown from the ranks' epoch timestamps.
+    """Split ``wall_s`` into start-up, training and teardown from the ranks' epoch timestamps (all None when unknown).
 
     startup = spawn -> latest first timed step; train = that -> latest end of the timed loop;
     teardown = the rest, so the three add up to ``wall_s`` exactly.
     """
+    unknown: Dict[str, Optional[float]] = dict.fromkeys(("startup_s", "train_s", "teardown_s"))
     try:
         first = max(float(r["timestamps"]["first_step_start"]) for r in ranks)
         last = max(float(r["timestamps"]["last_step_end"]) for r in ranks)
     except (KeyError, TypeError, ValueError):
-        return {"startup_s": None, "train_s": None, "teardown_s": None}
-    if not ranks:
-        return {"startup_s": None, "train_s": None, "teardown_s": None}
-    startup = first - spawn_epoch
-    train = last - first
+        return unknown
+    if wall_s is None:
+        return unknown
+    startup, train = first - spawn_epoch, last - first
     return {"startup_s": startup, "train_s": train, "teardown_s": wall_s - startup - train}
 
 
@@ -85,13 +85,8 @@ def combine_phase_times(ranks: Sequence[Mapping[str, Any]]) -> Optional[Dict[str
     phases: List[Any] = [r.get("phase_time_ms") for r in ranks]
     if not phases or any(not p for p in phases):
         return None
-    combined: Dict[str, Dict[str, float]] = {}
-    for name in phases[0]:
-        per_rank = [{"step_time_ms": p.get(name)} for p in phases]
-        stats = combine_step_times(per_rank)
-        if stats is not None:
-            combined[name] = stats
-    return combined
+    combined = {name: _combine_stats([p.get(name) for p in phases]) for name in phases[0]}
+    return {name: stats for name, stats in combined.items() if stats is not None}
 
 
 def peak_memory(ranks: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, Optional[int]]]:
@@ -121,12 +116,9 @@ def combine_gpu_times(ranks: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, 
     gpu: List[Any] = [r.get("gpu_time_ms") for r in ranks]
     if not gpu or any(not isinstance(g, dict) for g in gpu):
         return None
-    combined: Dict[str, Any] = {}
-    for key in GPU_TIME_KEYS:
-        stats = combine_step_times([{"step_time_ms": g.get(key)} for g in gpu])
-        if stats is None:
-            return None
-        combined[key] = stats
+    combined: Dict[str, Any] = {key: _combine_stats([g.get(key) for g in gpu]) for key in GPU_TIME_KEYS}
+    if any(stats is None for stats in combined.values()):
+        return None
     combined["late_reads"] = int(sum(int(g.get("late_reads") or 0) for g in gpu))
     return combined
 

@@ -1,51 +1,29 @@
-"""What version 2 of the rank record adds: the workload, how it was fed and timed, its memory.
-
-Import-light (no torch). :mod:`ddpbench.formats.rank_record` holds the format (fields, versions, upgrade steps) and
-re-exports these names; this module holds the version 2 values, their check and the step that upgrades a version 1
-record.
+"""What version 2 of the rank record adds (:mod:`ddpbench.formats.rank_record` holds the format): the workload, how
+it was fed and timed, its memory; their check and the step that upgrades a version 1 record. Import-light (no torch).
 """
 
 from __future__ import annotations
 
-import math
-from typing import Any, Final, Mapping, Sequence, TypeGuard
+from typing import Any, Final, Mapping, Sequence
 
 from ddpbench.choices import Loader, Timing
+from ddpbench.formats.reader import is_number, number_map_problems
 
 LOADERS: Final[tuple[str, ...]] = tuple(Loader)
-"""Allowed ``data.loader`` values (version 2)."""
-
-OWN_LOADER: Final[str] = "own"
-"""``data.loader`` of a record written by a user's own script (``ddpbench.workload.recorder``): its own loader,
-not one of :data:`LOADERS`; its ``workers`` may be null (unknown)."""
-
 TIMINGS: Final[tuple[str, ...]] = tuple(Timing)
-"""Allowed ``timing`` values (version 2)."""
-
+#: ``data.loader`` of a record a user's own script writes (``ddpbench.workload.recorder``): its own loader, not one
+#: of :data:`LOADERS`; its ``workers`` may be null (unknown)
+OWN_LOADER: Final[str] = "own"
+#: keys of ``phase_time_ms`` (``timing`` = ``phase``), each holding step statistics in ms: waiting for the next
+#: batch, host-to-device copy, zero_grad + forward + loss, backward, optimizer step (+ scaler update), and the rest
+#: of the step (step marker, stop check, injected cost, loop bookkeeping)
 PHASES: Final[tuple[str, ...]] = ("data_wait", "h2d", "forward", "backward", "optimizer", "other")
-"""Keys of ``phase_time_ms`` (version 2, ``timing`` = ``phase``), each holding :data:`ddpbench.formats.rank_record.STEP_STAT_KEYS`
-statistics in ms: waiting for the next batch, host-to-device copy, zero_grad + forward + loss, backward,
-optimizer step (+ scaler update), and ``other``: the rest of the step (step marker, stop check, injected
-cost, loop bookkeeping)."""
-
+#: keys of ``data``: loader kind, worker processes per rank (0 = in the training process), batches prefetched per
+#: worker (null without workers), pinned host memory
 DATA_KEYS: Final[tuple[str, ...]] = ("loader", "workers", "prefetch_factor", "pin_memory")
-"""Keys of ``data`` (version 2): loader kind, worker processes per rank (0 = in the training process),
-batches prefetched per worker (null without workers), pinned host memory."""
-
+#: keys of ``memory``, bytes, read after the timed loop: the rank process's peak RSS (not its loader workers') and
+#: ``torch.cuda.max_memory_allocated`` (null on CPU)
 MEMORY_KEYS: Final[tuple[str, ...]] = ("host_peak_rss_bytes", "cuda_peak_allocated_bytes")
-"""Keys of ``memory`` (version 2): the rank process's peak resident set size (bytes, its own process
-only, not loader workers) and ``torch.cuda.max_memory_allocated`` (bytes; null on CPU), read after the
-timed loop."""
-
-
-def _number(value: Any) -> TypeGuard[float]:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _number_map(name: str, value: Any, keys: Sequence[str]) -> list[str]:
-    if not isinstance(value, dict):
-        return []
-    return [f"{name}.{key}: missing or not a finite number" for key in keys if not _number(value.get(key))]
 
 
 def check_v2(obj: Mapping[str, Any], stat_keys: Sequence[str]) -> list[str]:
@@ -61,7 +39,7 @@ def check_v2(obj: Mapping[str, Any], stat_keys: Sequence[str]) -> list[str]:
         own = data.get("loader") == OWN_LOADER
         if "loader" in data and data["loader"] not in LOADERS and not own:
             problems.append(f"data.loader: {data['loader']!r} not one of {LOADERS + (OWN_LOADER,)}")
-        if "workers" in data and not (_number(data["workers"]) and data["workers"] >= 0) \
+        if "workers" in data and not (is_number(data["workers"]) and data["workers"] >= 0) \
                 and not (own and data["workers"] is None):
             problems.append("data.workers: must be an integer >= 0")
     if timing == "phase" and not isinstance(phases, dict):
@@ -70,13 +48,13 @@ def check_v2(obj: Mapping[str, Any], stat_keys: Sequence[str]) -> list[str]:
         problems.append("phase_time_ms: must be null when timing is 'step'")
     if isinstance(phases, dict):
         for phase in PHASES:
-            problems += _number_map(f"phase_time_ms.{phase}", phases.get(phase, {}), stat_keys)
+            problems += number_map_problems(f"phase_time_ms.{phase}", phases.get(phase, {}), stat_keys)
     if isinstance(memory, dict):
         problems += [f"memory.{key}: missing" for key in MEMORY_KEYS if key not in memory]
         rss, cuda = memory.get("host_peak_rss_bytes"), memory.get("cuda_peak_allocated_bytes")
-        if "host_peak_rss_bytes" in memory and not (_number(rss) and rss > 0):
+        if "host_peak_rss_bytes" in memory and not (is_number(rss) and rss > 0):
             problems.append("memory.host_peak_rss_bytes: must be a number > 0")
-        if cuda is not None and not (_number(cuda) and cuda >= 0):
+        if cuda is not None and not (is_number(cuda) and cuda >= 0):
             problems.append("memory.cuda_peak_allocated_bytes: must be null or a number >= 0")
         if obj.get("device") == "cuda" and cuda is None:
             problems.append("memory.cuda_peak_allocated_bytes: null on a cuda rank")
