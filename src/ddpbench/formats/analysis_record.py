@@ -28,15 +28,8 @@ _V2_RERUN_ENDING = "re-run, not counted"
 
 #: top-level fields every version holds, with their JSON types
 REQUIRED_FIELDS: Dict[str, Tuple[type, ...]] = {
-    "baseline": (str,),
-    "budget_pct": (int, float),
-    "confidence": (int, float),
-    "comparisons": (list,),
-    "failed_trials": (list,),
-    "n_trials": (int,),
-    "n_ok": (int,),
-    "noise_floors": (dict,),
-    "methods": (dict,),
+    "baseline": (str,), "budget_pct": (int, float), "confidence": (int, float), "comparisons": (list,),
+    "failed_trials": (list,), "n_trials": (int,), "n_ok": (int,), "noise_floors": (dict,), "methods": (dict,),
 }
 
 

@@ -28,13 +28,8 @@ STATUSES = ("ok", "failed", "timeout")
 
 #: fields a reader needs to pair a trial, with their JSON types
 REQUIRED_FIELDS: Dict[str, Tuple[type, ...]] = {
-    "sweep_dir": (str,),
-    "mode": (str,),
-    "repeat": (int,),
-    "pair_position": (int,),
-    "condition": (dict,),
-    "condition_id": (str,),
-    "status": (str,),
+    "sweep_dir": (str,), "mode": (str,), "repeat": (int,), "pair_position": (int,), "condition": (dict,),
+    "condition_id": (str,), "status": (str,),
 }
 #: fields version 2 adds; each may be null (unknown), and a version 1 record is upgraded with all null
 ADDED_IN_V2 = ("workload", "timing", "phase_time_ms", "memory", "attempt", "load", "metrics", "tool")
@@ -55,19 +50,9 @@ def config_hash(config: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(trimmed, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def node_entry(
-    node_rank: int,
-    hostname: Optional[str],
-    *,
-    wall_s: Optional[float],
-    exit_code: Optional[int],
-    spawn_epoch: Optional[float],
-    exit_epoch: Optional[float],
-    killed_by: Optional[str] = None,
-    stdout: str = "",
-    stderr: str = "",
-    **extra: Any,
-) -> Dict[str, Any]:
+def node_entry(node_rank: int, hostname: Optional[str], *, wall_s: Optional[float], exit_code: Optional[int],
+               spawn_epoch: Optional[float], exit_epoch: Optional[float], killed_by: Optional[str] = None,
+               stdout: str = "", stderr: str = "", **extra: Any) -> Dict[str, Any]:
     """One entry of the record's ``nodes`` list (and of a peer's ``nodes/node<r>.json``).
 
     ``wall_s``: the node agent's spawn-to-exit wall, s; epochs are Unix seconds; ``killed_by`` is
@@ -79,9 +64,8 @@ def node_entry(
             "stderr": stderr, **extra}
 
 
-def nodes_from_ranks(
-    ranks: Sequence[Mapping[str, Any]], node_ranks: Sequence[int], nproc_per_node: int
-) -> Dict[int, Dict[str, Any]]:
+def nodes_from_ranks(ranks: Sequence[Mapping[str, Any]], node_ranks: Sequence[int],
+                     nproc_per_node: int) -> Dict[int, Dict[str, Any]]:
     """Node entries for nodes whose own record cannot be read, inferred from their ranks' records.
 
     The agent's wall time, exit code and spawn/exit epochs are unknown (null); ``ranks_span_s`` is
@@ -118,30 +102,15 @@ def traceml_section(summary: Optional[Mapping[str, Any]], path: Optional[str]) -
     }
 
 
-def build_trial_record(
-    *,
-    meta: Mapping[str, Any],
-    config: Mapping[str, Any],
-    status: str,
-    exit_code: Optional[int],
-    error: Optional[str],
-    wall_s: Optional[float],
-    spawn_epoch: float,
-    ranks: Sequence[Mapping[str, Any]],
-    nodes: Sequence[Mapping[str, Any]],
-    traceml: Optional[Mapping[str, Any]],
-    environment: Mapping[str, Any],
-    logs: Mapping[str, Any],
-    attempt: Optional[Mapping[str, Any]] = None,
-    load: Optional[Mapping[str, Any]] = None,
-    metrics: Optional[Mapping[str, Any]] = None,
-    tool: Optional[Mapping[str, Any]] = None,
-) -> Dict[str, Any]:
-    """Assemble a ``trial.json`` payload. ``meta`` holds the identity fields (mode, repeat, dirs...).
-
-    ``attempt``, ``load``, ``metrics`` and ``tool`` are the version 2 sections (see the module doc);
-    None records them as unknown.
-    """
+def build_trial_record(*, meta: Mapping[str, Any], config: Mapping[str, Any], status: str, exit_code: Optional[int],
+                       error: Optional[str], wall_s: Optional[float], spawn_epoch: float,
+                       ranks: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]],
+                       traceml: Optional[Mapping[str, Any]], environment: Mapping[str, Any], logs: Mapping[str, Any],
+                       attempt: Optional[Mapping[str, Any]] = None, load: Optional[Mapping[str, Any]] = None,
+                       metrics: Optional[Mapping[str, Any]] = None,
+                       tool: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+    """Assemble a ``trial.json`` payload: ``meta`` holds the identity fields (mode, repeat, dirs...); a None section
+    (``attempt``, ``load``, ``metrics``, ``tool``, ``traceml``) is recorded as unknown."""
     assert status in STATUSES, status
     cluster = config["cluster"]
     world_size = int(cluster["nnodes"]) * int(cluster["nproc_per_node"])
