@@ -71,11 +71,8 @@ class ClusterConfig:
     nnodes: int = 1
     # ranks per node
     nproc_per_node: int = 2
-    # auto | cpu | cuda
     device: Device = Device.cpu
-    # torch.distributed backend: auto | gloo | nccl
     backend: DistBackend = DistBackend.gloo
-    # fp32 | bf16 | fp16
     precision: Precision = Precision.fp32
     # torch threads per rank (OMP_NUM_THREADS); 0 = leave unset
     threads_per_rank: int = 1

@@ -15,7 +15,6 @@ from ddpbench.choices import ArtifactKind, ProfilerHandler, Role, SwitchWhat
 class ArtifactConfig:
     """The tool output a mode must leave for its trial to count (mode.artifacts); checked by ddpbench.trial.artifacts."""
 
-    # what to check: traceml_summary | torch_trace | speedscope | wandb_offline (see docs/tools.md)
     kind: ArtifactKind = MISSING
     # file or folder relative to the job dir; may use the command placeholders ({run_name}, ...)
     path: str = MISSING
@@ -25,8 +24,6 @@ class ArtifactConfig:
 class ModeSwitchConfig:
     """What ``switching=blocks`` turns on and off inside a trial of this mode (mode.switch; docs/analysis.md)."""
 
-    # none (a no-op switch: the method's noise floor), trace_step (TraceML's step wrapping + TRACEML_DISABLED),
-    # torch_profiler (an active recording), wandb_log (the per-step log call), inject (the injected wait)
     what: SwitchWhat = MISSING
     # what stays on while the switch is off (shown in the report's caveat when the within-trial figure is low)
     stays_on: str = ""
@@ -38,8 +35,6 @@ class ModeConfig:
 
     # label used in reports; defaults to the option name
     name: str = MISSING
-    # what the mode is to the analysis: baseline (compared against), tool (judged against the budget), aa (the
-    # baseline again: the noise floor), calibration (known injected costs)
     role: Role = Role.tool
     # the tool keeps run state every node must read, so a multi-node trial needs cluster.shared_dir=true
     needs_shared_dir: bool = False
@@ -109,7 +104,6 @@ class TorchProfilerConfig:
     active: int = 3
     # cycles (0 = repeat until the loop ends)
     repeat: int = 1
-    # tensorboard (tensorboard_trace_handler: rank<r>.<time>.pt.trace.json) | chrome (export_chrome_trace)
     handler: ProfilerHandler = ProfilerHandler.tensorboard
 
 

@@ -35,8 +35,6 @@ class TrialConfig:
 class SwitchingConfig:
     """Within-trial switching (conf/switching/): blocks of steps with the tool's per-step work off and on, ABBA order."""
 
-    # none (off) | blocks (switch the mode's mode.switch.what every block_steps timed steps) | auto (blocks where the
-    # mode declares a switch and ddpbench's own loop runs the workload, else none: the default)
     kind: SwitchingKind = SwitchingKind.none
     # timed steps per block (docs/accuracy.md: how the default was chosen)
     block_steps: int = 10
@@ -70,12 +68,10 @@ class PrecisionConfig:
     max_pairs: int = 12
     # stop adding pairs once the sweep has run this long, minutes
     max_minutes: float = 60.0
-    # how the error rate is spread over the looks: pocock (decides early) or obrien_fleming
     spending: Spending = Spending.pocock
     # budget for a ms metric, ms per step (null = a ms metric needs it set)
     budget_ms: Optional[float] = None
-    # a pair whose trials' load shows other work disturbed it: rerun = not counted, the next repeat
-    # takes its place (it still uses up max_pairs and max_minutes); count = counted like any other
+    # a rerun pair still uses up max_pairs and max_minutes
     disturbed: Disturbed = Disturbed.rerun
 
 
