@@ -1,17 +1,14 @@
 """The closed choices of ddpbench's config, rank command line and records: one Enum each, spelled once.
 
-Every member is a ``str`` equal to its value (``Role.tool == "tool"``) that hashes, prints, formats, reprs and
-serialises to JSON as that value, and is named by it, so YAML and Hydra overrides give a member by name
-(``mode.role=tool``), as OmegaConf's Enum fields read it. This module imports nothing of ddpbench: config,
-workload, formats and analysis all import it.
+Every member is a ``str`` equal to its value, named by it (YAML and overrides give it by name, as OmegaConf reads
+Enum fields), that hashes, prints, reprs and serialises to JSON as that value. Imports nothing of ddpbench.
 """
 
 from enum import Enum
 
 
 class Choice(str, Enum):
-    """A closed choice: a ``str`` that prints, formats and reprs as its value (``f"{Role.tool!r}"`` is ``'tool'``),
-    so every message that shows a config value shows it as the user wrote it."""
+    """A closed choice that prints and reprs as its value, so a message shows a config value as the user wrote it."""
 
     def __str__(self) -> str:
         return str(self.value)

@@ -20,7 +20,8 @@ ANALYSIS_FILE = "analysis.json"
 
 #: fields version 2 adds: at the top level, and in each comparison, with the value a version 1 record gets
 ADDED_IN_V2: Dict[str, Any] = {"disturbed_trials": [], "tool_artifacts": [], "tool_ranking": []}
-COMPARISON_ADDED_IN_V2: Dict[str, Any] = {"workload": "mlp", "robust": {}, "pct_notes": {}, "rows": [], "efficiency": [], "flags": []}
+COMPARISON_ADDED_IN_V2: Dict[str, Any] = {"workload": "mlp", "robust": {}, "pct_notes": {}, "rows": [], "efficiency": [],
+                                          "flags": []}
 #: fields version 3 adds at the top level, with the value an earlier record gets
 ADDED_IN_V3: Dict[str, Any] = {"job_hours": None}
 #: how a version 2 record's reason of a re-run pair ended (its only mark of being one)
@@ -49,11 +50,9 @@ def _check(record: Dict[str, Any]) -> List[str]:
 
 
 def _v1_to_v2(record: Dict[str, Any]) -> Dict[str, Any]:
-    comparisons = [
-        {**{k: copy.deepcopy(v) for k, v in COMPARISON_ADDED_IN_V2.items()}, **c} if isinstance(c, dict) else c
-        for c in record["comparisons"]
-    ]
-    return {**{k: copy.deepcopy(v) for k, v in ADDED_IN_V2.items()}, **record, "comparisons": comparisons}
+    comparisons = [{**copy.deepcopy(COMPARISON_ADDED_IN_V2), **c} if isinstance(c, dict) else c
+                   for c in record["comparisons"]]
+    return {**copy.deepcopy(ADDED_IN_V2), **record, "comparisons": comparisons}
 
 
 def _v2_to_v3(record: Dict[str, Any]) -> Dict[str, Any]:

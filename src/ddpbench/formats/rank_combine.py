@@ -1,4 +1,4 @@
-"""A trial's figures combined from its rank records: what :func:`ddpbench.formats.trial_record.build_trial_record` derives.
+"""A trial's figures combined from its rank records (for :func:`ddpbench.formats.trial_record.build_trial_record`).
 
 Combining ranks: ``steps_per_s`` is the slowest rank's; ``step_time_ms`` holds the mean over ranks
 of each rank's statistic, except ``min`` and ``max``, which are the min and max over ranks. In DDP
@@ -30,9 +30,8 @@ def combine_step_times(ranks: Sequence[Mapping[str, Any]]) -> Optional[Dict[str,
     return _combine_stats([r.get("step_time_ms") for r in ranks])
 
 
-def wall_decomposition(
-    wall_s: Optional[float], spawn_epoch: float, ranks: Sequence[Mapping[str, Any]]
-) -> Dict[str, Optional[float]]:
+def wall_decomposition(wall_s: Optional[float], spawn_epoch: float,
+                       ranks: Sequence[Mapping[str, Any]]) -> Dict[str, Optional[float]]:
     """Split ``wall_s`` into start-up, training and teardown from the ranks' epoch timestamps (all None when unknown).
 
     startup = spawn -> latest first timed step; train = that -> latest end of the timed loop;
@@ -52,18 +51,9 @@ def wall_decomposition(
 
 def rank_summaries(ranks: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
     """The per-rank part of a trial record."""
-    return [
-        {
-            "rank": r.get("rank"),
-            "node_rank": r.get("node_rank"),
-            "hostname": r.get("hostname"),
-            "steps": r.get("timed_steps"),
-            "steps_per_s": r.get("steps_per_s"),
-            "train_s": r.get("train_s"),
-            "step_time_ms": r.get("step_time_ms"),
-        }
-        for r in sorted(ranks, key=lambda r: int(r.get("rank", 0)))
-    ]
+    return [{"rank": r.get("rank"), "node_rank": r.get("node_rank"), "hostname": r.get("hostname"),
+             "steps": r.get("timed_steps"), "steps_per_s": r.get("steps_per_s"), "train_s": r.get("train_s"),
+             "step_time_ms": r.get("step_time_ms")} for r in sorted(ranks, key=lambda r: int(r.get("rank", 0)))]
 
 
 def throughput(ranks: Sequence[Mapping[str, Any]], global_batch: int) -> Dict[str, Any]:
@@ -71,13 +61,9 @@ def throughput(ranks: Sequence[Mapping[str, Any]], global_batch: int) -> Dict[st
     if not ranks:
         return {"steps": None, "warmup_steps": None, "samples": None, "steps_per_s": None, "samples_per_s": None}
     slowest = min(float(r["steps_per_s"]) for r in ranks)
-    return {
-        "steps": int(min(int(r["timed_steps"]) for r in ranks)),
-        "warmup_steps": int(ranks[0].get("warmup_steps", 0)),
-        "samples": int(sum(int(r["samples"]) for r in ranks)),
-        "steps_per_s": slowest,
-        "samples_per_s": slowest * global_batch,
-    }
+    return {"steps": int(min(int(r["timed_steps"]) for r in ranks)),
+            "warmup_steps": int(ranks[0].get("warmup_steps", 0)), "samples": sum(int(r["samples"]) for r in ranks),
+            "steps_per_s": slowest, "samples_per_s": slowest * global_batch}
 
 
 def combine_phase_times(ranks: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, Dict[str, float]]]:

@@ -42,10 +42,8 @@ def step_is_on(step: int, block_steps: int, first: str) -> bool:
 
 
 def block_summaries(durations_s: Sequence[float], block_steps: int, washout_steps: int, first: str) -> list[dict[str, Any]]:
-    """The rank record's ``blocks`` from the timed steps' durations (s), in order.
-
-    A last block shorter than ``block_steps`` is kept when it has steps beyond its wash-out.
-    """
+    """The rank record's ``blocks`` from the timed steps' durations (s), in order (a short last block is kept when it
+    has steps beyond its wash-out)."""
     blocks: list[dict[str, Any]] = []
     for index, start in enumerate(range(0, len(durations_s), block_steps)):
         steps = list(durations_s[start:start + block_steps])
@@ -81,32 +79,20 @@ def check_blocks(switching: Any, blocks: Any) -> list[str]:
 
 
 def combine_rank_blocks(ranks: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] | None:
-    """The trial's blocks: per block, the slowest rank's mean and median (ms). None without blocks.
-
-    DDP's gradient all-reduce makes every rank wait for the slowest one, so the slowest rank's block mean is
-    the job's step time in that block (the ranks' figures differ little).
-    """
+    """The trial's blocks: per block, the slowest rank's mean and median (ms: under DDP's all-reduce the job's step
+    time). None without blocks."""
     per_rank = [r.get("blocks") for r in ranks]
     if not per_rank or any(not isinstance(b, list) for b in per_rank):
         return None
-    n = min(len(b) for b in per_rank if isinstance(b, list))
-    combined = []
-    for i in range(n):
-        entries = [b[i] for b in per_rank if isinstance(b, list)]
-        first = entries[0]
-        combined.append({"side": first["side"], "first_step": first["first_step"], "steps": first["steps"],
-                         "washout_steps": first["washout_steps"],
-                         "mean_ms": max(e["mean_s"] for e in entries) * 1000.0,
-                         "median_ms": max(e["median_s"] for e in entries) * 1000.0})
-    return combined
+    return [{"side": entries[0]["side"], "first_step": entries[0]["first_step"], "steps": entries[0]["steps"],
+             "washout_steps": entries[0]["washout_steps"], "mean_ms": max(e["mean_s"] for e in entries) * 1000.0,
+             "median_ms": max(e["median_s"] for e in entries) * 1000.0}
+            for entries in zip(*per_rank)]
 
 
 def quad_differences(blocks: Sequence[Mapping[str, Any]], block_steps: int) -> list[float]:
-    """(on − off) per complete ABBA quad of full blocks, in the blocks' unit (ms in trial records).
-
-    A quad is blocks 4k..4k+3: two on-blocks and two off-blocks placed symmetrically, so a linear drift over
-    the quad cancels. A quad with a short block (the trial's end) is left out.
-    """
+    """(on − off) per complete ABBA quad (blocks 4k..4k+3: a linear drift cancels) of full blocks, in the blocks'
+    unit (ms in trial records)."""
     diffs = []
     for k in range(len(blocks) // 4):
         quad = blocks[4 * k:4 * k + 4]
