@@ -63,8 +63,7 @@ class ModeConfig:
     # the tool output a trial must leave to be ok (null = none: native modes)
     artifacts: Optional[ArtifactConfig] = None
     # --- framework jobs ---
-    # how the tool attaches to the job, as its users attach it (shown in the report's setup among the
-    # config differences between modes); "" = no tool
+    # how the tool attaches to the job, as its users attach it (shown in the report's setup); "" = no tool
     attach: str = ""
     # --- tool versions (versions=, docs/versions.md) ---
     # argv printing the tool launcher's help ({python} = the version's environment); every --flag of
@@ -77,13 +76,11 @@ class ModeConfig:
     env_by_version: Dict[str, Dict[str, str]] = field(default_factory=dict)
     # version specifier -> the help command used instead of `help_command` by versions it matches (first match)
     help_command_by_version: Dict[str, List[str]] = field(default_factory=dict)
-    # the tool versions this mode can run, a version specifier (e.g. ">=0.3.1"; "" = any): an arm at another
-    # version is refused before any trial, in one line
+    # the tool versions this mode can run, a version specifier (e.g. ">=0.3.1"; "" = any); others are refused
     tool_versions: str = ""
     # --- Ray Train ---
-    # workload=ray_train: the Ray Train trainer this mode runs, as `_target_: module.Class` plus its own keyword
-    # arguments (nested `_target_` dicts are built too; strings may use the command placeholders, e.g.
-    # {job_dir}); ddpbench adds the loop, scaling, torch and run configs. null = the mode cannot run ray_train
+    # workload=ray_train: the Ray Train trainer this mode runs, `_target_: module.Class` plus its keyword arguments
+    # (nested `_target_`s built too; strings may use the command placeholders); null = the mode cannot run it
     ray_trainer: Optional[Dict[str, Any]] = None
     # --- within-trial switching ---
     # what switching=blocks switches in this mode (null = the mode cannot be switched: refused with switching=blocks)

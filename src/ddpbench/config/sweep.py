@@ -54,13 +54,10 @@ PRECISION_METRICS = ("projected_overhead_pct", "step_overhead_pct", "step_overhe
 class PrecisionConfig:
     """When ``repeat=auto`` stops adding pairs (ddpbench.analysis.sequential; docs/analysis.md)."""
 
-    # the paired metric the rule decides on (one of PRECISION_METRICS); % metrics are compared with
-    # budget_pct, ms metrics with budget_ms; projected_overhead_pct (per-step cost plus the fixed cost over a
-    # job of report.job_hours) is what the report's verdict is on; switched_step_overhead_ms (switching=blocks) is
-    # the within-trial per-step cost, one value per pair: the mode trial's own estimate
+    # the paired metric the rule decides on (one of PRECISION_METRICS; % metrics against budget_pct, ms metrics
+    # against budget_ms); projected_overhead_pct is what the report's verdict is on
     metric: str = "projected_overhead_pct"
-    # stop once the interval's half-width is at most this (the metric's unit); null = only a decisive
-    # verdict, max_pairs or max_minutes stop
+    # stop once the interval's half-width is at most this (the metric's unit); null = only a verdict or a limit
     halfwidth_pct: Optional[float] = 1.0
     # never stop before this many pairs per condition (at least 2: an interval needs two)
     min_pairs: int = 3
@@ -79,6 +76,5 @@ class PrecisionConfig:
 class ReportConfig:
     """How the report turns the trials' figures into a verdict (ddpbench.analysis.projection)."""
 
-    # length of the user's job, hours of training: the fixed costs (start-up, teardown) are paid once per
-    # job, the per-step cost all along; the verdict is on (per-step cost over the job + fixed cost) / job
+    # length of the user's job, hours of training: the verdict is on (per-step cost over the job + fixed cost) / job
     job_hours: float = 1.0

@@ -74,15 +74,14 @@ class WorkloadConfig:
     metrics: Dict[str, str] = field(default_factory=dict)
     # unit of a figure in `metrics`, e.g. tokens_per_s: tokens/s (optional)
     units: Dict[str, str] = field(default_factory=dict)
-    # workload=script: the script writes ddpbench's rank record through ddpbench.workload.recorder;
-    # null = on when the script imports a framework (transformers, lightning): the recorder attaches to its Trainer
+    # workload=script: the script writes its rank record through ddpbench.workload.recorder; null = on when it
+    # imports a framework (transformers, lightning), whose Trainer the recorder attaches to
     records: Optional[bool] = None
     # --- framework jobs ---
     # a built-in workload trained by a framework Trainer (transformers, lightning); null = the harness's own loop
     framework: Optional[str] = None
     # --- Ray Train ---
-    # workload=ray_train: the built-in model (mlp, transformer, convnet) each Ray Train worker trains; the trial
-    # runs one driver that hands the harness's loop to the mode's `ray_trainer` (docs/ray.md); null = not Ray Train
+    # workload=ray_train: the built-in model each Ray Train worker trains (docs/ray.md); null = not Ray Train
     trains: Optional[str] = None
     # workload=ray_train: each built-in model's size arguments; size_args picks the one `trains` names
     model_sizes: Dict[str, Any] = field(default_factory=dict)
@@ -116,13 +115,11 @@ class StopConfig:
     duration_sec: Optional[float] = None
     # untimed steps before the timed loop
     warmup_steps: int = 10
-    # duration stop: ranks agree on stopping every this many steps (all-reduce MAX); 50 costs ~0.01% of a
-    # small-model CPU step (docs/workload.md)
+    # duration stop: ranks agree on stopping every this many steps (all-reduce MAX; its cost: docs/workload.md)
     check_every: int = 50
     # duration stop: true = lockstep (the fix); false = the reference's per-rank clock (hangs)
     sync: bool = True
-    # framework scripts: true = keep the Trainer's own max_steps (stop.steps is not applied; the record says how
-    # many ran); false = ddpbench sets the optimizer steps (warmup + stop.steps)
+    # framework scripts: true = keep the Trainer's own max_steps; false = ddpbench sets warmup + stop.steps
     from_script: bool = False
 
 
@@ -132,8 +129,7 @@ class InjectConfig:
 
     # mode=inject: wall time the host waits in every timed step on every rank (sleep, spin the last 0.2 ms), ms
     step_ms: float = 2.0
-    # mode=inject_device: GPU time queued in every timed step on every rank (a spin kernel sized in-process with
-    # CUDA events), ms; CUDA only
+    # mode=inject_device: GPU time queued in every timed step on every rank (a spin kernel), ms; CUDA only
     device_step_ms: float = 2.0
     # sleep before the process group is created, s
     startup_s: float = 1.0

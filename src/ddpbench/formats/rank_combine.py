@@ -1,8 +1,7 @@
 """A trial's figures combined from its rank records (for :func:`ddpbench.formats.trial_record.build_trial_record`).
 
-Combining ranks: ``steps_per_s`` is the slowest rank's; ``step_time_ms`` holds the mean over ranks
-of each rank's statistic, except ``min`` and ``max``, which are the min and max over ranks. In DDP
-every step waits for the gradient all-reduce, so the ranks' figures differ little.
+``steps_per_s`` is the slowest rank's; ``step_time_ms`` holds the mean over ranks of each rank's statistic, except
+``min`` and ``max``: the min and max over ranks (under DDP's all-reduce the ranks' figures differ little).
 """
 
 from __future__ import annotations
@@ -32,11 +31,8 @@ def combine_step_times(ranks: Sequence[Mapping[str, Any]]) -> Optional[Dict[str,
 
 def wall_decomposition(wall_s: Optional[float], spawn_epoch: float,
                        ranks: Sequence[Mapping[str, Any]]) -> Dict[str, Optional[float]]:
-    """Split ``wall_s`` into start-up, training and teardown from the ranks' epoch timestamps (all None when unknown).
-
-    startup = spawn -> latest first timed step; train = that -> latest end of the timed loop;
-    teardown = the rest, so the three add up to ``wall_s`` exactly.
-    """
+    """``wall_s`` as start-up (spawn to the latest first timed step), training (to the latest end of the timed loop)
+    and teardown (the rest: they add up to ``wall_s``), s, from the ranks' epoch timestamps; all None when unknown."""
     unknown: Dict[str, Optional[float]] = dict.fromkeys(("startup_s", "train_s", "teardown_s"))
     try:
         first = max(float(r["timestamps"]["first_step_start"]) for r in ranks)

@@ -25,13 +25,9 @@ class FormatError(DdpbenchError):
 
     def __init__(self, path: "str | os.PathLike[str]", schema: str, problems: Sequence[str]) -> None:
         self.path, self.schema, self.problems = str(path), schema, list(problems)
+        self.problem = self.problems[0]  # the first problem, one line
         more = f" (+{len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
         super().__init__(f"{self.path} ({schema}): {self.problem}{more}")
-
-    @property
-    def problem(self) -> str:
-        """The first problem, one line."""
-        return self.problems[0]
 
 
 def is_number(value: Any) -> TypeGuard[float]:
@@ -47,10 +43,6 @@ def number_map_problems(name: str, value: Any, keys: Sequence[str]) -> List[str]
     return [f"{name}.{key}: missing or not a finite number" for key in keys if not is_number(value.get(key))]
 
 
-def _no_body_checks(record: Dict[str, Any]) -> List[str]:
-    return []
-
-
 @dataclass(frozen=True)
 class Format:
     """A versioned JSON format as data: what :meth:`load` checks and how it upgrades earlier versions."""
@@ -64,7 +56,7 @@ class Format:
     # version v -> the step turning a record of v into v + 1, for every v from ``oldest`` below ``version``
     upgrades: Mapping[int, Upgrade]
     # the body's checks, run on a record of any known version before it is upgraded
-    check: Check = _no_body_checks
+    check: Check = lambda record: []
 
     def __post_init__(self) -> None:
         missing = [v for v in range(self.oldest, self.version) if v not in self.upgrades]

@@ -21,14 +21,8 @@ CONDITION_ADDED_IN_V2: Dict[str, Any] = {"condition_id": None, "excluded": [], "
 
 
 def build_stopping_record(rule: Mapping[str, Any], conditions: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
-    """The payload: ``rule`` (metric, budget, confidence, spending, limits) and one entry per condition.
-
-    Each condition entry: ``condition`` (the overrides it shares), ``condition_id`` (its trials'),
-    ``pairs`` (pairs run, counted or not), ``excluded`` (``{"repeat", "why"}`` of each disturbed pair
-    left out), ``counted`` (the repeats the decision used), ``reason`` (why it stopped, or
-    ``running``) and ``comparisons`` (per mode: the decision of
-    :func:`ddpbench.analysis.sequential.decide` as a dict).
-    """
+    """The payload: ``rule`` (metric, budget, confidence, spending, limits) and one entry per condition (its fields:
+    docs/formats.md; ``comparisons``: per mode, :func:`ddpbench.analysis.sequential.decide`'s decision as a dict)."""
     return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "rule": dict(rule),
             "conditions": [dict(c) for c in conditions]}
 

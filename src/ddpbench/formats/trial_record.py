@@ -53,12 +53,9 @@ def config_hash(config: Mapping[str, Any]) -> str:
 def node_entry(node_rank: int, hostname: Optional[str], *, wall_s: Optional[float], exit_code: Optional[int],
                spawn_epoch: Optional[float], exit_epoch: Optional[float], killed_by: Optional[str] = None,
                stdout: str = "", stderr: str = "", **extra: Any) -> Dict[str, Any]:
-    """One entry of the record's ``nodes`` list (and of a peer's ``nodes/node<r>.json``).
-
-    ``wall_s``: the node agent's spawn-to-exit wall, s; epochs are Unix seconds; ``killed_by`` is
-    ``timeout``/``peer_failed``/None; ``extra`` adds ``error`` (a node that skipped the trial) or
-    ``source``/``ranks_span_s`` (a node seen only through its ranks).
-    """
+    """One entry of the record's ``nodes`` (and a peer's ``nodes/node<r>.json``): ``wall_s``, the agent's spawn to
+    exit, s; epochs in Unix s; ``killed_by`` ``timeout``, ``peer_failed`` or None; ``extra``: ``error`` (a node that
+    skipped the trial) or ``source``, ``ranks_span_s`` (a node seen only through its ranks)."""
     return {"node_rank": node_rank, "hostname": hostname, "wall_s": wall_s, "exit_code": exit_code,
             "spawn_epoch": spawn_epoch, "exit_epoch": exit_epoch, "killed_by": killed_by, "stdout": stdout,
             "stderr": stderr, **extra}
@@ -66,12 +63,9 @@ def node_entry(node_rank: int, hostname: Optional[str], *, wall_s: Optional[floa
 
 def nodes_from_ranks(ranks: Sequence[Mapping[str, Any]], node_ranks: Sequence[int],
                      nproc_per_node: int) -> Dict[int, Dict[str, Any]]:
-    """Node entries for nodes whose own record cannot be read, inferred from their ranks' records.
-
-    The agent's wall time, exit code and spawn/exit epochs are unknown (null); ``ranks_span_s`` is
-    the span from the node's first rank process start to its last record (a lower bound of the
-    agent's wall, on that node's clock). ``exit_code`` is 0 when every rank of the node reported.
-    """
+    """Node entries for nodes whose own record cannot be read, from their ranks' records: ``ranks_span_s``, the
+    first rank's start to the last record (a lower bound of the agent's wall), and ``exit_code`` 0 when every rank
+    reported; the agent's wall and epochs unknown (null)."""
     entries: Dict[int, Dict[str, Any]] = {}
     for node_rank in node_ranks:
         mine = [r for r in ranks if int(r.get("node_rank", -1)) == node_rank]
