@@ -65,13 +65,13 @@ class Precision(Choice):
 
 
 class HostSyncPattern(Choice):
-    """What a training step makes the host wait for on the device (``workload.host_sync``; docs/workload.md)."""
+    """What a training step makes the host wait for on the device (``workload.host_sync``; each pattern in words:
+    ``ddpbench.formats.rank_loop.HOST_SYNC_TEXT``, docs/workload.md)."""
 
-    none = "none"  # ddpbench's sync-free loop
-    loss = "loss"  # the loss read to the host after every step
-    # the seed script's loop: a synchronize before every step, the copy inside the step marker, the loss read
+    none = "none"
+    loss = "loss"
     seed = "seed"
-    own = "own"  # a framework Trainer's or a user script's own loop (not a pattern of ddpbench's loop)
+    own = "own"
 
 
 class GcMode(Choice):
