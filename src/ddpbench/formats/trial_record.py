@@ -88,12 +88,8 @@ def traceml_section(summary: Optional[Mapping[str, Any]], path: Optional[str]) -
                                           "step_time_ms": None, "step_time_median_ms": None}
     global_stats = (summary.get("step_time") or {}).get("global") or {}
     window = global_stats.get("window") or {}
-    return {
-        "summary_path": path,
-        "steps_analyzed": window.get("steps_analyzed"),
-        "step_time_ms": global_stats.get("average"),
-        "step_time_median_ms": global_stats.get("median"),
-    }
+    return {"summary_path": path, "steps_analyzed": window.get("steps_analyzed"),
+            "step_time_ms": global_stats.get("average"), "step_time_median_ms": global_stats.get("median")}
 
 
 def build_trial_record(*, meta: Mapping[str, Any], config: Mapping[str, Any], status: str, exit_code: Optional[int],
@@ -172,7 +168,7 @@ def _check(record: Dict[str, Any]) -> List[str]:
 
 
 def _v1_to_v2(record: Dict[str, Any]) -> Dict[str, Any]:
-    return {**{key: None for key in ADDED_IN_V2}, **record}
+    return {**dict.fromkeys(ADDED_IN_V2), **record}
 
 
 def _v2_to_v3(record: Dict[str, Any]) -> Dict[str, Any]:
