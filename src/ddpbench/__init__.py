@@ -1,7 +1,6 @@
 """ddpbench: what a training-observability tool costs a PyTorch DDP training job.
 
-Data flows workload -> trial -> collect -> analysis -> report; clusters are backends
-that place a trial's node agents. This module stays import-light: the workload
+Data flows workload -> trial -> collect -> analysis -> report (docs/architecture.md). Import-light: the workload
 imports from the package at start-up.
 """
 

@@ -1,10 +1,7 @@
 """The Hydra application: ``python -m ddpbench [-m] key=value ...``. One Hydra job = one trial.
 
-A single run (no ``-m``) is one trial that prints its headline figures. A multirun is a sweep
-ordered by the paired sweeper (``hydra/sweeper=ddpbench``: ``hydra/sweeper=paired`` with
-:class:`ddpbench.sweep.driver.SweepDriver`; the app registers ddpbench's sweeper and launcher itself, so any
-install mode runs it, whether or not Hydra's plugin scan sees them); when it ends, the report
-callback writes ``report.md``. The process exits non-zero when any trial did not succeed.
+A single run prints the trial's headline figures; a multirun is a sweep ordered by the paired sweeper (registered
+here, whether or not Hydra's plugin scan sees it), then ``report.md``. Exits non-zero when any trial did not succeed.
 """
 
 from __future__ import annotations
@@ -29,8 +26,7 @@ from hydra_plugins.ddpbench_sweeper import register as register_plugins
 
 @functools.lru_cache(maxsize=None)
 def unique_name() -> str:
-    """A sweep or run folder name that two drivers started in the same second do not share; made once per process,
-    so every reading of a config (and of a copy of it) names the same folder."""
+    """A sweep or run folder name that two drivers started in the same second do not share; one per process."""
     return time.strftime("%Y-%m-%d_%H-%M-%S") + f"_{os.getpid()}"
 
 
@@ -55,7 +51,6 @@ def hydra_main(cfg: DictConfig) -> Optional[Dict[str, Any]]:
         outcome = run_trial(typed(cfg), job)
     except DdpbenchError as error:
         fail(str(error))
-        return None
     if isinstance(outcome, TrialRecord) and not job.multirun:
         print(headline(outcome.record), flush=True)
         if not outcome.ok:
@@ -89,9 +84,8 @@ _DETAIL_LINES = ("full_key:", "reference_type=", "object_type=")
 
 
 def composition_error_line(error: BaseException) -> str:
-    """A Hydra or OmegaConf error met while composing the config as one line: its message, then its OmegaConf
-    cause's, without OmegaConf's detail lines and Hydra's search path; a tab-indented listing (the available
-    options) joined by commas."""
+    """A Hydra or OmegaConf error met while composing the config (and its OmegaConf cause) as one line, without
+    OmegaConf's detail lines and Hydra's search path; a tab-indented listing joined by commas."""
     texts = [str(error)]
     if isinstance(error.__cause__, OmegaConfBaseException):
         texts.append(str(error.__cause__))

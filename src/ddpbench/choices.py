@@ -1,17 +1,14 @@
 """The closed choices of ddpbench's config, rank command line and records: one Enum each, spelled once.
 
-Every member is a ``str`` equal to its value (``Role.tool == "tool"``) that hashes, prints, formats, reprs and
-serialises to JSON as that value, and is named by it, so YAML and Hydra overrides give a member by name
-(``mode.role=tool``), as OmegaConf's Enum fields read it. This module imports nothing of ddpbench: config,
-workload, formats and analysis all import it.
+Every member is a ``str`` equal to its value, named by it (YAML and overrides give it by name, as OmegaConf reads
+Enum fields), that hashes, prints, reprs and serialises to JSON as that value. Imports nothing of ddpbench.
 """
 
 from enum import Enum
 
 
 class Choice(str, Enum):
-    """A closed choice: a ``str`` that prints, formats and reprs as its value (``f"{Role.tool!r}"`` is ``'tool'``),
-    so every message that shows a config value shows it as the user wrote it."""
+    """A closed choice that prints and reprs as its value, so a message shows a config value as the user wrote it."""
 
     def __str__(self) -> str:
         return str(self.value)
@@ -68,13 +65,13 @@ class Precision(Choice):
 
 
 class HostSyncPattern(Choice):
-    """What a training step makes the host wait for on the device (``workload.host_sync``; docs/workload.md)."""
+    """What a training step makes the host wait for on the device (``workload.host_sync``; each pattern in words:
+    ``ddpbench.formats.rank_loop.HOST_SYNC_TEXT``, docs/workload.md)."""
 
-    none = "none"  # ddpbench's sync-free loop
-    loss = "loss"  # the loss read to the host after every step
-    # the seed script's loop: a synchronize before every step, the copy inside the step marker, the loss read
+    none = "none"
+    loss = "loss"
     seed = "seed"
-    own = "own"  # a framework Trainer's or a user script's own loop (not a pattern of ddpbench's loop)
+    own = "own"
 
 
 class GcMode(Choice):

@@ -1,7 +1,6 @@
 """Errors that reach the user as one line and a non-zero exit, never as a traceback.
 
-:func:`error_line` prints that line for every ddpbench command (``PROG: error: message`` on stderr), and returns
-the exit status, for a ``main`` that returns it; :func:`fail` prints it and ends the process.
+:func:`error_line` prints it for every ddpbench command; :func:`fail` prints it and ends the process.
 """
 
 import sys

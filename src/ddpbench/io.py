@@ -45,12 +45,9 @@ def _new_file_mode() -> int:
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; when the block ends without error, fsync it and rename it over ``path``.
-
-    Readers see the old file or the whole new one, never a part; on error the temporary file is removed.
-    The one atomic write of ddpbench: every result file (JSON, CSV, Parquet, PNG) goes through it.
-    Any OSError (a full disk, a read-only file system) becomes a one-line :class:`StorageError`.
-    """
+    """Yield a temporary path beside ``path``; when the block ends without error, fsync it and rename it over ``path``
+    (readers see the old file or the whole new one). The one atomic write of every result file; an OSError becomes a
+    one-line :class:`StorageError`."""
     target = Path(path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -73,8 +70,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
 
 
 def unfinished_writes(folder: str | os.PathLike[str]) -> Dict[Path, str]:
-    """The temporary files of :func:`atomic_path` in ``folder`` (left by a writer killed mid-write), each with
-    the name of the file it was writing."""
+    """The temporary files a writer killed mid-write left in ``folder``, each with the name of the file it wrote."""
     try:
         names = os.listdir(folder)
     except OSError:
@@ -115,8 +111,8 @@ def writable_dir_problem(path: str | os.PathLike[str]) -> str | None:
 
 
 def launch_dir() -> Path:
-    """The directory ddpbench was run from (Hydra's ``runtime.cwd``; the process's cwd outside Hydra): relative paths
-    a user gives (``workload.path``, a version's wheel or source tree) resolve against it."""
+    """The directory ddpbench was run from (Hydra's ``runtime.cwd``, else the cwd): a user's relative paths resolve
+    against it."""
     from hydra.core.hydra_config import HydraConfig
 
     return Path(str(HydraConfig.get().runtime.cwd)) if HydraConfig.initialized() else Path.cwd()

@@ -1,6 +1,5 @@
-"""The rules types cannot express: :func:`validate` raises :class:`~ddpbench.errors.ConfigError` with one line
-naming the key and the rule. The rules of one cluster backend live with that backend
-(:meth:`ddpbench.cluster.base.Backend.validate`)."""
+"""The rules types cannot express: :func:`validate` raises :class:`~ddpbench.errors.ConfigError`, one line naming the
+key and the rule (a cluster backend's own rules: :meth:`ddpbench.cluster.base.Backend.validate`)."""
 
 from __future__ import annotations
 
@@ -24,6 +23,12 @@ def _require(condition: bool, key: str, rule: str, value: Any) -> None:
         raise ConfigError(f"{key}={value!r}: {rule}")
 
 
+def _at_least(low: int, part: Any, prefix: str, *keys: str) -> None:
+    """Require each of ``part``'s ``keys`` (named ``prefix.key``) to be at least ``low``."""
+    for key in keys:
+        _require(getattr(part, key) >= low, f"{prefix}.{key}", f"must be >= {low}", getattr(part, key))
+
+
 def parse_repeat(value: Any) -> int:
     """Return the integer repeat label of one trial, or raise ConfigError."""
     text = str(value).strip()
@@ -39,56 +44,45 @@ def parse_repeat(value: Any) -> int:
 def validate(cfg: DdpbenchConfig) -> None:
     """Check every rule types cannot express; raise ConfigError naming the first broken key."""
     m, s, c, f, t, inj = cfg.model, cfg.stop, cfg.cluster, cfg.fault, cfg.trial, cfg.inject
-    for key in ("batch_size", "input_dim", "hidden_dim", "hidden_layers", "num_classes", "num_samples"):
-        _require(getattr(m, key) >= 1, f"model.{key}", "must be >= 1", getattr(m, key))
+    _at_least(1, m, "model", "batch_size", "input_dim", "hidden_dim", "hidden_layers", "num_classes", "num_samples")
     _require(m.lr > 0, "model.lr", "must be > 0", m.lr)
     for group in ("transformer", "convnet"):
-        for key, value in asdict(getattr(m, group)).items():
-            _require(value >= 1, f"model.{group}.{key}", "must be >= 1", value)
+        _at_least(1, getattr(m, group), f"model.{group}", *asdict(getattr(m, group)))
     _require(m.transformer.d_model % m.transformer.heads == 0, "model.transformer.d_model",
              f"must be a multiple of model.transformer.heads={m.transformer.heads}", m.transformer.d_model)
-    _require(cfg.data.workers >= 1, "data.workers", "must be >= 1", cfg.data.workers)
-    _require(cfg.data.prefetch_factor >= 1, "data.prefetch_factor", "must be >= 1", cfg.data.prefetch_factor)
+    _at_least(1, cfg.data, "data", "workers", "prefetch_factor")
     if s.kind == StopKind.steps:
         _require(s.steps is not None and s.steps >= 1, "stop.steps", "must be >= 1 with stop=steps", s.steps)
     else:
-        _require(
-            s.duration_sec is not None and s.duration_sec > 0,
-            "stop.duration_sec",
-            "must be > 0 with stop=duration",
-            s.duration_sec,
-        )
-    _require(s.warmup_steps >= 0, "stop.warmup_steps", "must be >= 0", s.warmup_steps)
-    _require(s.check_every >= 1, "stop.check_every", "must be >= 1", s.check_every)
-    _require(c.nnodes >= 1, "cluster.nnodes", "must be >= 1", c.nnodes)
-    _require(c.nproc_per_node >= 1, "cluster.nproc_per_node", "must be >= 1", c.nproc_per_node)
-    _require(c.threads_per_rank >= 0, "cluster.threads_per_rank", "must be >= 0", c.threads_per_rank)
+        _require(s.duration_sec is not None and s.duration_sec > 0, "stop.duration_sec",
+                 "must be > 0 with stop=duration", s.duration_sec)
+    _at_least(0, s, "stop", "warmup_steps")
+    _at_least(1, s, "stop", "check_every")
+    _at_least(1, c, "cluster", "nnodes", "nproc_per_node")
+    _at_least(0, c, "cluster", "threads_per_rank")
     _require(0 <= c.node_rank < c.nnodes, "cluster.node_rank", f"must be in [0, {c.nnodes - 1}]", c.node_rank)
-    _require(c.base_port == 0 or 1024 <= c.base_port <= 65000, "cluster.base_port", "must be 0 or in [1024, 65000]", c.base_port)
+    _require(c.base_port == 0 or 1024 <= c.base_port <= 65000, "cluster.base_port", "must be 0 or in [1024, 65000]",
+             c.base_port)
     try:
         parse_cpu_affinity(c.cpu_affinity)
     except ValueError as error:
         raise ConfigError(f"cluster.cpu_affinity={c.cpu_affinity!r}: {error}") from None
     world = c.nnodes * c.nproc_per_node
-    _require(
-        m.num_samples >= m.batch_size * world,
-        "model.num_samples",
-        f"must be >= one global batch (batch_size * world size = {m.batch_size * world})",
-        m.num_samples,
-    )
+    _require(m.num_samples >= m.batch_size * world, "model.num_samples",
+             f"must be >= one global batch (batch_size * world size = {m.batch_size * world})", m.num_samples)
     for key in ("crash_at_step", "hang_at_step"):
         value = getattr(f, key)
         _require(value is None or value >= 1, f"fault.{key}", "must be null or >= 1 (a timed step number)", value)
     _require(f.rank is None or 0 <= f.rank < world, "fault.rank", f"must be null or in [0, {world - 1}]", f.rank)
     _require(f.clock_skew_sec >= 0, "fault.clock_skew_sec", "must be >= 0", f.clock_skew_sec)
-    for key in ("step_ms", "device_step_ms", "startup_s", "teardown_s"):
-        _require(getattr(inj, key) >= 0, f"inject.{key}", "must be >= 0", getattr(inj, key))
+    _at_least(0, inj, "inject", "step_ms", "device_step_ms", "startup_s", "teardown_s")
     validate_loop(cfg)
     _require(t.timeout_s is None or t.timeout_s > 0, "trial.timeout_s", "must be null or > 0", t.timeout_s)
     _require(t.collective_timeout_s > 0, "trial.collective_timeout_s", "must be > 0", t.collective_timeout_s)
-    _require(t.log_every >= 0, "trial.log_every", "must be >= 0", t.log_every)
+    _at_least(0, t, "trial", "log_every")
     _require(bool(cfg.mode.command), "mode.command", "must be a non-empty list", cfg.mode.command)
-    _require(bool(_NAME_RE.match(cfg.sweep_name)), "sweep_name", "must use letters, digits, '.', '_', '-'", cfg.sweep_name)
+    _require(bool(_NAME_RE.match(cfg.sweep_name)), "sweep_name", "must use letters, digits, '.', '_', '-'",
+             cfg.sweep_name)
     _require(cfg.budget_pct > 0, "budget_pct", "must be > 0", cfg.budget_pct)
     _require(cfg.report.job_hours > 0, "report.job_hours", "must be > 0", cfg.report.job_hours)
     _require(cfg.regression_pct > 0, "regression_pct", "must be > 0", cfg.regression_pct)
@@ -138,11 +132,9 @@ def validate_loop(cfg: DdpbenchConfig) -> None:
 
 def validate_tool(tool: ToolConfig) -> None:
     """Check the tool.* settings; raise ConfigError naming the first broken key."""
-    prof = tool.torch_profiler
-    for key in ("wait", "warmup", "repeat"):
-        _require(getattr(prof, key) >= 0, f"tool.torch_profiler.{key}", "must be >= 0", getattr(prof, key))
-    _require(prof.active >= 1, "tool.torch_profiler.active", "must be >= 1", prof.active)
-    _require(tool.pyspy.rate >= 1, "tool.pyspy.rate", "must be >= 1", tool.pyspy.rate)
+    _at_least(0, tool.torch_profiler, "tool.torch_profiler", "wait", "warmup", "repeat")
+    _at_least(1, tool.torch_profiler, "tool.torch_profiler", "active")
+    _at_least(1, tool.pyspy, "tool.pyspy", "rate")
     _require(bool(_NAME_RE.match(str(tool.wandb.project))), "tool.wandb.project",
              "must use letters, digits, '.', '_', '-'", tool.wandb.project)
 
@@ -160,7 +152,7 @@ def switches(cfg: DdpbenchConfig) -> bool:
 def validate_switching(cfg: DdpbenchConfig) -> None:
     """Check switching.*; with switching=blocks, refuse a mode or workload that cannot be switched (one line)."""
     sw, mode = cfg.switching, cfg.mode
-    _require(sw.block_steps >= 1, "switching.block_steps", "must be >= 1", sw.block_steps)
+    _at_least(1, sw, "switching", "block_steps")
     _require(0 <= sw.washout_steps < sw.block_steps, "switching.washout_steps",
              f"must be >= 0 and < switching.block_steps={sw.block_steps}", sw.washout_steps)
     if sw.kind != SwitchingKind.blocks:

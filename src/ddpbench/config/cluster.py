@@ -36,8 +36,7 @@ class SlurmConfig:
     poll_s: float = 1.0
     # seconds node 0 waits, after its own agent ended, for the other nodes' records
     peer_record_wait_s: float = 60.0
-    # true: the sweep submits ONE job (nodes = cluster.nnodes) whose batch script runs the whole sweep in
-    # order on the same nodes (each trial is one `srun` step, one agent per node), instead of one job per
+    # true: ONE job runs the whole sweep on the same nodes, one `srun` step per trial, instead of one job per
     # trial: both arms of every pair run on the same machines (ddpbench.cluster.slurm.steps)
     one_allocation: bool = False
 
@@ -46,7 +45,7 @@ class SlurmConfig:
 class RayConfig:
     """Ray settings of a ``kind: ray`` cluster (ddpbench.cluster.ray.backend, docs/ray.md)."""
 
-    # the running cluster's GCS address HOST:PORT; auto = $RAY_ADDRESS, else the cluster `ray start` left here
+    # the running cluster's GCS address HOST:PORT; auto = $RAY_ADDRESS, else the one `ray start` left here
     address: str = "auto"
     # logical CPUs each node's placement-group bundle asks for (null = cluster.nproc_per_node)
     cpus_per_node: Optional[float] = None
@@ -64,18 +63,14 @@ class ClusterConfig:
 
     # label used in reports
     name: str = MISSING
-    # the backend that places node agents: local (this host), slurm (submitit), static (one driver per
-    # node), or the module path of your own (ddpbench.cluster.base.Backend)
+    # the backend that places node agents: local, slurm, static (one driver per node), or your own's module path
     kind: str = "local"
     # nodes (torchrun agents) per trial
     nnodes: int = 1
     # ranks per node
     nproc_per_node: int = 2
-    # auto | cpu | cuda
     device: Device = Device.cpu
-    # torch.distributed backend: auto | gloo | nccl
     backend: DistBackend = DistBackend.gloo
-    # fp32 | bf16 | fp16
     precision: Precision = Precision.fp32
     # torch threads per rank (OMP_NUM_THREADS); 0 = leave unset
     threads_per_rank: int = 1
@@ -83,21 +78,17 @@ class ClusterConfig:
     master_addr: str = "127.0.0.1"
     # this driver's node rank (static backend: each node runs its own driver)
     node_rank: int = 0
-    # static backend: first of the ports node 0 must accept from the other nodes: the drivers'
-    # coordinator listens on base_port, trial k (job number) rendezvouses on base_port + 1 + 2*k and
-    # runs a tool's aggregator on base_port + 2 + 2*k (0 = derive all of them from the sweep name)
+    # static backend: the drivers' coordinator port; trial k rendezvouses on base_port + 1 + 2*k, its tool's
+    # aggregator on base_port + 2 + 2*k (0 = derived from the sweep name)
     base_port: int = 0
-    # static backend: seconds a node waits at a trial for its peers before failing it (torchrun's
-    # static rendezvous / TCPStore timeout, and how long node 0 waits for a peer's node record)
+    # static backend: seconds a node waits at a trial for its peers (and node 0 for a peer's record) before failing it
     rendezvous_timeout_s: float = 60.0
-    # static backend: whether every node sees the same sweep dir (NFS, EFS...). true: node 0 reads the
-    # other nodes' records from it; false: the ranks send their records to rank 0 through the process
-    # group (the other nodes' agent wall times are then unknown) and TraceML modes are refused
+    # static backend: whether every node sees the same sweep dir (NFS...); false: the ranks send their records to
+    # rank 0 through the process group (other nodes' agent walls unknown) and TraceML modes are refused
     shared_dir: bool = True
     # slurm backend settings (ignored elsewhere)
     slurm: SlurmConfig = field(default_factory=SlurmConfig)
     # ray backend settings (ignored elsewhere)
     ray: RayConfig = field(default_factory=RayConfig)
-    # pin each rank to CPUs: auto (spread the ranks, keep the driver and agents off their CPUs where
-    # CPUs allow) | none | a CPU list for the ranks in order: "0-3", [0,1] (ddpbench.workload.affinity)
+    # pin each rank to CPUs: auto | none | a CPU list for the ranks in order, "0-3" or [0,1] (workload.affinity)
     cpu_affinity: Any = "none"

@@ -26,12 +26,9 @@ def register_configs() -> None:
 
 
 def typed(cfg: DictConfig) -> DdpbenchConfig:
-    """A composed config (with or without the schema's type, with or without Hydra's ``hydra`` node) as the schema's
-    dataclasses, every value resolved.
-
-    Each process converts once, where Hydra hands it the config; everything below takes the typed config or the
-    parts it needs. Raises ConfigError (one line, naming the key) for a missing, mistyped or unresolvable value.
-    """
+    """A composed config (with or without the schema's type and Hydra's ``hydra`` node) as the schema's dataclasses,
+    every value resolved: once per process, where Hydra hands it over. ConfigError (one line, naming the key) for a
+    missing, mistyped or unresolvable value."""
     try:
         if "hydra" in cfg:  # what a trial sees: the config without Hydra's own settings
             cfg = OmegaConf.masked_copy(cfg, [str(k) for k in cfg if k != "hydra"])

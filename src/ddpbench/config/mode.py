@@ -15,7 +15,6 @@ from ddpbench.choices import ArtifactKind, ProfilerHandler, Role, SwitchWhat
 class ArtifactConfig:
     """The tool output a mode must leave for its trial to count (mode.artifacts); checked by ddpbench.trial.artifacts."""
 
-    # what to check: traceml_summary | torch_trace | speedscope | wandb_offline (see docs/tools.md)
     kind: ArtifactKind = MISSING
     # file or folder relative to the job dir; may use the command placeholders ({run_name}, ...)
     path: str = MISSING
@@ -25,8 +24,6 @@ class ArtifactConfig:
 class ModeSwitchConfig:
     """What ``switching=blocks`` turns on and off inside a trial of this mode (mode.switch; docs/analysis.md)."""
 
-    # none (a no-op switch: the method's noise floor), trace_step (TraceML's step wrapping + TRACEML_DISABLED),
-    # torch_profiler (an active recording), wandb_log (the per-step log call), inject (the injected wait)
     what: SwitchWhat = MISSING
     # what stays on while the switch is off (shown in the report's caveat when the within-trial figure is low)
     stays_on: str = ""
@@ -38,8 +35,6 @@ class ModeConfig:
 
     # label used in reports; defaults to the option name
     name: str = MISSING
-    # what the mode is to the analysis: baseline (compared against), tool (judged against the budget), aa (the
-    # baseline again: the noise floor), calibration (known injected costs)
     role: Role = Role.tool
     # the tool keeps run state every node must read, so a multi-node trial needs cluster.shared_dir=true
     needs_shared_dir: bool = False
@@ -68,8 +63,7 @@ class ModeConfig:
     # the tool output a trial must leave to be ok (null = none: native modes)
     artifacts: Optional[ArtifactConfig] = None
     # --- framework jobs ---
-    # how the tool attaches to the job, as its users attach it (shown in the report's setup among the
-    # config differences between modes); "" = no tool
+    # how the tool attaches to the job, as its users attach it (shown in the report's setup); "" = no tool
     attach: str = ""
     # --- tool versions (versions=, docs/versions.md) ---
     # argv printing the tool launcher's help ({python} = the version's environment); every --flag of
@@ -82,13 +76,11 @@ class ModeConfig:
     env_by_version: Dict[str, Dict[str, str]] = field(default_factory=dict)
     # version specifier -> the help command used instead of `help_command` by versions it matches (first match)
     help_command_by_version: Dict[str, List[str]] = field(default_factory=dict)
-    # the tool versions this mode can run, a version specifier (e.g. ">=0.3.1"; "" = any): an arm at another
-    # version is refused before any trial, in one line
+    # the tool versions this mode can run, a version specifier (e.g. ">=0.3.1"; "" = any); others are refused
     tool_versions: str = ""
     # --- Ray Train ---
-    # workload=ray_train: the Ray Train trainer this mode runs, as `_target_: module.Class` plus its own keyword
-    # arguments (nested `_target_` dicts are built too; strings may use the command placeholders, e.g.
-    # {job_dir}); ddpbench adds the loop, scaling, torch and run configs. null = the mode cannot run ray_train
+    # workload=ray_train: the Ray Train trainer this mode runs, `_target_: module.Class` plus its keyword arguments
+    # (nested `_target_`s built too; strings may use the command placeholders); null = the mode cannot run it
     ray_trainer: Optional[Dict[str, Any]] = None
     # --- within-trial switching ---
     # what switching=blocks switches in this mode (null = the mode cannot be switched: refused with switching=blocks)
@@ -109,7 +101,6 @@ class TorchProfilerConfig:
     active: int = 3
     # cycles (0 = repeat until the loop ends)
     repeat: int = 1
-    # tensorboard (tensorboard_trace_handler: rank<r>.<time>.pt.trace.json) | chrome (export_chrome_trace)
     handler: ProfilerHandler = ProfilerHandler.tensorboard
 
 

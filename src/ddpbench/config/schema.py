@@ -21,7 +21,6 @@ class DdpbenchConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
     data: DataConfig = field(default_factory=DataConfig)
-    # step: host clock at step boundaries (quote this) | phase: per-phase times, CUDA sync after each phase
     timing: Timing = Timing.step
     stop: StopConfig = field(default_factory=StopConfig)
     mode: ModeConfig = field(default_factory=ModeConfig)
@@ -29,7 +28,6 @@ class DdpbenchConfig:
     fault: FaultConfig = field(default_factory=FaultConfig)
     inject: InjectConfig = field(default_factory=InjectConfig)
     trial: TrialConfig = field(default_factory=TrialConfig)
-    # within-trial switching of the tool's per-step work (switching=none | blocks | auto)
     switching: SwitchingConfig = field(default_factory=SwitchingConfig)
     # settings of the shipped tools' modes
     tool: ToolConfig = field(default_factory=ToolConfig)

@@ -35,8 +35,6 @@ class TrialConfig:
 class SwitchingConfig:
     """Within-trial switching (conf/switching/): blocks of steps with the tool's per-step work off and on, ABBA order."""
 
-    # none (off) | blocks (switch the mode's mode.switch.what every block_steps timed steps) | auto (blocks where the
-    # mode declares a switch and ddpbench's own loop runs the workload, else none: the default)
     kind: SwitchingKind = SwitchingKind.none
     # timed steps per block (docs/accuracy.md: how the default was chosen)
     block_steps: int = 10
@@ -56,13 +54,10 @@ PRECISION_METRICS = ("projected_overhead_pct", "step_overhead_pct", "step_overhe
 class PrecisionConfig:
     """When ``repeat=auto`` stops adding pairs (ddpbench.analysis.sequential; docs/analysis.md)."""
 
-    # the paired metric the rule decides on (one of PRECISION_METRICS); % metrics are compared with
-    # budget_pct, ms metrics with budget_ms; projected_overhead_pct (per-step cost plus the fixed cost over a
-    # job of report.job_hours) is what the report's verdict is on; switched_step_overhead_ms (switching=blocks) is
-    # the within-trial per-step cost, one value per pair: the mode trial's own estimate
+    # the paired metric the rule decides on (one of PRECISION_METRICS; % metrics against budget_pct, ms metrics
+    # against budget_ms); projected_overhead_pct is what the report's verdict is on
     metric: str = "projected_overhead_pct"
-    # stop once the interval's half-width is at most this (the metric's unit); null = only a decisive
-    # verdict, max_pairs or max_minutes stop
+    # stop once the interval's half-width is at most this (the metric's unit); null = only a verdict or a limit
     halfwidth_pct: Optional[float] = 1.0
     # never stop before this many pairs per condition (at least 2: an interval needs two)
     min_pairs: int = 3
@@ -70,12 +65,10 @@ class PrecisionConfig:
     max_pairs: int = 12
     # stop adding pairs once the sweep has run this long, minutes
     max_minutes: float = 60.0
-    # how the error rate is spread over the looks: pocock (decides early) or obrien_fleming
     spending: Spending = Spending.pocock
     # budget for a ms metric, ms per step (null = a ms metric needs it set)
     budget_ms: Optional[float] = None
-    # a pair whose trials' load shows other work disturbed it: rerun = not counted, the next repeat
-    # takes its place (it still uses up max_pairs and max_minutes); count = counted like any other
+    # a rerun pair still uses up max_pairs and max_minutes
     disturbed: Disturbed = Disturbed.rerun
 
 
@@ -83,6 +76,5 @@ class PrecisionConfig:
 class ReportConfig:
     """How the report turns the trials' figures into a verdict (ddpbench.analysis.projection)."""
 
-    # length of the user's job, hours of training: the fixed costs (start-up, teardown) are paid once per
-    # job, the per-step cost all along; the verdict is on (per-step cost over the job + fixed cost) / job
+    # length of the user's job, hours of training: the verdict is on (per-step cost over the job + fixed cost) / job
     job_hours: float = 1.0

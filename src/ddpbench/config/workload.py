@@ -3,46 +3,34 @@ costs and faults a test or a calibration puts in (model.*, workload.*, data.*, s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, cast
+from dataclasses import dataclass, field, fields, make_dataclass
+from typing import TYPE_CHECKING, Any, Dict, Optional, cast, get_type_hints
 
 from omegaconf import MISSING
 
 from ddpbench.choices import GcMode, HostSyncPattern, Loader, StopKind
-from ddpbench.workload.sizes import ConvnetSizes, MlpSizes, TransformerSizes
+from ddpbench.workload.sizes import ConvnetSizes, MlpSizes, Sizes, TransformerSizes
 
 
-@dataclass
-class TransformerSizeConfig:
-    """Size of the transformer workload (model.transformer); the defaults are the rank's (workload.sizes)."""
-
-    # embedding width
-    d_model: int = TransformerSizes.d_model
-    # transformer blocks
-    layers: int = TransformerSizes.layers
-    # attention heads; must divide d_model
-    heads: int = TransformerSizes.heads
-    # tokens per sample
-    seq_len: int = TransformerSizes.seq_len
-    # vocabulary size
-    vocab: int = TransformerSizes.vocab
+def _thawed(sizes: type[Sizes], name: str, doc: str, leave_out: tuple[str, ...] = ()) -> Any:
+    """A workload's frozen size arguments (``ddpbench.workload.sizes``: names, types, defaults, meaning) as the
+    mutable dataclass a structured config needs."""
+    types = get_type_hints(sizes)
+    thawed = make_dataclass(name, [(f.name, types[f.name], field(default=f.default)) for f in fields(sizes)
+                                   if f.name not in leave_out])
+    thawed.__module__, thawed.__doc__ = __name__, doc
+    return thawed
 
 
-@dataclass
-class ConvnetSizeConfig:
-    """Size of the convnet workload (model.convnet); its classes are model.num_classes; the defaults are the
-    rank's (workload.sizes)."""
-
-    # channels of the stem and the first stage (doubled at each later stage)
-    width: int = ConvnetSizes.width
-    # residual blocks per stage
-    blocks: int = ConvnetSizes.blocks
-    # stages; each after the first halves the resolution
-    stages: int = ConvnetSizes.stages
-    # image height and width, pixels
-    image_size: int = ConvnetSizes.image_size
-    # image channels
-    channels: int = ConvnetSizes.channels
+if TYPE_CHECKING:  # what a type checker sees: the same fields as the rank's
+    TransformerSizeConfig = TransformerSizes
+    ConvnetSizeConfig = ConvnetSizes
+else:
+    TransformerSizeConfig = _thawed(TransformerSizes, "TransformerSizeConfig",
+                                    "Size of the transformer workload (model.transformer).")
+    ConvnetSizeConfig = _thawed(ConvnetSizes, "ConvnetSizeConfig",
+                                "Size of the convnet workload (model.convnet); its classes are model.num_classes.",
+                                leave_out=("num_classes",))
 
 
 @dataclass
@@ -51,20 +39,16 @@ class ModelConfig:
 
     # batch size per rank, samples
     batch_size: int = 64
-    # input features (the MLP's sizes default to the rank's: workload.sizes)
+    # the MLP's sizes (their meaning and defaults: ddpbench.workload.sizes.MlpSizes); num_classes: the convnet's too
     input_dim: int = MlpSizes.input_dim
-    # width of each hidden layer
     hidden_dim: int = MlpSizes.hidden_dim
-    # number of Linear+GELU hidden layers
     hidden_layers: int = MlpSizes.hidden_layers
-    # output classes
     num_classes: int = MlpSizes.num_classes
     # synthetic dataset size, samples (at least one global batch)
     num_samples: int = 65536
     # AdamW learning rate
     lr: float = 1e-3
-    # the host-sync pattern of this size's reference job, which workload.host_sync follows unless set: none |
-    # loss | seed (model=seed_e2e: the seed script's loop)
+    # the host-sync pattern of this size's reference job, which workload.host_sync follows unless set
     host_sync: HostSyncPattern = HostSyncPattern.none
     # workload=transformer sizes
     transformer: TransformerSizeConfig = field(default_factory=TransformerSizeConfig)
@@ -90,26 +74,22 @@ class WorkloadConfig:
     metrics: Dict[str, str] = field(default_factory=dict)
     # unit of a figure in `metrics`, e.g. tokens_per_s: tokens/s (optional)
     units: Dict[str, str] = field(default_factory=dict)
-    # workload=script: the script writes ddpbench's rank record through ddpbench.workload.recorder;
-    # null = on when the script imports a framework (transformers, lightning): the recorder attaches to its Trainer
+    # workload=script: the script writes its rank record through ddpbench.workload.recorder; null = on when it
+    # imports a framework (transformers, lightning), whose Trainer the recorder attaches to
     records: Optional[bool] = None
     # --- framework jobs ---
     # a built-in workload trained by a framework Trainer (transformers, lightning); null = the harness's own loop
     framework: Optional[str] = None
     # --- Ray Train ---
-    # workload=ray_train: the built-in model (mlp, transformer, convnet) each Ray Train worker trains; the trial
-    # runs one driver that hands the harness's loop to the mode's `ray_trainer` (docs/ray.md); null = not Ray Train
+    # workload=ray_train: the built-in model each Ray Train worker trains (docs/ray.md); null = not Ray Train
     trains: Optional[str] = None
     # workload=ray_train: each built-in model's size arguments; size_args picks the one `trains` names
     model_sizes: Dict[str, Any] = field(default_factory=dict)
     # --- the job's loop ---
-    # what a training step makes the host wait for on the device (docs/workload.md): none (ddpbench's sync-free
-    # loop), loss (the loss read after every step), seed (the seed script's loop: a synchronize before every step,
-    # the host-to-device copy inside the step marker, the loss read after it); own = a framework Trainer's or a
-    # user script's own loop (hf_trainer, lightning, script). Default: the model size's (model=seed_e2e: seed)
+    # what a training step makes the host wait for on the device (own: hf_trainer, lightning, script); default:
+    # the model size's (model=seed_e2e: seed)
     host_sync: HostSyncPattern = cast(HostSyncPattern, "${model.host_sync}")
-    # Python's garbage collector in ddpbench's timed loop, every mode alike: on (as Python does) | freeze
-    # (gc.freeze() before the timed loop: start-up's objects are not scanned again) | off (disabled in the loop)
+    # Python's garbage collector in ddpbench's timed loop, every mode alike
     gc: GcMode = GcMode.on
 
 
@@ -117,8 +97,6 @@ class WorkloadConfig:
 class DataConfig:
     """How the workload serves batches."""
 
-    # synthetic (stored samples, no workers) | realistic (workers, per-sample transform, pinned memory on
-    # CUDA, prefetching)
     loader: Loader = Loader.synthetic
     # realistic loader: DataLoader worker processes per rank
     workers: int = 2
@@ -130,7 +108,6 @@ class DataConfig:
 class StopConfig:
     """When a trial's timed loop ends."""
 
-    # "steps" (fixed work: wall time sees per-step cost) or "duration" (lockstep clock stop)
     kind: StopKind = StopKind.steps
     # timed steps per rank, for kind=steps
     steps: Optional[int] = 200
@@ -138,13 +115,11 @@ class StopConfig:
     duration_sec: Optional[float] = None
     # untimed steps before the timed loop
     warmup_steps: int = 10
-    # duration stop: ranks agree on stopping every this many steps (all-reduce MAX); 50 costs ~0.01% of a
-    # small-model CPU step (docs/workload.md)
+    # duration stop: ranks agree on stopping every this many steps (all-reduce MAX; its cost: docs/workload.md)
     check_every: int = 50
     # duration stop: true = lockstep (the fix); false = the reference's per-rank clock (hangs)
     sync: bool = True
-    # framework scripts: true = keep the Trainer's own max_steps (stop.steps is not applied; the record says how
-    # many ran); false = ddpbench sets the optimizer steps (warmup + stop.steps)
+    # framework scripts: true = keep the Trainer's own max_steps; false = ddpbench sets warmup + stop.steps
     from_script: bool = False
 
 
@@ -154,8 +129,7 @@ class InjectConfig:
 
     # mode=inject: wall time the host waits in every timed step on every rank (sleep, spin the last 0.2 ms), ms
     step_ms: float = 2.0
-    # mode=inject_device: GPU time queued in every timed step on every rank (a spin kernel sized in-process with
-    # CUDA events), ms; CUDA only
+    # mode=inject_device: GPU time queued in every timed step on every rank (a spin kernel), ms; CUDA only
     device_step_ms: float = 2.0
     # sleep before the process group is created, s
     startup_s: float = 1.0

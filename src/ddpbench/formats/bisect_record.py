@@ -1,12 +1,8 @@
-"""A bisection of a tool's commit range (``bisect.json``, schema ``ddpbench.bisect``).
+"""A bisection of a tool's commit range (``bisect.json``, schema ``ddpbench.bisect``; fields and versions:
+docs/formats.md).
 
-``ddpbench-bisect`` writes it into its folder after every look at a commit (:func:`write_bisect_record`);
-a second run of the same name reads it (:func:`read_bisect_record`) and skips the commits it already
-decided; its report is rendered from it alone. ``docs/formats.md`` describes the fields for humans.
-
-Version history:
-
-- 1: first version.
+``ddpbench-bisect`` writes it after every look at a commit; a second run of the same name reads it and skips the
+commits it already decided; its report is rendered from it alone.
 """
 
 from __future__ import annotations
@@ -63,18 +59,10 @@ def _check(record: Dict[str, Any]) -> List[str]:
 
 #: the format as the reader contract (:mod:`ddpbench.formats.reader`) reads it
 FORMAT = Format(SCHEMA, SCHEMA_VERSION, oldest=1, upgrades={}, check=_check)
-
-
-def validate_bisect_record(record: Any) -> Optional[str]:
-    """Why a decoded ``bisect.json`` cannot be used (one line), or None."""
-    problems = FORMAT.problems(record)
-    return problems[0] if problems else None
+#: why a decoded ``bisect.json`` cannot be used (one line), or None
+validate_bisect_record = FORMAT.first_problem
 
 
 def read_bisect_record(folder: "str | os.PathLike[str]") -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
     """``(record, None)``; ``(None, None)`` when the folder has none; ``(None, why)`` (naming the file) when it is unusable."""
-    path = os.path.join(folder, BISECT_FILE)
-    if not os.path.exists(path):
-        return None, None
-    record, error = FORMAT.read(path)
-    return record, (str(error) if error is not None else None)
+    return FORMAT.read_if_present(os.path.join(folder, BISECT_FILE))

@@ -1,11 +1,6 @@
-"""Which config keys make a trial's condition (the one list the runner, the sweep and the record share), and how a
-trial's job folder is named from them.
-
-A *condition* is what the trials of a pair share (the trial record's ``condition`` and
-``condition_id``): every chosen or swept key except the ones below. The record's ``config_hash``
-leaves out only :data:`SWEEPER_KEYS` (the hash of a trial written before must not change).
-
-Every reading of a command-line override's key goes through :func:`parse_overrides` (Hydra's own parser).
+"""Which config keys make a trial's condition (what the trials of a pair share: every chosen or swept key but the
+ones below), and how a trial's job folder is named from them. Every reading of an override's key goes through
+:func:`parse_overrides` (Hydra's own parser).
 """
 
 from __future__ import annotations
@@ -41,15 +36,14 @@ NON_CONDITION_KEYS: Tuple[str, ...] = ARM_KEYS + NOT_IN_JOB_DIR
 
 @functools.lru_cache(maxsize=1)
 def _override_parser() -> "OverridesParser":
-    """Hydra's override parser, built once per process (it builds its grammar's lexer and parser)."""
+    """Hydra's override parser, built once per process."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     return OverridesParser.create()
 
 
 def parse_overrides(overrides: Sequence[str]) -> List[Override]:
-    """Hydra's own reading of command-line overrides (``key=value``, ``+key=``, ``~key``, quoted values, sweeps), one
-    each: its ``key_or_group`` and ``value()``. Raises ConfigError naming the first text that is not an override."""
+    """Hydra's own reading of command-line overrides, one each; ConfigError names the first that is not one."""
     from hydra.errors import HydraException
 
     parser = _override_parser()
@@ -81,11 +75,9 @@ def is_plain_version(spec: str) -> bool:
 
 
 def arm_name(mode: str, spec: Optional[str]) -> str:
-    """The name of the arm that runs mode ``mode``'s tool at version ``spec``: ``traceml==0.4.2``.
-
-    None (the sweep's own install) is the mode itself. A requirement keeps its text (``traceml[traceml-ai<0.5]``);
-    a wheel file, a source tree or ``path@ref`` is named by its last path component (``traceml@checkout@v2``).
-    """
+    """The name of the arm that runs mode ``mode``'s tool at version ``spec``: ``traceml==0.4.2``; the mode itself
+    for None (the sweep's own install), ``traceml[traceml-ai<0.5]`` for a requirement, the last path component for a
+    wheel file, a source tree or ``path@ref`` (``traceml@checkout@v2``)."""
     if spec is None or str(spec).strip() == "":
         return mode
     text = str(spec).strip()
@@ -101,19 +93,14 @@ def base_mode(arm: str) -> str:
     return re.split(r"==|\[|@", arm, maxsplit=1)[0]
 
 
+#: longest job folder name (bytes) :func:`job_dirname` keeps; longer ones end in a hash (NAME_MAX is 255)
 JOB_DIRNAME_MAX = 200
-"""Longest job folder name (bytes) :func:`job_dirname` keeps; longer ones end in a hash (NAME_MAX is 255)."""
 
 
 def job_dirname(override_dirname: str, version: Optional[str] = None) -> str:
-    """A job folder name from Hydra's ``override_dirname`` (the Hydra resolver ``ddpbench_dirname``): one path
-    component, whatever the values hold.
-
-    An arm at a tool ``version`` (``versions=``) is named by its mode: ``mode=traceml==0.4.2``.
-
-    A script path or a pattern may contain ``/`` (``%2F`` here, ``%`` itself as ``%25``), and a long list of
-    arguments may pass the file-name limit (then the name is cut and ends in a hash of the whole).
-    """
+    """A job folder name from Hydra's ``override_dirname`` (the resolver ``ddpbench_dirname``): one path component
+    (``/`` as ``%2F``, ``%`` as ``%25``; cut to :data:`JOB_DIRNAME_MAX` with a hash of the whole), an arm at a tool
+    ``version`` named by its mode: ``mode=traceml==0.4.2``."""
     if version is not None:
         override_dirname = re.sub(r"(^|,)mode=([^,]+)(?=,|$)",
                                   lambda m: f"{m.group(1)}mode={arm_name(m.group(2), str(version))}", override_dirname)

@@ -1,8 +1,5 @@
-"""Where one attempt of a trial keeps its files: the one place that names them (docs/formats.md, "Job dir layout").
-
-Every process of an attempt writes below its folder, ``attempts/<n>/`` of the job dir: the agents' logs and
-the records of their guards and wrapped commands in ``logs/``, the rank records in ``metrics/``, the other
-nodes' records in ``nodes/``, Ray Train's storage in ``ray/``; a mode's tool writes where its template says.
+"""Where one attempt of a trial (``attempts/<n>/`` of the job dir) keeps its files: the one place that names them
+(docs/formats.md, "Job dir layout"); a mode's tool writes where its template says.
 """
 
 from __future__ import annotations
@@ -16,15 +13,14 @@ from ddpbench.formats.rank_record import rank_record_name
 #: the folders of an attempt: the agents' logs, the rank records, the other nodes' records
 LOGS_DIR, METRICS_DIR, NODES_DIR = "logs", "metrics", "nodes"
 
+#: a node rank, or the token an agent spanning every node fills in with its own (``cluster.NODE_RANK_TOKEN``)
 NodeRank = Union[int, str]
-"""A node rank, or the token an agent spanning every node fills in with its own (``cluster.NODE_RANK_TOKEN``)."""
 
 
 @dataclass(frozen=True)
 class AttemptLayout:
-    """The files of one attempt of a trial, below its folder ``root``."""
+    """The files of one attempt of a trial, below ``root``: the agents' working dir and a mode's {job_dir}."""
 
-    # the attempt's folder (the agents' working dir and a mode's {job_dir})
     root: Path
 
     @property

@@ -1,69 +1,55 @@
-"""A trial's figures combined from its rank records: what :func:`ddpbench.formats.trial_record.build_trial_record` derives.
+"""A trial's figures combined from its rank records (for :func:`ddpbench.formats.trial_record.build_trial_record`).
 
-Combining ranks: ``steps_per_s`` is the slowest rank's; ``step_time_ms`` holds the mean over ranks
-of each rank's statistic, except ``min`` and ``max``, which are the min and max over ranks. In DDP
-every step waits for the gradient all-reduce, so the ranks' figures differ little.
+``steps_per_s`` is the slowest rank's; ``step_time_ms`` holds the mean over ranks of each rank's statistic, except
+``min`` and ``max``: the min and max over ranks (under DDP's all-reduce the ranks' figures differ little).
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from ddpbench.formats.rank_loop import GPU_TIME_KEYS, STARTUP_PARTS
 from ddpbench.formats.rank_record import STEP_STAT_KEYS
 
 
-def combine_step_times(ranks: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, float]]:
-    """Combine the ranks' ``step_time_ms`` objects as the module docstring says."""
-    stats: List[Any] = [r.get("step_time_ms") for r in ranks]
+def _combine_stats(stats: Sequence[Any]) -> Optional[Dict[str, float]]:
+    """The ranks' step statistics (one dict each) combined as the module docstring says; None unless all have them."""
     if not stats or any(not s for s in stats):
         return None
-    combined: Dict[str, float] = {}
-    for key in STEP_STAT_KEYS:
-        values = [float(s[key]) for s in stats]
-        if key == "min":
-            combined[key] = min(values)
-        elif key == "max":
-            combined[key] = max(values)
-        else:
-            combined[key] = sum(values) / len(values)
-    return combined
+    combine: Dict[str, Callable[[List[float]], float]] = {"min": min, "max": max}
+    return {key: combine.get(key, _mean)([float(s[key]) for s in stats]) for key in STEP_STAT_KEYS}
 
 
-def wall_decomposition(
-    wall_s: float, spawn_epoch: float, ranks: Sequence[Mapping[str, Any]]
-) -> Dict[str, Optional[float]]:
-    """Split ``wall_s`` into start-up, training and teardown from the ranks' epoch timestamps.
+def _mean(values: List[float]) -> float:
+    return sum(values) / len(values)
 
-    startup = spawn -> latest first timed step; train = that -> latest end of the timed loop;
-    teardown = the rest, so the three add up to ``wall_s`` exactly.
-    """
+
+def combine_step_times(ranks: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, float]]:
+    """Combine the ranks' ``step_time_ms`` objects as the module docstring says."""
+    return _combine_stats([r.get("step_time_ms") for r in ranks])
+
+
+def wall_decomposition(wall_s: Optional[float], spawn_epoch: float,
+                       ranks: Sequence[Mapping[str, Any]]) -> Dict[str, Optional[float]]:
+    """``wall_s`` as start-up (spawn to the latest first timed step), training (to the latest end of the timed loop)
+    and teardown (the rest: they add up to ``wall_s``), s, from the ranks' epoch timestamps; all None when unknown."""
+    unknown: Dict[str, Optional[float]] = dict.fromkeys(("startup_s", "train_s", "teardown_s"))
     try:
         first = max(float(r["timestamps"]["first_step_start"]) for r in ranks)
         last = max(float(r["timestamps"]["last_step_end"]) for r in ranks)
     except (KeyError, TypeError, ValueError):
-        return {"startup_s": None, "train_s": None, "teardown_s": None}
-    if not ranks:
-        return {"startup_s": None, "train_s": None, "teardown_s": None}
-    startup = first - spawn_epoch
-    train = last - first
+        return unknown
+    if wall_s is None:
+        return unknown
+    startup, train = first - spawn_epoch, last - first
     return {"startup_s": startup, "train_s": train, "teardown_s": wall_s - startup - train}
 
 
 def rank_summaries(ranks: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
     """The per-rank part of a trial record."""
-    return [
-        {
-            "rank": r.get("rank"),
-            "node_rank": r.get("node_rank"),
-            "hostname": r.get("hostname"),
-            "steps": r.get("timed_steps"),
-            "steps_per_s": r.get("steps_per_s"),
-            "train_s": r.get("train_s"),
-            "step_time_ms": r.get("step_time_ms"),
-        }
-        for r in sorted(ranks, key=lambda r: int(r.get("rank", 0)))
-    ]
+    return [{"rank": r.get("rank"), "node_rank": r.get("node_rank"), "hostname": r.get("hostname"),
+             "steps": r.get("timed_steps"), "steps_per_s": r.get("steps_per_s"), "train_s": r.get("train_s"),
+             "step_time_ms": r.get("step_time_ms")} for r in sorted(ranks, key=lambda r: int(r.get("rank", 0)))]
 
 
 def throughput(ranks: Sequence[Mapping[str, Any]], global_batch: int) -> Dict[str, Any]:
@@ -71,13 +57,9 @@ def throughput(ranks: Sequence[Mapping[str, Any]], global_batch: int) -> Dict[st
     if not ranks:
         return {"steps": None, "warmup_steps": None, "samples": None, "steps_per_s": None, "samples_per_s": None}
     slowest = min(float(r["steps_per_s"]) for r in ranks)
-    return {
-        "steps": int(min(int(r["timed_steps"]) for r in ranks)),
-        "warmup_steps": int(ranks[0].get("warmup_steps", 0)),
-        "samples": int(sum(int(r["samples"]) for r in ranks)),
-        "steps_per_s": slowest,
-        "samples_per_s": slowest * global_batch,
-    }
+    return {"steps": int(min(int(r["timed_steps"]) for r in ranks)),
+            "warmup_steps": int(ranks[0].get("warmup_steps", 0)), "samples": sum(int(r["samples"]) for r in ranks),
+            "steps_per_s": slowest, "samples_per_s": slowest * global_batch}
 
 
 def combine_phase_times(ranks: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, Dict[str, float]]]:
@@ -85,13 +67,8 @@ def combine_phase_times(ranks: Sequence[Mapping[str, Any]]) -> Optional[Dict[str
     phases: List[Any] = [r.get("phase_time_ms") for r in ranks]
     if not phases or any(not p for p in phases):
         return None
-    combined: Dict[str, Dict[str, float]] = {}
-    for name in phases[0]:
-        per_rank = [{"step_time_ms": p.get(name)} for p in phases]
-        stats = combine_step_times(per_rank)
-        if stats is not None:
-            combined[name] = stats
-    return combined
+    combined = {name: _combine_stats([p.get(name) for p in phases]) for name in phases[0]}
+    return {name: stats for name, stats in combined.items() if stats is not None}
 
 
 def peak_memory(ranks: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, Optional[int]]]:
@@ -121,12 +98,9 @@ def combine_gpu_times(ranks: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, 
     gpu: List[Any] = [r.get("gpu_time_ms") for r in ranks]
     if not gpu or any(not isinstance(g, dict) for g in gpu):
         return None
-    combined: Dict[str, Any] = {}
-    for key in GPU_TIME_KEYS:
-        stats = combine_step_times([{"step_time_ms": g.get(key)} for g in gpu])
-        if stats is None:
-            return None
-        combined[key] = stats
+    combined: Dict[str, Any] = {key: _combine_stats([g.get(key) for g in gpu]) for key in GPU_TIME_KEYS}
+    if any(stats is None for stats in combined.values()):
+        return None
     combined["late_reads"] = int(sum(int(g.get("late_reads") or 0) for g in gpu))
     return combined
 

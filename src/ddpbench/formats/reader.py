@@ -1,18 +1,16 @@
 """The one reader contract of ddpbench's versioned JSON formats: version check, upgrade, one error type.
 
-Each format module declares a :class:`Format`: its schema name, its current version, the oldest
-version it still reads, one upgrade step per earlier version (a record of version v becomes one of
-v + 1, in memory; ``schema_version`` is kept so a reader can tell where it came from) and the checks
-of a record's body. :meth:`Format.load` reads a file and returns the record as the current version,
-or raises :class:`FormatError` naming the file, the format and the problems.
+Each format module declares a :class:`Format`; :meth:`Format.load` returns a file's record as the current version
+(``schema_version`` kept) or raises :class:`FormatError` naming the file, the format and the problems.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple, TypeGuard
 
 from ddpbench.errors import DdpbenchError
 
@@ -27,17 +25,22 @@ class FormatError(DdpbenchError):
 
     def __init__(self, path: "str | os.PathLike[str]", schema: str, problems: Sequence[str]) -> None:
         self.path, self.schema, self.problems = str(path), schema, list(problems)
+        self.problem = self.problems[0]  # the first problem, one line
         more = f" (+{len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
         super().__init__(f"{self.path} ({schema}): {self.problem}{more}")
 
-    @property
-    def problem(self) -> str:
-        """The first problem, one line."""
-        return self.problems[0]
+
+def is_number(value: Any) -> TypeGuard[float]:
+    """True for a finite int or float that is not a bool."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _no_body_checks(record: Dict[str, Any]) -> List[str]:
-    return []
+def number_map_problems(name: str, value: Any, keys: Sequence[str]) -> List[str]:
+    """One line per key of ``keys`` that the dict ``value`` lacks or holds no finite number under (none for a
+    value that is not a dict: its type check reports it)."""
+    if not isinstance(value, dict):
+        return []
+    return [f"{name}.{key}: missing or not a finite number" for key in keys if not is_number(value.get(key))]
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,7 @@ class Format:
     # version v -> the step turning a record of v into v + 1, for every v from ``oldest`` below ``version``
     upgrades: Mapping[int, Upgrade]
     # the body's checks, run on a record of any known version before it is upgraded
-    check: Check = _no_body_checks
+    check: Check = lambda record: []
 
     def __post_init__(self) -> None:
         missing = [v for v in range(self.oldest, self.version) if v not in self.upgrades]
@@ -83,6 +86,11 @@ class Format:
         if not isinstance(record, dict):
             return [str(identity)]
         return ([identity] if identity else []) + self.check(record)
+
+    def first_problem(self, record: Any) -> Optional[str]:
+        """Why a decoded record cannot be used (one line), or None when it can."""
+        problems = self.problems(record)
+        return problems[0] if problems else None
 
     def upgrade(self, record: Mapping[str, Any]) -> Dict[str, Any]:
         """A usable record of any known version as the current version (a new dict; ``schema_version`` kept)."""
@@ -115,3 +123,15 @@ class Format:
             return self.load(path), None
         except FormatError as error:
             return None, error
+
+    def read_problem(self, path: "str | os.PathLike[str]") -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+        """``(record, None)`` as :meth:`load` returns it, or ``(None, why)``: the first problem, one line."""
+        record, error = self.read(path)
+        return record, (error.problem if error is not None else None)
+
+    def read_if_present(self, path: "str | os.PathLike[str]") -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+        """``(record, None)``; ``(None, None)`` when ``path`` does not exist; ``(None, why)`` (naming the file)."""
+        if not os.path.exists(path):
+            return None, None
+        record, error = self.read(path)
+        return record, (str(error) if error is not None else None)

@@ -1,17 +1,8 @@
-"""Why a ``repeat=auto`` sweep stopped adding pairs (``stopping.json``, schema ``ddpbench.stopping``).
+"""Why a ``repeat=auto`` sweep stopped adding pairs (``stopping.json``, schema ``ddpbench.stopping``; fields and
+versions: docs/formats.md).
 
-The sweep driver writes it into the sweep dir after every decision (:func:`write_stopping_record`);
-the report reads it (:func:`read_stopping_record`) and says, per condition, why the sweep stopped.
-``docs/formats.md`` describes the fields for humans.
-
-Version history:
-
-- 1: first version.
-- 2: ``precision.disturbed=rerun``. The rule adds ``disturbed`` (``rerun`` or ``count``); each
-  condition adds ``condition_id`` (its trials' ``condition_id``, null before its first pair),
-  ``excluded`` (the disturbed pairs not counted: ``repeat`` and ``why``) and ``counted`` (the
-  repeats whose pairs the decision used). A version 1 record is read with ``disturbed`` ``count``,
-  ``condition_id`` null, ``excluded`` empty and ``counted`` null (not recorded).
+The sweep driver writes it into the sweep dir after every decision; the report says from it, per condition, why
+the sweep stopped.
 """
 
 import copy
@@ -30,14 +21,8 @@ CONDITION_ADDED_IN_V2: Dict[str, Any] = {"condition_id": None, "excluded": [], "
 
 
 def build_stopping_record(rule: Mapping[str, Any], conditions: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
-    """The payload: ``rule`` (metric, budget, confidence, spending, limits) and one entry per condition.
-
-    Each condition entry: ``condition`` (the overrides it shares), ``condition_id`` (its trials'),
-    ``pairs`` (pairs run, counted or not), ``excluded`` (``{"repeat", "why"}`` of each disturbed pair
-    left out), ``counted`` (the repeats the decision used), ``reason`` (why it stopped, or
-    ``running``) and ``comparisons`` (per mode: the decision of
-    :func:`ddpbench.analysis.sequential.decide` as a dict).
-    """
+    """The payload: ``rule`` (metric, budget, confidence, spending, limits) and one entry per condition (its fields:
+    docs/formats.md; ``comparisons``: per mode, :func:`ddpbench.analysis.sequential.decide`'s decision as a dict)."""
     return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "rule": dict(rule),
             "conditions": [dict(c) for c in conditions]}
 
@@ -62,18 +47,10 @@ def _v1_to_v2(record: Dict[str, Any]) -> Dict[str, Any]:
 
 #: the format as the reader contract (:mod:`ddpbench.formats.reader`) reads it
 FORMAT = Format(SCHEMA, SCHEMA_VERSION, oldest=1, upgrades={1: _v1_to_v2}, check=_check)
-
-
-def validate_stopping_record(record: Any) -> Optional[str]:
-    """Why a decoded ``stopping.json`` cannot be used (one line), or None."""
-    problems = FORMAT.problems(record)
-    return problems[0] if problems else None
+#: why a decoded ``stopping.json`` cannot be used (one line), or None
+validate_stopping_record = FORMAT.first_problem
 
 
 def read_stopping_record(sweep_dir: "str | os.PathLike[str]") -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
     """``(record, None)``; ``(None, None)`` when the sweep has none; ``(None, why)`` (naming the file) when it is unusable."""
-    path = os.path.join(sweep_dir, STOPPING_FILE)
-    if not os.path.exists(path):
-        return None, None
-    record, error = FORMAT.read(path)
-    return record, (str(error) if error is not None else None)
+    return FORMAT.read_if_present(os.path.join(sweep_dir, STOPPING_FILE))

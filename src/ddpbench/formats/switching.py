@@ -1,18 +1,8 @@
-"""Within-trial switching (``switching=blocks``): the block schedule, the rank record's ``blocks`` and the trial's summary.
-
-Inside one trial the timed steps run in blocks of ``block_steps`` steps, and the tool's switchable per-step
-work (the mode's ``switch.what``) is on in some blocks and off in others, in ABBA order: the sides of blocks
-0, 1, 2, 3, 4, ... are ``first, other, other, first, first, other, other, first, ...``, where ``first`` is
-drawn per trial from a recorded seed (:func:`first_side`). The schedule is a pure function of the timed step
-number and the seed, so every rank switches on the same step without a collective.
-
-The first ``washout_steps`` steps of every block after the first (a switch happened just before them) are
-excluded from the block's statistics, and recorded; the first block's first ``washout_steps`` are excluded too,
-so every block is summarised the same way.
-
-This module is import-light (no torch): the workload imports it. It also holds the per-trial estimate the trial
-record carries (:func:`trial_estimate`): the mean over the trial's ABBA quads of (on − off), in ms, with its
-standard error. Combining trials is :mod:`ddpbench.analysis.switching`'s job.
+"""Within-trial switching (``switching=blocks``; docs/analysis.md): the block schedule, the rank record's ``blocks``
+and the trial's estimate. The timed steps run in blocks of ``block_steps``, the mode's ``switch.what`` on or off in
+ABBA order from a first side drawn from a recorded seed: a pure function of the step number and the seed, so every
+rank switches on the same step without a collective. The first ``washout_steps`` of every block are left out of its
+statistics (and recorded). Import-light (no torch): the workload imports it.
 """
 
 from __future__ import annotations
@@ -24,21 +14,15 @@ from typing import Any, Final, Mapping, Sequence
 
 from ddpbench.choices import SwitchWhat
 
+#: a block's ``side``: the tool's switchable per-step work off or on
 SIDES: Final[tuple[str, ...]] = ("off", "on")
-"""A block's ``side``: the tool's switchable per-step work off or on."""
-
 SWITCH_WHAT: Final[tuple[str, ...]] = tuple(SwitchWhat)
-"""What a mode's switch turns on and off (``mode.switch.what``): nothing (a no-op switch: the method's own
-noise floor), TraceML's ``trace_step`` wrapping plus ``TRACEML_DISABLED`` for the patches that read it, an
-active torch.profiler recording, the W&B ``log`` call, the injected calibration wait."""
-
+#: keys of each entry of the rank record's ``blocks``: side, first timed step (1-based), steps in the block
+#: (wash-out included), wash-out steps excluded, mean and median of the other steps' durations (s)
 BLOCK_KEYS: Final[tuple[str, ...]] = ("side", "first_step", "steps", "washout_steps", "mean_s", "median_s")
-"""Keys of each entry of the rank record's ``blocks``: side, first timed step (1-based), steps in the block
-(wash-out included), wash-out steps excluded, mean and median of the other steps' durations (s)."""
-
+#: keys of the rank record's ``switching``: what was switched, the block length and wash-out (steps), the first
+#: block's side and the seed it was drawn from
 SWITCHING_KEYS: Final[tuple[str, ...]] = ("what", "block_steps", "washout_steps", "first_side", "seed")
-"""Keys of the rank record's ``switching``: what was switched, the block length and wash-out (steps), the
-first block's side and the seed it was drawn from."""
 
 
 def first_side(seed: int) -> str:
@@ -58,10 +42,8 @@ def step_is_on(step: int, block_steps: int, first: str) -> bool:
 
 
 def block_summaries(durations_s: Sequence[float], block_steps: int, washout_steps: int, first: str) -> list[dict[str, Any]]:
-    """The rank record's ``blocks`` from the timed steps' durations (s), in order.
-
-    A last block shorter than ``block_steps`` is kept when it has steps beyond its wash-out.
-    """
+    """The rank record's ``blocks`` from the timed steps' durations (s), in order (a short last block is kept when it
+    has steps beyond its wash-out)."""
     blocks: list[dict[str, Any]] = []
     for index, start in enumerate(range(0, len(durations_s), block_steps)):
         steps = list(durations_s[start:start + block_steps])
@@ -97,32 +79,20 @@ def check_blocks(switching: Any, blocks: Any) -> list[str]:
 
 
 def combine_rank_blocks(ranks: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] | None:
-    """The trial's blocks: per block, the slowest rank's mean and median (ms). None without blocks.
-
-    DDP's gradient all-reduce makes every rank wait for the slowest one, so the slowest rank's block mean is
-    the job's step time in that block (the ranks' figures differ little).
-    """
+    """The trial's blocks: per block, the slowest rank's mean and median (ms: under DDP's all-reduce the job's step
+    time). None without blocks."""
     per_rank = [r.get("blocks") for r in ranks]
     if not per_rank or any(not isinstance(b, list) for b in per_rank):
         return None
-    n = min(len(b) for b in per_rank if isinstance(b, list))
-    combined = []
-    for i in range(n):
-        entries = [b[i] for b in per_rank if isinstance(b, list)]
-        first = entries[0]
-        combined.append({"side": first["side"], "first_step": first["first_step"], "steps": first["steps"],
-                         "washout_steps": first["washout_steps"],
-                         "mean_ms": max(e["mean_s"] for e in entries) * 1000.0,
-                         "median_ms": max(e["median_s"] for e in entries) * 1000.0})
-    return combined
+    return [{"side": entries[0]["side"], "first_step": entries[0]["first_step"], "steps": entries[0]["steps"],
+             "washout_steps": entries[0]["washout_steps"], "mean_ms": max(e["mean_s"] for e in entries) * 1000.0,
+             "median_ms": max(e["median_s"] for e in entries) * 1000.0}
+            for entries in zip(*per_rank)]
 
 
 def quad_differences(blocks: Sequence[Mapping[str, Any]], block_steps: int) -> list[float]:
-    """(on − off) per complete ABBA quad of full blocks, in the blocks' unit (ms in trial records).
-
-    A quad is blocks 4k..4k+3: two on-blocks and two off-blocks placed symmetrically, so a linear drift over
-    the quad cancels. A quad with a short block (the trial's end) is left out.
-    """
+    """(on − off) per complete ABBA quad (blocks 4k..4k+3: a linear drift cancels) of full blocks, in the blocks'
+    unit (ms in trial records)."""
     diffs = []
     for k in range(len(blocks) // 4):
         quad = blocks[4 * k:4 * k + 4]

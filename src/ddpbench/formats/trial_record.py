@@ -1,47 +1,15 @@
 """The trial record (``trial.json``, schema ``ddpbench.trial``): writer, validator and reader.
 
-The driver builds one record per trial (:func:`build_trial_record`, from the rank records and the
-node entries, each built by :func:`node_entry`); the collector and resume read it back through
-:func:`read_trial_record`, which accepts every version listed below and upgrades it in memory to
-the current one. ``docs/formats.md`` describes the fields for humans.
-
-Version history (bump :data:`SCHEMA_VERSION` on any change a reader could notice, and give
-:data:`FORMAT` the step that turns the previous version into the new one):
-
-- 1 (ddpbench 0.1.0): first version.
-- 2: what else the trial shows. New fields, each null when unknown (a version 1 record is upgraded
-  with every one of them null): ``workload`` and ``timing`` (from rank 0's record), ``phase_time_ms``
-  (per phase, combined over ranks like ``step_time_ms``; null unless ``timing`` is ``phase``),
-  ``memory`` (``host_peak_rss_bytes`` and ``cuda_peak_allocated_bytes``: the largest rank's),
-  ``attempt`` (``{number, dir}``: which attempt of the trial this is and the folder holding its rank
-  records, logs and tool output), ``load`` (what else ran during the trial: see
-  :data:`LOAD_KEYS`), ``metrics`` (figures read from the workload's output: name ->
-  ``{value, unit, source}``) and ``tool`` (the tool's own output: ``{name, artifacts, bytes,
-  usable, problem}``).
-
-- 3: ``config.mode`` declares the mode's ``role`` (:class:`ddpbench.choices.Role`) and its needs
-  (``needs_shared_dir``, ``attach``); a version 2 or earlier record is read with the role its mode's
-  name implied then (the only place a mode's name is interpreted).
-- 4: ``arm``: the tool version an arm of a version comparison ran (``versions=``; docs/versions.md):
-  ``{mode, spec, kind, package, version (as imported in the ranks), env, python, same_packages,
-  package_diff, unmet_requirements}``; null in a trial without ``versions=`` (a version 3 record is read with null).
-  Also ``ray_startup_s``, Ray's start-up inside ``startup_s`` (``workload=ray_train``; else and when upgraded null).
-  Also ``switching``: within-trial switching's settings, the blocks (slowest rank's mean and median ms per
-  block) and the trial's estimate (:func:`ddpbench.formats.switching.trial_switching`); null when not switching.
-- 5: the loop and the device. ``host_sync`` (rank 0's host-sync pattern: ``none``, ``loss``, ``seed``, ``own``),
-  ``gpu_time_ms`` (GPU-busy and GPU-idle ms per step, ``busy`` and ``idle`` combined over ranks like
-  ``step_time_ms``, and ``late_reads``; null on CPU), ``startup_split_s`` (the start-up of the rank that began
-  timing last, in parts, and ``before_rank``, from the node agent's spawn to that rank's first statement; they add
-  up to ``startup_s``; null when unknown) and ``gc`` (rank 0's collector in the timed loop). A version 4 record is
-  read with ``host_sync`` ``own`` for a framework or script workload and ``none`` otherwise (ddpbench's loop did
-  not synchronise then), the others null.
+The driver builds one record per trial (:func:`build_trial_record`) from the rank records and the node entries
+(:func:`node_entry`); the collector and resume read it back (:func:`read_trial_record`), upgraded in memory from
+any known version. Fields and version history: docs/formats.md; a change a reader could notice bumps
+:data:`SCHEMA_VERSION` and gives :data:`FORMAT` the step from the previous version.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ddpbench.formats.condition import NOT_IN_HASH
@@ -60,13 +28,8 @@ STATUSES = ("ok", "failed", "timeout")
 
 #: fields a reader needs to pair a trial, with their JSON types
 REQUIRED_FIELDS: Dict[str, Tuple[type, ...]] = {
-    "sweep_dir": (str,),
-    "mode": (str,),
-    "repeat": (int,),
-    "pair_position": (int,),
-    "condition": (dict,),
-    "condition_id": (str,),
-    "status": (str,),
+    "sweep_dir": (str,), "mode": (str,), "repeat": (int,), "pair_position": (int,), "condition": (dict,),
+    "condition_id": (str,), "status": (str,),
 }
 #: fields version 2 adds; each may be null (unknown), and a version 1 record is upgraded with all null
 ADDED_IN_V2 = ("workload", "timing", "phase_time_ms", "memory", "attempt", "load", "metrics", "tool")
@@ -87,43 +50,22 @@ def config_hash(config: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(trimmed, sort_keys=True, default=str).encode()).hexdigest()
 
 
-
-
-
-
-def node_entry(
-    node_rank: int,
-    hostname: Optional[str],
-    *,
-    wall_s: Optional[float],
-    exit_code: Optional[int],
-    spawn_epoch: Optional[float],
-    exit_epoch: Optional[float],
-    killed_by: Optional[str] = None,
-    stdout: str = "",
-    stderr: str = "",
-    **extra: Any,
-) -> Dict[str, Any]:
-    """One entry of the record's ``nodes`` list (and of a peer's ``nodes/node<r>.json``).
-
-    ``wall_s``: the node agent's spawn-to-exit wall, s; epochs are Unix seconds; ``killed_by`` is
-    ``timeout``/``peer_failed``/None; ``extra`` adds ``error`` (a node that skipped the trial) or
-    ``source``/``ranks_span_s`` (a node seen only through its ranks).
-    """
+def node_entry(node_rank: int, hostname: Optional[str], *, wall_s: Optional[float], exit_code: Optional[int],
+               spawn_epoch: Optional[float], exit_epoch: Optional[float], killed_by: Optional[str] = None,
+               stdout: str = "", stderr: str = "", **extra: Any) -> Dict[str, Any]:
+    """One entry of the record's ``nodes`` (and a peer's ``nodes/node<r>.json``): ``wall_s``, the agent's spawn to
+    exit, s; epochs in Unix s; ``killed_by`` ``timeout``, ``peer_failed`` or None; ``extra``: ``error`` (a node that
+    skipped the trial) or ``source``, ``ranks_span_s`` (a node seen only through its ranks)."""
     return {"node_rank": node_rank, "hostname": hostname, "wall_s": wall_s, "exit_code": exit_code,
             "spawn_epoch": spawn_epoch, "exit_epoch": exit_epoch, "killed_by": killed_by, "stdout": stdout,
             "stderr": stderr, **extra}
 
 
-def nodes_from_ranks(
-    ranks: Sequence[Mapping[str, Any]], node_ranks: Sequence[int], nproc_per_node: int
-) -> Dict[int, Dict[str, Any]]:
-    """Node entries for nodes whose own record cannot be read, inferred from their ranks' records.
-
-    The agent's wall time, exit code and spawn/exit epochs are unknown (null); ``ranks_span_s`` is
-    the span from the node's first rank process start to its last record (a lower bound of the
-    agent's wall, on that node's clock). ``exit_code`` is 0 when every rank of the node reported.
-    """
+def nodes_from_ranks(ranks: Sequence[Mapping[str, Any]], node_ranks: Sequence[int],
+                     nproc_per_node: int) -> Dict[int, Dict[str, Any]]:
+    """Node entries for nodes whose own record cannot be read, from their ranks' records: ``ranks_span_s``, the
+    first rank's start to the last record (a lower bound of the agent's wall), and ``exit_code`` 0 when every rank
+    reported; the agent's wall and epochs unknown (null)."""
     entries: Dict[int, Dict[str, Any]] = {}
     for node_rank in node_ranks:
         mine = [r for r in ranks if int(r.get("node_rank", -1)) == node_rank]
@@ -139,10 +81,6 @@ def nodes_from_ranks(
     return entries
 
 
-
-
-
-
 def traceml_section(summary: Optional[Mapping[str, Any]], path: Optional[str]) -> Optional[Dict[str, Any]]:
     """The figures ddpbench keeps from TraceML's ``final_summary.json`` (None when absent)."""
     if summary is None:
@@ -150,54 +88,24 @@ def traceml_section(summary: Optional[Mapping[str, Any]], path: Optional[str]) -
                                           "step_time_ms": None, "step_time_median_ms": None}
     global_stats = (summary.get("step_time") or {}).get("global") or {}
     window = global_stats.get("window") or {}
-    return {
-        "summary_path": path,
-        "steps_analyzed": window.get("steps_analyzed"),
-        "step_time_ms": global_stats.get("average"),
-        "step_time_median_ms": global_stats.get("median"),
-    }
+    return {"summary_path": path, "steps_analyzed": window.get("steps_analyzed"),
+            "step_time_ms": global_stats.get("average"), "step_time_median_ms": global_stats.get("median")}
 
 
-
-
-
-
-
-
-def build_trial_record(
-    *,
-    meta: Mapping[str, Any],
-    config: Mapping[str, Any],
-    status: str,
-    exit_code: Optional[int],
-    error: Optional[str],
-    wall_s: Optional[float],
-    spawn_epoch: float,
-    ranks: Sequence[Mapping[str, Any]],
-    nodes: Sequence[Mapping[str, Any]],
-    traceml: Optional[Mapping[str, Any]],
-    environment: Mapping[str, Any],
-    logs: Mapping[str, Any],
-    attempt: Optional[Mapping[str, Any]] = None,
-    load: Optional[Mapping[str, Any]] = None,
-    metrics: Optional[Mapping[str, Any]] = None,
-    tool: Optional[Mapping[str, Any]] = None,
-) -> Dict[str, Any]:
-    """Assemble a ``trial.json`` payload. ``meta`` holds the identity fields (mode, repeat, dirs...).
-
-    ``attempt``, ``load``, ``metrics`` and ``tool`` are the version 2 sections (see the module doc);
-    None records them as unknown.
-    """
+def build_trial_record(*, meta: Mapping[str, Any], config: Mapping[str, Any], status: str, exit_code: Optional[int],
+                       error: Optional[str], wall_s: Optional[float], spawn_epoch: float,
+                       ranks: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]],
+                       traceml: Optional[Mapping[str, Any]], environment: Mapping[str, Any], logs: Mapping[str, Any],
+                       attempt: Optional[Mapping[str, Any]] = None, load: Optional[Mapping[str, Any]] = None,
+                       metrics: Optional[Mapping[str, Any]] = None,
+                       tool: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+    """Assemble a ``trial.json`` payload: ``meta`` holds the identity fields (mode, repeat, dirs...); a None section
+    (``attempt``, ``load``, ``metrics``, ``tool``, ``traceml``) is recorded as unknown."""
     assert status in STATUSES, status
     cluster = config["cluster"]
     world_size = int(cluster["nnodes"]) * int(cluster["nproc_per_node"])
     measured = status == "ok"
-    decomposition = (
-        wall_decomposition(wall_s, spawn_epoch, ranks)
-        if measured and wall_s is not None
-        else {"startup_s": None, "train_s": None, "teardown_s": None}
-    )
-    rates = throughput(ranks if measured else [], int(config["model"]["batch_size"]) * world_size)
+    done = ranks if measured else []  # the ranks whose figures count: none unless the trial is ok
     rank0 = next((r for r in ranks if int(r.get("rank", -1)) == 0), None)
     record: Dict[str, Any] = {
         "schema": SCHEMA,
@@ -209,14 +117,14 @@ def build_trial_record(
         "exit_code": exit_code,
         "error": error,
         "wall_s": wall_s,
-        **decomposition,
+        **wall_decomposition(wall_s, spawn_epoch, done),
         "world_size": world_size,
         "nnodes": int(cluster["nnodes"]),
         "nproc_per_node": int(cluster["nproc_per_node"]),
-        **rates,
-        "step_time_ms": combine_step_times(ranks) if measured else None,
+        **throughput(done, int(config["model"]["batch_size"]) * world_size),
+        "step_time_ms": combine_step_times(done),
         "final_loss": rank0.get("final_loss") if measured and rank0 else None,
-        "peak_memory_bytes": max((int(r.get("peak_memory_bytes") or 0) for r in ranks), default=None) if measured else None,
+        "peak_memory_bytes": max((int(r.get("peak_memory_bytes") or 0) for r in done), default=None),
         "ranks": rank_summaries(ranks),
         "nodes": list(nodes),
         "traceml": dict(traceml) if traceml is not None else None,
@@ -224,19 +132,18 @@ def build_trial_record(
         "logs": dict(logs),
         "workload": rank0.get("workload") if rank0 else None,
         "timing": rank0.get("timing") if rank0 else None,
-        "phase_time_ms": combine_phase_times(ranks) if measured else None,
-        "memory": peak_memory(ranks) if measured else None,
+        "phase_time_ms": combine_phase_times(done),
+        "memory": peak_memory(done),
         "attempt": dict(attempt) if attempt is not None else None,
         "load": dict(load) if load is not None else None,
         "metrics": dict(metrics) if metrics is not None else None,
         "tool": dict(tool) if tool is not None else None,
         "ray_startup_s": max(  # Ray's start-up of a Ray Train trial: the largest of its ranks' (s)
-            (float(r["ray_startup_s"]) for r in ranks if r.get("ray_startup_s") is not None), default=None
-        ) if measured else None,
-        "switching": trial_switching(ranks) if measured else None,
+            (float(r["ray_startup_s"]) for r in done if r.get("ray_startup_s") is not None), default=None),
+        "switching": trial_switching(done),
         "host_sync": rank0.get("host_sync") if rank0 else (config.get("workload") or {}).get("host_sync"),
-        "gpu_time_ms": combine_gpu_times(ranks) if measured else None,
-        "startup_split_s": startup_split(ranks, spawn_epoch) if measured else None,
+        "gpu_time_ms": combine_gpu_times(done),
+        "startup_split_s": startup_split(done, spawn_epoch),
         "gc": rank0.get("gc") if measured and rank0 else None,
     }
     return record
@@ -261,7 +168,7 @@ def _check(record: Dict[str, Any]) -> List[str]:
 
 
 def _v1_to_v2(record: Dict[str, Any]) -> Dict[str, Any]:
-    return {**{key: None for key in ADDED_IN_V2}, **record}
+    return {**dict.fromkeys(ADDED_IN_V2), **record}
 
 
 def _v2_to_v3(record: Dict[str, Any]) -> Dict[str, Any]:
@@ -286,15 +193,10 @@ def _v4_to_v5(record: Dict[str, Any]) -> Dict[str, Any]:
 #: the format as the reader contract (:mod:`ddpbench.formats.reader`) reads it
 FORMAT = Format(SCHEMA, SCHEMA_VERSION, oldest=1, upgrades={1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5},
                 check=_check)
-
-
-def validate_trial_record(record: Any) -> Optional[str]:
-    """Why a decoded ``trial.json`` of any known version cannot be used (one line), or None when it can.
-
-    Unknown extra fields are allowed.
-    """
-    problems = FORMAT.problems(record)
-    return problems[0] if problems else None
+#: why a decoded ``trial.json`` of any known version cannot be used (one line; extra fields are allowed), or None
+validate_trial_record = FORMAT.first_problem
+#: ``(record, None)`` for a usable ``trial.json`` of any known version, upgraded; else ``(None, why)``
+read_trial_record = FORMAT.read_problem
 
 
 def _role_of_old_mode(name: str) -> str:
@@ -304,9 +206,3 @@ def _role_of_old_mode(name: str) -> str:
     if name.endswith("_aa"):
         return "aa"
     return "baseline" if name == "native" else "tool"
-
-
-def read_trial_record(path: "str | os.PathLike[str]") -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
-    """``(record, None)`` for a usable ``trial.json`` of any known version, upgraded; else ``(None, why)``."""
-    record, error = FORMAT.read(path)
-    return record, (error.problem if error is not None else None)
