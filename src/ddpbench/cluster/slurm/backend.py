@@ -1,24 +1,8 @@
-"""SLURM backend (``cluster.kind: slurm``): this driver runs inside a SLURM job.
+"""SLURM backend (``cluster.kind: slurm``): this driver runs inside a SLURM job (docs/slurm.md).
 
-One job per trial (``hydra/launcher=ddpbench``, :mod:`ddpbench.launcher.slurm.submit`): ``nodes = cluster.nnodes``,
-one task per node, and the Hydra job function runs once per task, i.e. once per node:
-
-- node rank = ``SLURM_NODEID``; master address = the first host of the allocation;
-- ports derived from the SLURM job id, so every node computes the same ones and two concurrent jobs
-  (on shared nodes) differ; ``cluster.base_port`` pins them instead;
-- run token = the SLURM job id (TraceML's ``--run-name`` is the same on every node);
-- node 0 owns the trial (writes ``trial.json``); the others write ``nodes/node<r>.json``.
-
-Node 0 prepares the job dir (moves an earlier attempt aside, or resumes) *before* any other node touches it:
-it tells its decision in ``.slurm/<job id>.ready`` and the other nodes wait for that marker (bounded), so
-node 0 never moves a peer's fresh logs and a resumed trial launches nothing on any node.
-
-With ``cluster.slurm.one_allocation=true`` the whole sweep runs inside one job instead
-(:mod:`ddpbench.launcher.slurm.allocation`): each trial is one agent, an ``srun`` step over every node whose node
-task (:mod:`ddpbench.cluster.slurm.steps`) fills in its own node rank; ports come from the job id and the trial.
-
-The environment's names are those submitit's ``SlurmJobEnvironment`` reads, with the older aliases SLURM
-still sets; the allocation's hosts come from ``scontrol show hostnames`` (bounded).
+One job per trial, a task per node: node rank = ``SLURM_NODEID``, master = the allocation's first host, ports
+derived from the job id; node 0 prepares the job dir and tells the others in ``.slurm/<job id>.ready``. With
+``cluster.slurm.one_allocation=true`` each trial is one srun step over every node (:mod:`ddpbench.cluster.slurm.steps`).
 """
 
 from __future__ import annotations
@@ -30,7 +14,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Mapping, Optional
-
 
 from ddpbench.cluster.base import Backend, NodePlan, TrialSlot, register
 from ddpbench.cluster.ports import derived_ports
@@ -62,7 +45,7 @@ class SlurmTask:
 
     @classmethod
     def from_env(cls, env: Optional[Mapping[str, str]] = None) -> "SlurmTask":
-        """Read the task from ``env`` (default: this process's environment)."""
+        """Read the task from ``env`` (default: this process's environment; older SLURM aliases too)."""
         e = os.environ if env is None else env
         node = e.get("SLURM_NODEID")
         return cls(
