@@ -64,11 +64,8 @@ class SweepDriver:
         try:
             settings = typed(self.config)
             given = {override.key_or_group for override in parse_overrides(arguments)}
-        except DdpbenchError as error:
-            fail(str(error))
-        arguments, auto = adaptive.expand_auto(arguments, settings.precision.max_pairs)
-        jobs = self.jobs(arguments, settings.sweep_name)
-        try:
+            arguments, auto = adaptive.expand_auto(arguments, settings.precision.max_pairs)
+            jobs = self.jobs(arguments, settings.sweep_name)
             cfgs = check_jobs(self.hydra_context, self.config, jobs)
             check_baseline(settings.baseline, cfgs, explicit="baseline" in given)
             if auto:

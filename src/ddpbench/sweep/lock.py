@@ -47,10 +47,6 @@ class LockHolder:
     # random token identifying this hold (passed to delegate drivers through TOKEN_ENV)
     token: str
 
-    def describe(self) -> str:
-        """One phrase for an error line: ``host myhost, pid 123, since 2024-...``."""
-        return f"host {self.host}, pid {self.pid}, since {self.started_at}"
-
 
 def lock_path(sweep_dir: Path, node_rank: int) -> Path:
     """The lock file of this driver's share of ``sweep_dir``: one per node rank (``cluster.node_rank``)."""
@@ -99,7 +95,7 @@ class SweepLock:
         if holder is not None and holder.token == os.environ.get(TOKEN_ENV):
             self.holder, self.delegated = holder, True
             return self
-        who = holder.describe() if holder is not None else "holder unknown"
+        who = f"host {holder.host}, pid {holder.pid}, since {holder.started_at}" if holder else "holder unknown"
         raise SweepLockedError(
             f"another driver is running this sweep ({who}; lock {self.path}): wait for it to end or stop it, "
             "then resume with the same sweep_name"

@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -34,15 +35,15 @@ def _fill(text: str, node_rank: int, master_addr: str) -> str:
     return text.replace(NODE_RANK_TOKEN, str(node_rank)).replace(MASTER_ADDR_TOKEN, master_addr)
 
 
+@dataclass
 class TrialProcess:
     """One trial on the Ray cluster: the placement group, one actor per node, their results."""
 
-    def __init__(self, attempt: AttemptLayout, spec: Dict[str, Any], command: List[str]) -> None:
-        self.attempt = attempt
-        self.spec = spec
-        self.command = command
-        self.pg: Any = None
-        self.actors: List[Any] = []
+    attempt: AttemptLayout
+    spec: Dict[str, Any]
+    command: List[str]
+    pg: Any = None
+    actors: List[Any] = field(default_factory=list)
 
     def node_log(self, node_rank: int, stream: str) -> Path:
         if node_rank == 0:  # node 0's own logs are this process's output: its actor writes beside them

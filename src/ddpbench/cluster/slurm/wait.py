@@ -78,16 +78,12 @@ def job_state(job_id: str | int, *, timeout: float = 10.0, env: Mapping[str, str
 
 def is_terminal(state: str | None) -> bool:
     """True for an ended job: a state in :data:`TERMINAL_STATES`, or ``None`` (forgotten by the controller)."""
-    if state is None:
-        return True
-    return state.split()[0].rstrip("+") in TERMINAL_STATES
+    return state is None or state.split()[0].rstrip("+") in TERMINAL_STATES
 
 
 def is_started(state: str | None) -> bool:
     """True once a job has left the queue: running, cleaning up, or ended (``None``: forgotten, so ended)."""
-    if state is None:
-        return True
-    return state.split()[0].rstrip("+") not in QUEUED_STATES
+    return state is None or state.split()[0].rstrip("+") not in QUEUED_STATES
 
 
 def wait_finished(job_id: str | int, timeout: float, *, poll: float = 0.5,
