@@ -26,7 +26,7 @@ def free_ports(count: int, host: str = "127.0.0.1") -> List[int]:
 
 
 def derived_ports(key: str, count: int, base_port: int = 0) -> List[int]:
-    """``count`` consecutive ports every node computes alike from ``key`` (the sweep and trial), or from ``base_port``."""
+    """``count`` consecutive ports every node computes alike from ``key`` (sweep and trial), or from ``base_port``."""
     if base_port:
         return [base_port + i for i in range(count)]
     digest = int(hashlib.sha256(key.encode()).hexdigest(), 16)

@@ -62,7 +62,7 @@ def template_for(mode: ModeConfig, version: Optional[str]) -> List[str]:
 
 
 def help_template_for(mode: ModeConfig, version: Optional[str]) -> List[str]:
-    """A mode's help command at tool ``version``: the first ``help_command_by_version`` match, else ``help_command``."""
+    """A mode's help command at tool ``version``: the first ``help_command_by_version`` match, else its own."""
     return _by_version(mode.help_command_by_version, mode.help_command, version)
 
 
@@ -136,21 +136,21 @@ def diff_of(env: envs.ToolEnv) -> List[str]:
 
     Kept in the environment's ``packages-check.json`` until its site-packages folders change.
     """
-    if env.spec.key in _DIFFS:
-        return _DIFFS[env.spec.key]
+    key = env.spec.key
+    if key in _DIFFS:
+        return _DIFFS[key]
     stored, fingerprint = env.dir / "packages-check.json", _site_fingerprint(env)
     try:
         kept = json.loads(stored.read_text())
     except (OSError, ValueError):
         kept = {}
     if kept.get("fingerprint") == fingerprint and kept.get("sweep_python") == sys.executable:
-        _DIFFS[env.spec.key] = list(kept["diff"])
-        return _DIFFS[env.spec.key]
-    mine = dict(envs.probe(env.python, env.spec.package)["packages"])
-    diff = envs.package_diff(mine, sweep_packages(env.spec.package), env.spec.package)
-    write_json_atomic(stored, {"fingerprint": fingerprint, "sweep_python": sys.executable, "diff": diff})
-    _DIFFS[env.spec.key] = diff
-    return diff
+        _DIFFS[key] = list(kept["diff"])
+    else:
+        mine = dict(envs.probe(env.python, env.spec.package)["packages"])
+        _DIFFS[key] = envs.package_diff(mine, sweep_packages(env.spec.package), env.spec.package)
+        write_json_atomic(stored, {"fingerprint": fingerprint, "sweep_python": sys.executable, "diff": _DIFFS[key]})
+    return _DIFFS[key]
 
 
 def prepare(cfgs: Sequence[DdpbenchConfig], say: Callable[[str], None] = print) -> None:
@@ -207,19 +207,10 @@ class Arm:
         imported: List[Dict[str, Any]] = [r["tool"] for r in ranks if isinstance(r.get("tool"), dict)]
         versions = sorted({str(t.get("version")) for t in imported if t.get("version")})
         diff = diff_of(env)
-        return {
-            "mode": base_mode(mode),
-            "spec": spec.raw,
-            "kind": spec.kind,
-            "package": spec.package,
-            "version": versions[0] if len(versions) == 1 else (", ".join(versions) or None),
-            "installed": env.version,
-            "env": str(env.dir),
-            "python": env.python,
-            "same_packages": diff == [],
-            "package_diff": diff,
-            "unmet_requirements": env.meta.get("unmet_requirements"),
-        }
+        return {"mode": base_mode(mode), "spec": spec.raw, "kind": spec.kind, "package": spec.package,
+                "version": versions[0] if len(versions) == 1 else (", ".join(versions) or None),
+                "installed": env.version, "env": str(env.dir), "python": env.python, "same_packages": diff == [],
+                "package_diff": diff, "unmet_requirements": env.meta.get("unmet_requirements")}
 
 
 def resolve_arm(cfg: DdpbenchConfig, say: Callable[[str], None] = print) -> Arm:

@@ -1,4 +1,4 @@
-"""``hydra/sweeper=paired``: Hydra's grid sweep in paired, alternating order (:func:`ddpbench.sweep.order.order_jobs`).
+"""``hydra/sweeper=paired``: Hydra's grid sweep in paired, alternating order (``ddpbench.sweep.order``).
 
 Any Hydra app may use it; a ``driver`` class (ddpbench's :mod:`ddpbench.sweep.driver`) adds checks, progress,
 signals and reports. Only Hydra, OmegaConf and the standard library are imported at module level: Hydra imports

@@ -136,7 +136,7 @@ class TrialProcess:
 
 
 def _wait_removed(pg: Any, bound_s: float) -> None:
-    """Return once Ray lists ``pg`` as REMOVED (removal is asynchronous), or after ``bound_s`` s with one line on stderr."""
+    """Return once Ray lists ``pg`` as REMOVED (asynchronous), or after ``bound_s`` s with one line on stderr."""
     from ray.util.placement_group import placement_group_table
 
     deadline = time.monotonic() + bound_s
@@ -166,10 +166,10 @@ def _write_peer_records(trial: TrialProcess, results: Dict[int, Dict[str, Any]],
                                           "spawn_epoch": started, "exit_epoch": now,
                                           "error": error or "stopped: another node of the trial failed"}
         extra = {"error": node["error"]} if "error" in node else {}
+        logs = {stream: str(trial.node_log(node_rank, stream)) for stream in ("stdout", "stderr")}
         write_json_atomic(trial.attempt.node_record(node_rank), node_entry(
             node_rank, node["hostname"], wall_s=node["wall_s"], exit_code=node["exit_code"],
-            spawn_epoch=node["spawn_epoch"], exit_epoch=node["exit_epoch"],
-            stdout=str(trial.node_log(node_rank, "stdout")), stderr=str(trial.node_log(node_rank, "stderr")), **extra))
+            spawn_epoch=node["spawn_epoch"], exit_epoch=node["exit_epoch"], **logs, **extra))
 
 
 def _copy_node0_output(trial: TrialProcess) -> None:

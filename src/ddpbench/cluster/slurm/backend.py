@@ -2,7 +2,8 @@
 
 One job per trial, a task per node: node rank = ``SLURM_NODEID``, master = the allocation's first host, ports
 derived from the job id; node 0 prepares the job dir and tells the others in ``.slurm/<job id>.ready``. With
-``cluster.slurm.one_allocation=true`` each trial is one srun step over every node (:mod:`ddpbench.cluster.slurm.steps`).
+``cluster.slurm.one_allocation=true`` each trial is one srun step over every node
+(:mod:`ddpbench.cluster.slurm.steps`).
 """
 
 from __future__ import annotations
@@ -96,30 +97,30 @@ class SlurmBackend(Backend):
     def plan(self, cfg: DdpbenchConfig, job: TrialSlot, timeout_s: float, env: Optional[Mapping[str, str]] = None
              ) -> NodePlan:
         task = SlurmTask.from_env(env)
-        nnodes = cfg.cluster.nnodes
-        wait_s = cfg.cluster.slurm.peer_record_wait_s
-        if cfg.cluster.slurm.one_allocation:
+        one_allocation = cfg.cluster.slurm.one_allocation
+        if one_allocation:
             if not task.job_id:
                 raise DdpbenchError(
                     "cluster.slurm.one_allocation=true runs the sweep inside its own SLURM job (SLURM_JOB_ID is "
                     "not set): run the sweep with -m and the ddpbench launcher, which submits that job")
-            task.check_nodes(nnodes)
-            ports = derived_ports(f"{task.job_id}-{job.job_num}", 2, cfg.cluster.base_port)
-            return NodePlan(node_ranks=[0], master_addr=task.master_addr(), master_port=ports[0],
-                            aggregator_port=ports[1], owner=True, retry_on_port_clash=False,
-                            run_token=task.job_id, peer_record_wait_s=wait_s, agent_spans_nodes=True)
-        if not task.job_id or task.node_rank is None:
-            raise DdpbenchError(
-                "cluster.kind=slurm runs inside a SLURM job (SLURM_JOB_ID/SLURM_NODEID are not set): run a "
-                "sweep with -m so the ddpbench launcher submits it, or use a local cluster")
-        task.check_nodes(nnodes, "submit with hydra.launcher.nodes=cluster.nnodes")
-        if task.num_tasks and task.num_nodes and task.num_tasks != task.num_nodes:
-            raise DdpbenchError(f"SLURM job {task.job_id} runs {task.num_tasks} tasks on {task.num_nodes} "
-                                "node(s); ddpbench needs exactly one task per node (hydra.launcher.tasks_per_node=1)")
-        ports = derived_ports(task.job_id, 2, cfg.cluster.base_port)
-        return NodePlan(node_ranks=[task.node_rank], master_addr=task.master_addr(), master_port=ports[0],
-                        aggregator_port=ports[1], owner=task.node_rank == 0, retry_on_port_clash=False,
-                        run_token=task.job_id, peer_record_wait_s=wait_s)
+            task.check_nodes(cfg.cluster.nnodes)
+            node_rank, port_key = 0, f"{task.job_id}-{job.job_num}"
+        else:
+            if not task.job_id or task.node_rank is None:
+                raise DdpbenchError(
+                    "cluster.kind=slurm runs inside a SLURM job (SLURM_JOB_ID/SLURM_NODEID are not set): run a "
+                    "sweep with -m so the ddpbench launcher submits it, or use a local cluster")
+            task.check_nodes(cfg.cluster.nnodes, "submit with hydra.launcher.nodes=cluster.nnodes")
+            if task.num_tasks and task.num_nodes and task.num_tasks != task.num_nodes:
+                raise DdpbenchError(f"SLURM job {task.job_id} runs {task.num_tasks} tasks on {task.num_nodes} "
+                                    "node(s); ddpbench needs exactly one task per node "
+                                    "(hydra.launcher.tasks_per_node=1)")
+            node_rank, port_key = task.node_rank, task.job_id
+        ports = derived_ports(port_key, 2, cfg.cluster.base_port)
+        return NodePlan(node_ranks=[node_rank], master_addr=task.master_addr(), master_port=ports[0],
+                        aggregator_port=ports[1], owner=node_rank == 0, retry_on_port_clash=False,
+                        run_token=task.job_id, peer_record_wait_s=cfg.cluster.slurm.peer_record_wait_s,
+                        agent_spans_nodes=one_allocation)
 
     def owner_resumed(self, cfg: DdpbenchConfig, plan: NodePlan, job: TrialSlot) -> bool:
         """A non-zero node of a job: wait (bounded) for node 0's marker; whether it resumed the trial."""
