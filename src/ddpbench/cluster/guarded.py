@@ -15,10 +15,7 @@ def exit_status(code: int) -> int:
 
 
 def run_guarded(record: str, command: List[str], **popen: Any) -> int:
-    """Run ``command`` under the guard (its record at ``record``), SIGTERM/SIGINT forwarded; the guard's return code.
-
-    Nothing the command starts outlives this process: the guard watches it as its parent.
-    """
+    """Run ``command`` under the guard (record at ``record``), SIGTERM/SIGINT forwarded; the guard's return code."""
     guard = subprocess.Popen([sys.executable, "-m", "ddpbench.trial.guard", "--record", record,
                               "--parent", str(os.getpid()), "--", *command], stdin=subprocess.DEVNULL, **popen)
 

@@ -1,10 +1,8 @@
 """Pure job ordering for paired sweeps: repeat ranges, Williams designs, paired order.
 
-Repeat r runs its modes in row ``(r - 1) mod rows`` of a Williams design (Williams 1949,
-"Experimental designs balanced for the estimation of residual effects of treatments"):
-for two modes that is A,B on odd repeats and B,A on even ones; for more, every mode takes
-every position equally often over a full cycle of rows, and every mode follows every other
-equally often. The row depends on the repeat value, so re-running one repeat reproduces its order.
+Repeat r runs its modes in row ``(r - 1) mod rows`` of a Williams design (Williams 1949), balanced for
+position and carry-over: two modes run A,B on odd repeats and B,A on even ones. Re-running one repeat
+reproduces its order.
 """
 
 from __future__ import annotations

@@ -203,9 +203,8 @@ def check_module(env: ToolEnv, module: str) -> None:
 def build(spec: ToolSpec, label: str, say: Callable[[str], None] = print, module: str = "") -> ToolEnv:
     """``spec``'s environment: the cached one, else built now (progress lines through ``say``).
 
-    Raises ConfigError (one line naming the spec) when it cannot be created or installed, when the
-    installed package is not the environment's own, or when ``module`` (the mode's ``requires``) is not;
-    a failed build leaves nothing in the cache.
+    Raises ConfigError (one line naming the spec) when it cannot be built, or its package or ``module`` (the
+    mode's ``requires``) is not its own; a failed build leaves nothing in the cache.
     """
     found = ready(spec) or _build(spec, label, say)
     check_module(found, module)
