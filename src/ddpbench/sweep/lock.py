@@ -22,8 +22,6 @@ from typing import List, Optional
 from ddpbench.errors import DdpbenchError
 from ddpbench.io import storage_error
 
-#: the lock file's name in the sweep dir, before ``.node<r>``
-LOCK_PREFIX = ".ddpbench-lock"
 #: environment variable carrying the holder's token to the drivers it delegates the sweep to
 TOKEN_ENV = "DDPBENCH_SWEEP_LOCK"
 #: seconds a second driver waits for a fresh holder to finish writing who it is
@@ -50,7 +48,7 @@ class LockHolder:
 
 def lock_path(sweep_dir: Path, node_rank: int) -> Path:
     """The lock file of this driver's share of ``sweep_dir``: one per node rank (``cluster.node_rank``)."""
-    return Path(sweep_dir) / f"{LOCK_PREFIX}.node{node_rank}"
+    return Path(sweep_dir) / f".ddpbench-lock.node{node_rank}"
 
 
 class SweepLock:
