@@ -111,13 +111,13 @@ def test_scancel_ends_job_and_is_detectable(slurm_cluster: SlurmCluster, tmp_pat
     _wait_state(job, {"RUNNING"}, JOB_TIMEOUT_S, slurm_cluster.env)
     pid = int(wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), 10, "the job's pid file"))
     assert _alive(pid)
-    assert not slurm_state.is_finished(job, env=slurm_cluster.env)
+    assert not slurm_state.is_terminal(slurm_state.job_state(job, env=slurm_cluster.env))
 
     t0 = time.monotonic()
     subprocess.run(["scancel", job], env=slurm_cluster.env, check=True, timeout=30)
     state = slurm_state.wait_finished(job, timeout=30, poll=0.2, env=slurm_cluster.env)
     assert state == "CANCELLED"
-    assert slurm_state.is_finished(job, env=slurm_cluster.env)
+    assert slurm_state.is_terminal(slurm_state.job_state(job, env=slurm_cluster.env))
     squeue = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True,
                             env=slurm_cluster.env, timeout=30, check=False)
     assert squeue.stdout.strip() in {"", "CANCELLED"}

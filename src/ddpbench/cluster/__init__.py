@@ -1,24 +1,13 @@
 """Cluster backends: where a trial's node agents run and how they find each other.
 
-Every backend implements :class:`~ddpbench.cluster.base.Backend` in a folder of its own and registers itself
-by its ``cluster.kind`` when this package is imported: ``local`` runs every node agent of a trial on this host;
-``static`` runs one ddpbench driver per node in lockstep; ``slurm`` runs inside a SLURM job (its submission
-from outside, which needs the trial layer, is :mod:`ddpbench.launcher.slurm`); ``ray`` places the agents as
-actors on a Ray cluster. Callers ask :func:`backend_for` (or the helpers below) and never test the kind
-themselves.
+Each built-in backend (``local``, ``static``, ``slurm``, ``ray``) lives in a folder of its own and registers
+itself by its ``cluster.kind`` when this package is imported. Callers ask :func:`backend_for` (or the helpers
+below) and never test the kind themselves.
 """
 
 from __future__ import annotations
 
-from ddpbench.cluster.base import (
-    NODE_RANK_TOKEN,
-    Backend,
-    NodePlan,
-    TrialSlot,
-    backend_for,
-    register,
-    registered_kinds,
-)
+from ddpbench.cluster.base import _BACKENDS, NODE_RANK_TOKEN, Backend, NodePlan, TrialSlot, backend_for, register
 from ddpbench.cluster.local import backend as _local  # noqa: F401  (each built-in backend registers itself)
 from ddpbench.cluster.ray import backend as _ray  # noqa: F401
 from ddpbench.cluster.slurm import backend as _slurm  # noqa: F401
@@ -26,25 +15,17 @@ from ddpbench.cluster.static import backend as _static  # noqa: F401
 from ddpbench.config import DdpbenchConfig
 
 #: the backends that ship with ddpbench, by kind
-BUILTIN_KINDS = registered_kinds()
+BUILTIN_KINDS = tuple(sorted(_BACKENDS))
 
 __all__ = [
     "BUILTIN_KINDS", "NODE_RANK_TOKEN", "Backend", "NodePlan", "TrialSlot", "backend_for",
-    "plan_nodes", "prepare_sweep", "register", "validate", "writes_report",
+    "plan_nodes", "register", "validate", "writes_report",
 ]
 
 
 def validate(cfg: DdpbenchConfig) -> None:
     """Raise ConfigError (one line) when ``cfg.cluster.kind`` names no backend or its backend refuses ``cfg``."""
     backend_for(cfg).validate(cfg)
-
-
-def prepare_sweep(cfg: DdpbenchConfig) -> None:
-    """Acquire what the backend holds for a whole sweep before its first trial (static: node 0's coordinator).
-
-    Raises DdpbenchError (one line) when that is impossible, so the sweep stops before any job dir exists.
-    """
-    backend_for(cfg).prepare_sweep(cfg)
 
 
 def plan_nodes(cfg: DdpbenchConfig, job: TrialSlot, timeout_s: float) -> NodePlan:

@@ -1,11 +1,7 @@
 """The backend interface: what a cluster backend decides for one trial, and the registry of backends by name.
 
-A backend is one module that subclasses :class:`Backend`, names its ``kind`` and calls :func:`register`
-at import time. ``cluster.kind: X`` in a cluster YAML selects it. The built-in backends live in a folder each
-under :mod:`ddpbench.cluster` and register when that package is imported; for any other ``X``
-:func:`backend_for` imports the module ``X`` of your own (whose backend's ``kind`` is ``X``) on first use.
-The backend owns its validation, node planning, rendezvous environment, ports and sweep preparation;
-the trial layer (:mod:`ddpbench.trial.runner`) only calls these methods.
+A backend subclasses :class:`Backend`, names its ``kind`` and calls :func:`register` at import time;
+``cluster.kind: X`` selects it, and for an unknown ``X`` :func:`backend_for` imports the module ``X`` first.
 """
 
 from __future__ import annotations
@@ -25,7 +21,7 @@ NODE_RANK_TOKEN = "@DDPBENCH_NODE_RANK@"
 
 
 class TrialSlot(Protocol):
-    """The trial a backend plans for: its number in the sweep and its job dir (``ddpbench.trial.job.JobInfo`` is one)."""
+    """The trial a backend plans for: its number in the sweep and its job dir."""
 
     @property
     def job_dir(self) -> Path: ...
@@ -84,10 +80,7 @@ class Backend:
         raise NotImplementedError
 
     def owner_resumed(self, cfg: DdpbenchConfig, plan: NodePlan, job: TrialSlot) -> bool:
-        """A non-owner, before anything else: whether the owner resumed the trial (nothing to launch here).
-
-        A backend whose owner prepares the job dir first waits (bounded) for its word; default: no waiting, False.
-        """
+        """A non-owner, before anything else: whether the owner resumed the trial (wait, bounded); default False."""
         return False
 
     def tell_peers(self, cfg: DdpbenchConfig, plan: NodePlan, job: TrialSlot, resumed: bool) -> None:
@@ -137,8 +130,3 @@ def backend_for(cfg: DdpbenchConfig) -> Backend:
         known = ", ".join(sorted(_BACKENDS))
         raise ConfigError(f"cluster.kind={kind!r}: must be {known}, or the module path of your own backend")
     return _BACKENDS[kind]
-
-
-def registered_kinds() -> tuple[str, ...]:
-    """The kinds registered so far (the built-in ones once :mod:`ddpbench.cluster` is imported), sorted."""
-    return tuple(sorted(_BACKENDS))

@@ -12,12 +12,7 @@ DERIVED_SPAN = 12000
 
 
 def free_ports(count: int, host: str = "127.0.0.1") -> List[int]:
-    """``count`` distinct ports free on ``host`` right now, chosen by the kernel.
-
-    The sockets are held open together while choosing, so the ports differ from each other;
-    the kernel hands out ephemeral ports in rotation, so two sweeps on one host do not get
-    the same ones.
-    """
+    """``count`` distinct ports free on ``host`` right now, chosen by the kernel (sockets held open together)."""
     sockets = []
     try:
         for _ in range(count):
@@ -31,11 +26,7 @@ def free_ports(count: int, host: str = "127.0.0.1") -> List[int]:
 
 
 def derived_ports(key: str, count: int, base_port: int = 0) -> List[int]:
-    """``count`` consecutive ports every node computes alike from ``key`` (or from ``base_port``).
-
-    Used where nodes cannot exchange a chosen port (SLURM, one driver per node): the key holds
-    the sweep and the trial, so nodes meet on the same trial and concurrent jobs differ.
-    """
+    """``count`` consecutive ports every node computes alike from ``key`` (sweep and trial), or from ``base_port``."""
     if base_port:
         return [base_port + i for i in range(count)]
     digest = int(hashlib.sha256(key.encode()).hexdigest(), 16)

@@ -1,26 +1,15 @@
-"""``repeat=auto``: keep adding pairs per condition until the chosen metric's verdict is known.
+"""``repeat=auto``: keep adding pairs per condition until the chosen metric's verdict is known (docs/sequential.md).
 
-The driver expands ``repeat=auto`` to ``repeat=1..precision.max_pairs`` (:func:`expand_auto`), runs
-the jobs in the usual paired order and, after every complete pair, asks :class:`AdaptiveStop`
-whether that condition is decided; once it is, the condition's remaining pairs are skipped. The
-decision is :func:`ddpbench.analysis.sequential.decide` (alpha spending over the looks, so the
-stated confidence holds under this optional stopping) for every mode against the baseline; a
-condition stops when every mode's comparison has stopped. Decisions read the trial records in the
-sweep dir, so every driver of a static multi-node sweep (shared dir) reaches the same one.
-With ``precision.disturbed=rerun`` (the default) a pair whose trials' ``load`` shows it was
-disturbed (:mod:`ddpbench.analysis.rerun`) is not counted: the decision uses the other pairs and
-the next repeat takes its place; it still uses up ``max_pairs`` and ``max_minutes``.
-``stopping.json`` records why each condition stopped and which pairs it left out; the report shows it.
-
-The same combined rule as the report's verdict (:mod:`ddpbench.analysis.verdict`): in a ``switching=blocks`` sweep
-the within-trial lower bound, one value per pair (the mode trial's estimate), runs a sequence of its own that may
-stop the condition as ``over`` (never ``within``), at 1 − α/2, so a false ``over`` has probability at most 3α/4.
+The driver expands ``repeat=auto`` to ``repeat=1..precision.max_pairs`` (:func:`expand_auto`) and, after every
+complete pair, asks :class:`AdaptiveStop` whether that condition is decided; its remaining pairs are then skipped.
+Decisions read the trial records in the sweep dir and are written to ``stopping.json``.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -35,22 +24,16 @@ from ddpbench.formats.trial_record import TRIAL_FILE
 AUTO = "auto"
 #: seconds a driver waits for a pair's trial records to appear (a peer node's driver waits for node 0's)
 RECORD_WAIT_S = 120.0
-
-
 #: the within-trial per-step cost (ms), known only when the trials switch (switching=blocks)
 SWITCHED_METRIC = "switched_step_overhead_ms"
 
 
 def expand_auto(arguments: Sequence[str], max_pairs: int) -> Tuple[List[str], bool]:
     """``arguments`` with ``repeat=auto`` replaced by ``repeat=range(1,max_pairs+1)``; whether it was there."""
-    expanded, auto = [], False
-    for argument in arguments:
-        if argument.replace(" ", "") == f"repeat={AUTO}":
-            expanded.append(f"repeat=range(1,{int(max_pairs) + 1})")
-            auto = True
-        else:
-            expanded.append(argument)
-    return expanded, auto
+    auto = [argument.replace(" ", "") == f"repeat={AUTO}" for argument in arguments]
+    expanded = [f"repeat=range(1,{int(max_pairs) + 1})" if is_auto else argument
+                for argument, is_auto in zip(arguments, auto)]
+    return expanded, any(auto)
 
 
 def check_precision(precision: PrecisionConfig, modes: Sequence[str], shared_dir: bool, switching: bool = False) -> None:
@@ -111,14 +94,8 @@ class AdaptiveStop:
 
         self.sweep_dir = sweep_dir
         self.job_s = job_seconds(job_hours)
-        self.metric = precision.metric
-        self.budget = float(precision.budget_ms or 0.0) if self.metric.endswith("_ms") else budget_pct
-        self.halfwidth = precision.halfwidth_pct
-        self.min_pairs = precision.min_pairs
-        self.max_pairs = precision.max_pairs
-        self.max_minutes = precision.max_minutes
-        self.spending = precision.spending
-        self.disturbed = precision.disturbed
+        self.precision = precision
+        self.budget = float(precision.budget_ms or 0.0) if precision.metric.endswith("_ms") else budget_pct
         self.baseline = baseline
         self.started = time.monotonic()
         self.conditions: Dict[Tuple[str, ...], ConditionState] = {}
@@ -136,6 +113,7 @@ class AdaptiveStop:
         from ddpbench.analysis.sequential import decide_with_lower_bound
         from ddpbench.collect.collector import collect_trials
 
+        p = self.precision
         key = condition_key(overrides)
         state = self.conditions.setdefault(key, ConditionState(key))
         state.pairs += 1
@@ -146,30 +124,30 @@ class AdaptiveStop:
         state.condition_id = state.condition_id or (min(condition_ids) if condition_ids else None)
         pairs, _, sides = pair_table(frame, baseline=self.baseline) if len(frame) else ([], [], {})
         pairs = [p for p in sorted(pairs, key=lambda p: p.repeat) if p.condition_id in condition_ids]
-        disturbed = disturbed_repeats(pairs, sides, self.baseline) if self.disturbed == Disturbed.rerun else {}
+        disturbed = disturbed_repeats(pairs, sides, self.baseline) if p.disturbed == Disturbed.rerun else {}
         state.excluded = [{"repeat": repeat, "why": why} for repeat, why in sorted(disturbed.items())]
         by_mode: Dict[str, List[float]] = {}
         lower_by_mode: Dict[str, List[float]] = {}
         counted = set()
         for pair in pairs:
-            value = pair_value(pair, self.metric, self.job_s)
+            value = pair_value(pair, p.metric, self.job_s)
             if pair.repeat not in disturbed and math.isfinite(value):
                 by_mode.setdefault(pair.mode, []).append(value)
                 counted.add(pair.repeat)
-                if self.metric.endswith("_pct") and math.isfinite(pair.switched_step_overhead_pct):
+                if p.metric.endswith("_pct") and math.isfinite(pair.switched_step_overhead_pct):
                     lower_by_mode.setdefault(pair.mode, []).append(pair.switched_step_overhead_pct)
         state.counted = sorted(counted)
         elapsed = (time.monotonic() - self.started) / 60.0
         decisions = {mode: decide_with_lower_bound(values, lower_by_mode.get(mode, []), self.budget, 0.95,
-                                                   self.halfwidth, self.min_pairs, self.max_pairs, elapsed,
-                                                   self.max_minutes, self.spending)
+                                                   p.halfwidth_pct, p.min_pairs, p.max_pairs, elapsed,
+                                                   p.max_minutes, p.spending)
                      for mode, values in sorted(by_mode.items())}
         state.comparisons = {mode: _decision_dict(d) for mode, d in decisions.items()}
         if decisions and all(d.stop for d in decisions.values()):
             state.reason = ", ".join(sorted({str(d.reason) for d in decisions.values()}))
-        elif state.pairs >= self.max_pairs:
+        elif state.pairs >= p.max_pairs:
             state.reason = "max_pairs"
-        elif elapsed >= self.max_minutes and state.pairs >= self.min_pairs:
+        elif elapsed >= p.max_minutes and state.pairs >= p.min_pairs:
             state.reason = "max_minutes"
         self.write()
         return state
@@ -178,9 +156,10 @@ class AdaptiveStop:
         """``stopping.json`` with every condition's state so far."""
         from ddpbench.formats.stopping_record import build_stopping_record, write_stopping_record
 
-        rule = {"metric": self.metric, "budget": self.budget, "confidence": 0.95, "halfwidth": self.halfwidth,
-                "min_pairs": self.min_pairs, "max_pairs": self.max_pairs, "max_minutes": self.max_minutes,
-                "spending": self.spending, "baseline": self.baseline, "disturbed": self.disturbed,
+        p = self.precision
+        rule = {"metric": p.metric, "budget": self.budget, "confidence": 0.95, "halfwidth": p.halfwidth_pct,
+                "min_pairs": p.min_pairs, "max_pairs": p.max_pairs, "max_minutes": p.max_minutes,
+                "spending": p.spending, "baseline": self.baseline, "disturbed": p.disturbed,
                 "source": "Lan & DeMets (1983) alpha spending, exact repeated t boundaries (docs/sequential.md)"}
         conditions = [{"condition": list(s.condition), "condition_id": s.condition_id, "pairs": s.pairs,
                        "excluded": s.excluded, "counted": s.counted, "reason": s.reason or "running",
@@ -202,8 +181,4 @@ def _await_records(job_dirs: Sequence[str]) -> None:
 
 def pair_groups(jobs: Sequence[Sequence[str]]) -> Mapping[Tuple[Tuple[str, ...], int], int]:
     """How many jobs each (condition, repeat) pair has: a pair is complete when that many have finished."""
-    sizes: Dict[Tuple[Tuple[str, ...], int], int] = {}
-    for overrides in jobs:
-        group = (condition_key(overrides), repeat_of(overrides))
-        sizes[group] = sizes.get(group, 0) + 1
-    return sizes
+    return Counter((condition_key(overrides), repeat_of(overrides)) for overrides in jobs)

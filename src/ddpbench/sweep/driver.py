@@ -1,10 +1,7 @@
 """ddpbench's side of a paired sweep (``hydra.sweeper.driver: ddpbench.sweep.driver.SweepDriver``).
 
-Before the first trial: every trial composed and checked, the sweep dir checked writable, multirun.yaml
-saved. Then one progress line per trial as it starts and ends, failures counted for the exit status, and a
-one-allocation SLURM sweep submitted as one job. Ctrl-C, SIGTERM and SIGHUP stop the running trial's
-processes, keep what finished, write the report of what finished (with the sweep's ``baseline`` and
-``budget_pct``), say so in one line on stderr and exit ``128 + signal``.
+Before the first trial every trial is composed and checked; then progress lines, failures counted for the exit
+status, ``repeat=auto``'s stops, and on Ctrl-C/SIGTERM/SIGHUP the report of what finished and exit ``128 + signal``.
 """
 
 from __future__ import annotations
@@ -17,6 +14,7 @@ from typing import Any, Dict, List, Mapping, NoReturn, Sequence
 from omegaconf import OmegaConf
 
 from ddpbench import state
+from ddpbench.cluster import backend_for
 from ddpbench.config import DdpbenchConfig, switches, typed
 from ddpbench.errors import DdpbenchError, fail
 from ddpbench.formats.condition import SWEEPER_KEYS, parse_overrides
@@ -26,7 +24,7 @@ from ddpbench.sweep.order import SweepOrderError
 from ddpbench.sweep.progress import Progress, succeeded, summary_from
 from ddpbench.sweep.report import write_sweep_report
 from ddpbench.sweep.signals import signal_of, stop_signals
-from ddpbench.sweep.validate import check_baseline, check_jobs, prepare_jobs
+from ddpbench.sweep.validate import check_baseline, check_jobs
 
 
 def job_dir_of(summary: Mapping[str, Any], result: Any) -> str:
@@ -66,11 +64,8 @@ class SweepDriver:
         try:
             settings = typed(self.config)
             given = {override.key_or_group for override in parse_overrides(arguments)}
-        except DdpbenchError as error:
-            fail(str(error))
-        arguments, auto = adaptive.expand_auto(arguments, settings.precision.max_pairs)
-        jobs = self.jobs(arguments, settings.sweep_name)
-        try:
+            arguments, auto = adaptive.expand_auto(arguments, settings.precision.max_pairs)
+            jobs = self.jobs(arguments, settings.sweep_name)
             cfgs = check_jobs(self.hydra_context, self.config, jobs)
             check_baseline(settings.baseline, cfgs, explicit="baseline" in given)
             if auto:
@@ -84,8 +79,9 @@ class SweepDriver:
         problem = writable_dir_problem(sweep_dir)
         if problem is not None:
             fail(f"cannot write the sweep dir {sweep_dir}: {problem}")
-        try:
-            prepare_jobs(cfgs)
+        try:  # what the backends hold for the whole sweep (static node 0: its coordinator port)
+            for cfg in cfgs:
+                backend_for(cfg).prepare_sweep(cfg)
         except DdpbenchError as error:  # static node 0's port is taken: by a live driver of this sweep, name it
             fail(str(live_holder_refusal(sweep_dir, settings.cluster.node_rank) or error))
         try:  # one driver per sweep dir (per node rank), held until this process ends

@@ -1,15 +1,8 @@
-"""One driver per sweep dir: an exclusive ``flock`` on a lock file in the sweep dir, held for the driver's life.
+"""One driver per sweep dir (per node rank): an exclusive ``flock`` on a lock file there, held for the driver's life.
 
-The kernel drops the lock when the driver's process ends in any way (SIGKILL included), so a stale lock
-file never blocks a resume: only a live holder does. A second driver for the same sweep dir stops at
-once with one line naming the holder (host, pid, start time), which the holder writes into the lock
-file. The static multi-node backend runs one driver per node on a shared dir: each node rank has its
-own lock file (``.ddpbench-lock.node<r>``; every other backend is node rank 0).
-
-SLURM ``one_allocation``: the submitting driver holds the lock while the job's own driver runs the same
-sweep in the same dir. The holder puts its token in the environment (:data:`TOKEN_ENV`), which the
-SLURM job inherits (``sbatch`` exports the submitter's environment); a driver that finds the lock held
-under the token it was given runs as the holder's delegate without a lock of its own.
+The kernel drops the lock when the driver ends in any way, so a stale lock file never blocks a resume. A second
+driver stops with one line naming the holder (host, pid, start time), which the holder writes into the file.
+A driver given the holder's token (:data:`TOKEN_ENV`, e.g. SLURM ``one_allocation``'s job) runs as its delegate.
 """
 
 from __future__ import annotations
@@ -26,15 +19,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import List, Optional
 
-
 from ddpbench.errors import DdpbenchError
 from ddpbench.io import storage_error
 
-__all__ = ["LOCK_PREFIX", "TOKEN_ENV", "LockHolder", "SweepLock", "SweepLockedError", "hold_sweep_lock",
-           "live_holder_refusal", "lock_path"]
-
-#: the lock file's name in the sweep dir, before ``.node<r>``
-LOCK_PREFIX = ".ddpbench-lock"
 #: environment variable carrying the holder's token to the drivers it delegates the sweep to
 TOKEN_ENV = "DDPBENCH_SWEEP_LOCK"
 #: seconds a second driver waits for a fresh holder to finish writing who it is
@@ -58,14 +45,10 @@ class LockHolder:
     # random token identifying this hold (passed to delegate drivers through TOKEN_ENV)
     token: str
 
-    def describe(self) -> str:
-        """One phrase for an error line: ``host myhost, pid 123, since 2024-...``."""
-        return f"host {self.host}, pid {self.pid}, since {self.started_at}"
-
 
 def lock_path(sweep_dir: Path, node_rank: int) -> Path:
     """The lock file of this driver's share of ``sweep_dir``: one per node rank (``cluster.node_rank``)."""
-    return Path(sweep_dir) / f"{LOCK_PREFIX}.node{node_rank}"
+    return Path(sweep_dir) / f".ddpbench-lock.node{node_rank}"
 
 
 class SweepLock:
@@ -110,7 +93,7 @@ class SweepLock:
         if holder is not None and holder.token == os.environ.get(TOKEN_ENV):
             self.holder, self.delegated = holder, True
             return self
-        who = holder.describe() if holder is not None else "holder unknown"
+        who = f"host {holder.host}, pid {holder.pid}, since {holder.started_at}" if holder else "holder unknown"
         raise SweepLockedError(
             f"another driver is running this sweep ({who}; lock {self.path}): wait for it to end or stop it, "
             "then resume with the same sweep_name"
@@ -144,8 +127,7 @@ class SweepLock:
 def live_holder_refusal(sweep_dir: Path, node_rank: int) -> Optional[SweepLockedError]:
     """The error :func:`hold_sweep_lock` would raise because a live driver holds the lock; None when none does.
 
-    Looks without taking the lock or creating its file: for a driver that failed before taking it
-    (static node 0's coordinator port is taken), to say whether another driver of this sweep holds it.
+    Looks without taking the lock or creating its file (for a driver that failed before taking it).
     """
     path = lock_path(Path(sweep_dir), node_rank)
     try:

@@ -1,10 +1,8 @@
 """Pure job ordering for paired sweeps: repeat ranges, Williams designs, paired order.
 
-Repeat r runs its modes in row ``(r - 1) mod rows`` of a Williams design (Williams 1949,
-"Experimental designs balanced for the estimation of residual effects of treatments"):
-for two modes that is A,B on odd repeats and B,A on even ones; for more, every mode takes
-every position equally often over a full cycle of rows, and every mode follows every other
-equally often. The row depends on the repeat value, so re-running one repeat reproduces its order.
+Repeat r runs its modes in row ``(r - 1) mod rows`` of a Williams design (Williams 1949), balanced for
+position and carry-over: two modes run A,B on odd repeats and B,A on even ones. Re-running one repeat
+reproduces its order.
 """
 
 from __future__ import annotations
@@ -48,23 +46,9 @@ def williams_rows(n: int) -> List[List[int]]:
     """Rows of a Williams design for ``n`` treatments (n rows when n is even, 2n when odd)."""
     if n <= 0:
         return []
-    if n == 1:
-        return [[0]]
-    first = [0]
-    low, high = 1, n - 1
-    take_low = True
-    while len(first) < n:
-        if take_low:
-            first.append(low)
-            low += 1
-        else:
-            first.append(high)
-            high -= 1
-        take_low = not take_low
+    first = [0] + [(j + 1) // 2 if j % 2 else n - j // 2 for j in range(1, n)]  # 0, 1, n-1, 2, n-2, ...
     rows = [[(value + shift) % n for value in first] for shift in range(n)]
-    if n % 2 == 1:
-        rows += [list(reversed(row)) for row in rows]
-    return rows
+    return rows + [row[::-1] for row in rows] if n % 2 and n > 1 else rows
 
 
 T = TypeVar("T")

@@ -10,12 +10,8 @@ from ddpbench.formats.trial_record import TRIAL_FILE
 
 
 def write_sweep_report(sweep_dir: Path, cfg: DdpbenchConfig) -> None:
-    """Write report.md, plots and results.csv into ``sweep_dir``, with the sweep's baseline, budget, job length and
-    regression threshold.
-
-    A static-cluster node other than 0 leaves the report to node 0; a sweep without any trial.json writes
-    none. A failure is one line on stderr and makes the sweep exit non-zero; it never hides the trials' own outcome.
-    """
+    """Write report.md, plots and results.csv into ``sweep_dir`` with the sweep's settings, if this driver writes
+    the report and any trial.json exists; a failure is one line on stderr and makes the sweep exit non-zero."""
     from ddpbench import state
     from ddpbench.cluster import writes_report
 

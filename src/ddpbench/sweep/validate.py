@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 from omegaconf import DictConfig
 
 from ddpbench.config import DdpbenchConfig, typed
+from ddpbench.errors import ConfigError
 from ddpbench.formats.condition import parse_overrides
 
 #: the keys by which the jobs of one condition and mode differ; no config value is derived from them by
@@ -19,8 +20,8 @@ PER_JOB_KEYS = ("repeat", "pair_position")
 def check_jobs(hydra_context: Any, config: DictConfig, jobs: Sequence[Sequence[str]]) -> List[DdpbenchConfig]:
     """Compose each job's config and check it (tool installed, command, cluster); the trial configs.
 
-    Raises DdpbenchError (one line) at the first job that cannot run, before any job dir exists. The arms of a
-    version comparison get their environments here (ddpbench.versions.arm.prepare).
+    Raises DdpbenchError (one line) at the first job that cannot run, before any job dir exists; every tool
+    version's environment is built here, once.
     """
     from ddpbench.config import validate
     from ddpbench.trial.checks import check_trial_config
@@ -29,7 +30,7 @@ def check_jobs(hydra_context: Any, config: DictConfig, jobs: Sequence[Sequence[s
     cfgs = composed_jobs(hydra_context, config, jobs)
     for cfg in cfgs:
         validate(cfg)
-    prepare(cfgs)  # every tool version's environment, built once, before anything runs
+    prepare(cfgs)
     for cfg in cfgs:
         check_trial_config(cfg)
     return cfgs
@@ -50,25 +51,9 @@ def composed_jobs(hydra_context: Any, config: DictConfig, jobs: Sequence[Sequenc
     return cfgs
 
 
-def prepare_jobs(cfgs: Sequence[DdpbenchConfig]) -> None:
-    """Acquire what the trials' backends hold for the whole sweep (static node 0: its coordinator port).
-
-    Raises DdpbenchError (one line) when that is impossible; nothing is written.
-    """
-    from ddpbench.cluster import prepare_sweep
-
-    for cfg in cfgs:
-        prepare_sweep(cfg)
-
-
 def check_baseline(baseline: str, cfgs: Sequence[DdpbenchConfig], explicit: bool) -> None:
-    """Raise ConfigError when ``baseline`` names a mode the sweep does not run.
-
-    Checked when the sweep compares modes (two or more) or when the user set ``baseline=`` on the command
-    line; a one-mode sweep with the default baseline compares nothing and is left alone.
-    """
-    from ddpbench.errors import ConfigError
-
+    """Raise ConfigError when ``baseline`` names a mode the sweep does not run, if the sweep compares modes or the
+    user set ``baseline=`` (``explicit``)."""
     modes = sorted({cfg.mode.name for cfg in cfgs})
     if baseline not in modes and (explicit or len(modes) > 1):
         raise ConfigError(f"baseline={baseline}: not a mode of this sweep (its modes: {', '.join(modes)})")

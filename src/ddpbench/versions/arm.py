@@ -1,11 +1,7 @@
 """A trial's arm of a version comparison: its environment, its interpreter, its command, its record.
 
-``prepare`` runs before a sweep's first trial: every version's environment built (or found cached), the
-package lists compared with the sweep's own, and each mode's command checked against its version's
-launcher flags. A trial resolves its arm once (:func:`resolve_arm`) into an :class:`Arm`: the interpreter
-(``{python}`` in the mode's command), the command template (adapted by ``mode.command_by_version``), the
-environment its version adds, its switch, and trial.json's ``arm`` (:meth:`Arm.section`). A trial without
-``version`` is the sweep's own install, exactly as before.
+:func:`prepare` builds and checks every version's environment before a sweep's first trial; a trial resolves
+its arm once (:func:`resolve_arm`). A trial without ``version`` is the sweep's own install.
 """
 
 from __future__ import annotations
@@ -56,19 +52,17 @@ def _first_match(table: Mapping[str, Any], version: Optional[str]) -> Any:
 
 
 def _by_version(table: Mapping[str, Sequence[Any]], default: Sequence[Any], version: Optional[str]) -> List[str]:
-    """The first entry of ``table`` (version specifier -> argv) whose specifier matches ``version``, else ``default``."""
     found = _first_match(table, version)
     return [str(token) for token in (default if found is None else found)]
 
 
 def template_for(mode: ModeConfig, version: Optional[str]) -> List[str]:
-    """The command template of a mode at tool version ``version``: the first ``command_by_version`` match, else ``command``."""
+    """A mode's command template at tool ``version``: the first ``command_by_version`` match, else ``command``."""
     return _by_version(mode.command_by_version, mode.command, version)
 
 
 def help_template_for(mode: ModeConfig, version: Optional[str]) -> List[str]:
-    """The help command of a mode at tool version ``version``: the first ``help_command_by_version`` match, else
-    ``help_command``."""
+    """A mode's help command at tool ``version``: the first ``help_command_by_version`` match, else its own."""
     return _by_version(mode.help_command_by_version, mode.help_command, version)
 
 
@@ -132,8 +126,7 @@ def sweep_packages(package: str) -> Dict[str, str]:
 
 
 def _site_fingerprint(env: envs.ToolEnv) -> List[Any]:
-    """The modification times of every site-packages folder either side sees: a package installed or removed
-    there changes its folder's, so an unchanged fingerprint means unchanged package lists."""
+    """The modification times of every site-packages folder either side sees (unchanged: same package lists)."""
     folders = [*envs.shared_site_dirs(), *map(str, env.dir.glob("lib/python*/site-packages"))]
     return [[folder, os.stat(folder).st_mtime_ns if os.path.isdir(folder) else None] for folder in folders]
 
@@ -141,24 +134,23 @@ def _site_fingerprint(env: envs.ToolEnv) -> List[Any]:
 def diff_of(env: envs.ToolEnv) -> List[str]:
     """How the environment's packages, the tool left out, differ from the sweep's ([] = identical).
 
-    Listed once and kept in the environment's folder (``packages-check.json``) with the fingerprint of the
-    site-packages folders; listed again only when that changed.
+    Kept in the environment's ``packages-check.json`` until its site-packages folders change.
     """
-    if env.spec.key in _DIFFS:
-        return _DIFFS[env.spec.key]
+    key = env.spec.key
+    if key in _DIFFS:
+        return _DIFFS[key]
     stored, fingerprint = env.dir / "packages-check.json", _site_fingerprint(env)
     try:
         kept = json.loads(stored.read_text())
     except (OSError, ValueError):
         kept = {}
     if kept.get("fingerprint") == fingerprint and kept.get("sweep_python") == sys.executable:
-        _DIFFS[env.spec.key] = list(kept["diff"])
-        return _DIFFS[env.spec.key]
-    mine = dict(envs.probe(env.python, env.spec.package)["packages"])
-    diff = envs.package_diff(mine, sweep_packages(env.spec.package), env.spec.package)
-    write_json_atomic(stored, {"fingerprint": fingerprint, "sweep_python": sys.executable, "diff": diff})
-    _DIFFS[env.spec.key] = diff
-    return diff
+        _DIFFS[key] = list(kept["diff"])
+    else:
+        mine = dict(envs.probe(env.python, env.spec.package)["packages"])
+        _DIFFS[key] = envs.package_diff(mine, sweep_packages(env.spec.package), env.spec.package)
+        write_json_atomic(stored, {"fingerprint": fingerprint, "sweep_python": sys.executable, "diff": _DIFFS[key]})
+    return _DIFFS[key]
 
 
 def prepare(cfgs: Sequence[DdpbenchConfig], say: Callable[[str], None] = print) -> None:
@@ -186,8 +178,7 @@ def prepare(cfgs: Sequence[DdpbenchConfig], say: Callable[[str], None] = print) 
 
 @dataclasses.dataclass(frozen=True)
 class Arm:
-    """A trial's arm, resolved once: what runs its command and what it records. The sweep's own install (no
-    ``version``) is an arm without a spec or an environment."""
+    """A trial's arm, resolved once: what runs its command and what it records."""
 
     # the trial's version spec (None: the sweep's own install)
     spec: Optional[ToolSpec]
@@ -203,8 +194,7 @@ class Arm:
     switch: Optional[ModeSwitchConfig]
 
     def configured(self, cfg: DdpbenchConfig) -> DdpbenchConfig:
-        """``cfg`` as this arm runs it: its version's ``mode.switch`` (``cfg`` itself when nothing differs), so
-        trial.json records what the switch leaves on at that version."""
+        """``cfg`` with this arm's ``mode.switch`` (``cfg`` itself when nothing differs)."""
         if self.switch == cfg.mode.switch:
             return cfg
         return dataclasses.replace(cfg, mode=dataclasses.replace(cfg.mode, switch=self.switch))
@@ -217,19 +207,10 @@ class Arm:
         imported: List[Dict[str, Any]] = [r["tool"] for r in ranks if isinstance(r.get("tool"), dict)]
         versions = sorted({str(t.get("version")) for t in imported if t.get("version")})
         diff = diff_of(env)
-        return {
-            "mode": base_mode(mode),
-            "spec": spec.raw,
-            "kind": spec.kind,
-            "package": spec.package,
-            "version": versions[0] if len(versions) == 1 else (", ".join(versions) or None),
-            "installed": env.version,
-            "env": str(env.dir),
-            "python": env.python,
-            "same_packages": diff == [],
-            "package_diff": diff,
-            "unmet_requirements": env.meta.get("unmet_requirements"),
-        }
+        return {"mode": base_mode(mode), "spec": spec.raw, "kind": spec.kind, "package": spec.package,
+                "version": versions[0] if len(versions) == 1 else (", ".join(versions) or None),
+                "installed": env.version, "env": str(env.dir), "python": env.python, "same_packages": diff == [],
+                "package_diff": diff, "unmet_requirements": env.meta.get("unmet_requirements")}
 
 
 def resolve_arm(cfg: DdpbenchConfig, say: Callable[[str], None] = print) -> Arm:

@@ -1,12 +1,8 @@
 """One Python environment per tool version, built once and reused: only the tool differs from the sweep's own.
 
-An environment is a bare venv of the sweep's base interpreter whose ``site-packages`` holds the tool alone
-(installed with ``--no-deps``: no resolver runs, so torch is never fetched) and a ``.pth`` file that adds
-the sweep interpreter's own site-packages folders behind it: torch, ddpbench and every other package
-are the very files the sweep uses. ``uv`` builds it where it is found (PATH or beside the interpreter),
-else ``python -m venv`` and pip. It lives under ``$DDPBENCH_ENV_CACHE`` (default
-``~/.cache/ddpbench/envs``) in a folder named by the spec's key, marked ready by ``ddpbench-env.json``
-(written last); a build holds a lock file, so drivers sharing the cache (nodes on shared storage) build it once.
+A bare venv of the sweep's base interpreter holding the tool alone (``--no-deps``) and a ``.pth`` file adding
+the sweep's own site-packages behind it; built with ``uv`` where found, else venv and pip; cached under
+``$DDPBENCH_ENV_CACHE`` by the spec's key, marked ready by ``ddpbench-env.json`` (written last) (docs/versions.md).
 """
 
 from __future__ import annotations
@@ -207,23 +203,15 @@ def check_module(env: ToolEnv, module: str) -> None:
 def build(spec: ToolSpec, label: str, say: Callable[[str], None] = print, module: str = "") -> ToolEnv:
     """``spec``'s environment: the cached one, else built now (progress lines through ``say``).
 
-    Raises ConfigError (one line naming the spec) when it cannot be created or installed, when the
-    installed package is not the environment's own, or when ``module`` (the mode's ``requires``) is not;
-    a failed build leaves nothing in the cache.
+    Raises ConfigError (one line naming the spec) when it cannot be built, or its package or ``module`` (the
+    mode's ``requires``) is not its own; a failed build leaves nothing in the cache.
     """
-    found = ready(spec)
-    if found is not None:
-        check_module(found, module)
-        return found
-    built = _build(spec, label, say)
-    check_module(built, module)
-    return built
+    found = ready(spec) or _build(spec, label, say)
+    check_module(found, module)
+    return found
 
 
 def _build(spec: ToolSpec, label: str, say: Callable[[str], None]) -> ToolEnv:
-    found = ready(spec)
-    if found is not None:
-        return found
     with _locked(spec):
         found = ready(spec)  # another driver built it while this one waited
         if found is not None:

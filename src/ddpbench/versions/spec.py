@@ -19,8 +19,6 @@ from pathlib import Path
 from ddpbench.errors import ConfigError
 from ddpbench.formats.condition import is_plain_version
 
-KINDS = ("pypi", "wheel", "tree", "git")
-
 
 @dataclass(frozen=True)
 class ToolSpec:

@@ -1,8 +1,7 @@
 """ddpbench's Hydra plugins: the paired sweeper (``hydra/sweeper=paired``) and the SLURM launcher.
 
-Hydra's plugin scan finds them where the install shows this package to it (a wheel, a strict editable
-install); setuptools' default editable mode hides it, so ddpbench's app calls :func:`register` instead of
-relying on the scan. This package and its modules must stay light: Hydra imports them in every Hydra app.
+Setuptools' default editable install hides this package from Hydra's plugin scan, so ddpbench's app calls
+:func:`register`. This package must stay light: Hydra imports it in every Hydra app.
 """
 
 import importlib
@@ -11,12 +10,7 @@ import pkgutil
 
 
 def register() -> None:
-    """Make this package's plugins known to Hydra in any install mode, whether or not its scan found them.
-
-    Imports each plugin module (which stores its config node in Hydra's ConfigStore) and registers its
-    plugin classes with Hydra's plugin registry, which is what instantiating ``hydra/sweeper=paired`` or
-    ``hydra/launcher=ddpbench_slurm`` looks them up in.
-    """
+    """Make this package's plugins (their config nodes and classes) known to Hydra in any install mode."""
     from hydra.core.plugins import Plugins
     from hydra.plugins.plugin import Plugin
 

@@ -1,9 +1,7 @@
 """``hydra/launcher=ddpbench_slurm``: hydra-submitit-launcher's SLURM launcher whose every wait is bounded.
 
-For any Hydra app: one SLURM job per Hydra job, at most ``array_parallelism`` at once, awaited with deadlines;
-a job past its deadline is cancelled. ddpbench's own ``hydra/launcher=ddpbench`` (conf/hydra/launcher/)
-fills it from ``cluster.slurm`` / ``cluster.nnodes``. The substance lives in :mod:`ddpbench.launcher.slurm`
-(imported when a sweep launches, so Hydra's plugin scan stays fast); the bounds are described in docs/slurm.md.
+For any Hydra app; the work lives in :mod:`ddpbench.launcher.slurm`, imported only when a sweep launches
+(docs/slurm.md). ddpbench's ``hydra/launcher=ddpbench`` fills it from ``cluster.slurm``.
 """
 
 from dataclasses import dataclass, field

@@ -1,15 +1,8 @@
-"""``hydra/sweeper=paired``: Hydra's grid sweep in paired, alternating order.
+"""``hydra/sweeper=paired``: Hydra's grid sweep in paired, alternating order (``ddpbench.sweep.order``).
 
-Jobs are the cartesian product of the swept keys, like Hydra's basic sweeper, but ordered by
-:func:`ddpbench.sweep.order.order_jobs`: each repeat (``repeat_key``) runs every mode (``mode_key``)
-once, adjacent, in an order that alternates with the repeat (rows of a Williams design); other keys vary
-slowest; ``repeat=1-5`` is a range. Any Hydra application may use it; without those keys it is the basic
-sweeper's product order.
-
-A ``driver`` (a dotted class path; ddpbench's ``hydra/sweeper=ddpbench`` sets one) adds what a benchmark sweep needs:
-up-front validation of every job, progress lines, one-allocation SLURM mode, signal handling and the
-report after an interrupted sweep (:mod:`ddpbench.sweep.driver`). This module imports only Hydra,
-OmegaConf and the standard library: Hydra imports it in every Hydra application's plugin scan.
+Any Hydra app may use it; a ``driver`` class (ddpbench's :mod:`ddpbench.sweep.driver`) adds checks, progress,
+signals and reports. Only Hydra, OmegaConf and the standard library are imported at module level: Hydra imports
+it in every Hydra app's plugin scan.
 """
 
 from dataclasses import dataclass

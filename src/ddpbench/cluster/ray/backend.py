@@ -1,15 +1,8 @@
 """Ray backend (``cluster.kind: ray``), the driver side: a trial's node agents as Ray actors on a running cluster.
 
-The driver (this host) runs each trial as ONE agent, the trial process
-(``python -m ddpbench.cluster.ray.trial_process``, :mod:`ddpbench.cluster.ray.trial_process`), which places one
-actor per node in a placement group and runs each node's command there (:mod:`ddpbench.cluster.ray.node`). This
-module validates the settings, checks the cluster answers before the sweep, plans each trial and wraps its
-agent command in the trial process.
-
-Every node writes its logs and rank records into the sweep dir, so the nodes must share it
-(``cluster.shared_dir: true``: NFS, EFS, or one machine such as ``scripts/ray-local.sh``'s cluster).
-Ray is imported only by the trial process and the node agents, and only when ``cluster.kind: ray`` is used
-(``pip install 'ddpbench[ray]'``).
+Each trial is ONE agent on this host, the trial process (:mod:`ddpbench.cluster.ray.trial_process`), which places
+one actor per node (:mod:`ddpbench.cluster.ray.node`). The nodes must share the sweep dir; Ray is imported only
+there, and only with ``cluster.kind: ray`` (docs/ray.md).
 """
 
 from __future__ import annotations
@@ -22,6 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from ddpbench.choices import Device
 from ddpbench.cluster.base import Backend, NodePlan, TrialSlot, register
 from ddpbench.cluster.ports import derived_ports
 from ddpbench.config import DdpbenchConfig
@@ -32,9 +26,6 @@ from ddpbench.formats.layout import AttemptLayout
 MASTER_ADDR_TOKEN = "@DDPBENCH_RAY_MASTER_ADDR@"
 #: the file ``ray start --head`` leaves with the address of the cluster it started on this host
 RAY_CURRENT_CLUSTER = Path("/tmp/ray/ray_current_cluster")
-
-
-# --------------------------------------------------------------------------- the driver side (registry)
 
 
 def resolve_address(address: str, env: Optional[Dict[str, str]] = None) -> str:
@@ -73,11 +64,11 @@ def check_answers(address: str, timeout_s: float) -> None:
 def bundles(cfg: DdpbenchConfig) -> List[Dict[str, float]]:
     """One placement-group bundle per node rank: its CPUs, its GPUs (cuda) and ``node_resources[r]``."""
     c = cfg.cluster
-    cpus = float(c.ray.cpus_per_node) if c.ray.cpus_per_node is not None else float(c.nproc_per_node)
+    cpus = float(c.ray.cpus_per_node if c.ray.cpus_per_node is not None else c.nproc_per_node)
     out = []
-    for node_rank in range(int(c.nnodes)):
+    for node_rank in range(c.nnodes):
         bundle: Dict[str, float] = {"CPU": cpus}
-        if str(c.device) == "cuda":
+        if c.device == Device.cuda:
             bundle["GPU"] = float(c.nproc_per_node)
         if node_rank < len(c.ray.node_resources):
             bundle.update({str(k): float(v) for k, v in dict(c.ray.node_resources[node_rank]).items()})
@@ -100,7 +91,7 @@ class RayBackend(Backend):
         if not c.shared_dir:
             raise ConfigError("cluster.shared_dir=false with cluster.kind=ray: every node writes its logs and rank "
                               "records into the sweep dir, so the Ray nodes must share it (set shared_dir=true)")
-        if len(c.ray.node_resources) > int(c.nnodes):
+        if len(c.ray.node_resources) > c.nnodes:
             raise ConfigError(f"cluster.ray.node_resources: {len(c.ray.node_resources)} entries for "
                               f"cluster.nnodes={c.nnodes}; give at most one per node")
         for node_rank, extra in enumerate(c.ray.node_resources):
@@ -108,12 +99,12 @@ class RayBackend(Backend):
             if bad:
                 raise ConfigError(f"cluster.ray.node_resources[{node_rank}].{bad[0]}: must be a number >= 0 (a Ray "
                                   "resource amount)")
-        if float(c.ray.placement_timeout_s) <= 0 or float(c.ray.connect_timeout_s) <= 0:
+        if c.ray.placement_timeout_s <= 0 or c.ray.connect_timeout_s <= 0:
             raise ConfigError("cluster.ray.placement_timeout_s and connect_timeout_s must be > 0")
-        resolve_address(str(c.ray.address))
+        resolve_address(c.ray.address)
 
     def prepare_sweep(self, cfg: DdpbenchConfig) -> None:
-        check_answers(resolve_address(str(cfg.cluster.ray.address)), float(cfg.cluster.ray.connect_timeout_s))
+        check_answers(resolve_address(cfg.cluster.ray.address), cfg.cluster.ray.connect_timeout_s)
         try:
             import ray  # noqa: F401
         except ImportError:
@@ -121,7 +112,7 @@ class RayBackend(Backend):
 
     def plan(self, cfg: DdpbenchConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
         token = uuid.uuid4().hex[:8]
-        master_port, aggregator_port = derived_ports(f"ray-{token}", 2, int(cfg.cluster.base_port))
+        master_port, aggregator_port = derived_ports(f"ray-{token}", 2, cfg.cluster.base_port)
         if places_itself(cfg):  # Ray Train places its workers: one driver here; the nodes are known from the ranks
             return NodePlan(node_ranks=[0], master_addr="127.0.0.1", master_port=master_port,
                             aggregator_port=aggregator_port, owner=True, retry_on_port_clash=False, run_token=token,
@@ -133,7 +124,7 @@ class RayBackend(Backend):
     def wrap_agent(self, cfg: DdpbenchConfig, plan: NodePlan, argv: List[str], attempt: AttemptLayout) -> List[str]:
         if places_itself(cfg):
             return argv
-        spec = {"address": resolve_address(str(cfg.cluster.ray.address)), "bundles": bundles(cfg),
+        spec = {"address": resolve_address(cfg.cluster.ray.address), "bundles": bundles(cfg),
                 "placement_timeout_s": float(cfg.cluster.ray.placement_timeout_s),
                 "name": f"ddpbench-{plan.run_token}"}
         return [sys.executable, "-m", "ddpbench.cluster.ray.trial_process", "--job-dir", str(attempt.root),

@@ -1,9 +1,8 @@
 """The node side of the Ray backend: each node's actor (:class:`NodeAgent`) and its keeper (:func:`keep`).
 
-The trial process (:mod:`ddpbench.cluster.ray.backend`) places one :class:`NodeAgent` per node; its
-``run`` starts ``python -m ddpbench.cluster.ray.node RECORD -- CMD`` (the keeper, a session of its own),
-which runs CMD (the node command: torchrun, ``traceml run``, a wrapper) under ddpbench's guard. Nothing of
-Ray is imported here: Ray imports this module on each node by reference.
+The actor runs ``python -m ddpbench.cluster.ray.node RECORD -- CMD`` (the keeper, a session of its own), which
+runs the node command under ddpbench's guard (why: docs/ray.md). Nothing of Ray is imported here: Ray imports
+this module on each node by reference.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from ddpbench.cluster.guarded import exit_status, run_guarded
 from ddpbench.errors import error_line
 from ddpbench.workload.lifetime import signal_on_parent_death
 
@@ -24,49 +24,32 @@ from ddpbench.workload.lifetime import signal_on_parent_death
 STOP_GRACE_S = 10.0
 
 
-def run_node(argv: List[str], env: Dict[str, str], cwd: str, stdout: str, stderr: str,
-             started: Optional[List[subprocess.Popen]] = None) -> Dict[str, Any]:
-    """Inside a node's actor: run ``argv`` under the guard; host, wall and exit code.
-
-    The command runs under :func:`keep` and the guard; the keeper is appended to ``started`` as soon as it
-    runs, so that :meth:`NodeAgent.stop` can end it.
-    """
-    own = dict(os.environ)
-    child_env = dict(env)
-    for key in ("CUDA_VISIBLE_DEVICES",):  # what Ray gave this actor, not what the driver host had
-        if key in own:
-            child_env[key] = own[key]
-        else:
-            child_env.pop(key, None)
-    Path(stdout).parent.mkdir(parents=True, exist_ok=True)
-    record = Path(stdout).parent / f".{Path(stdout).name}.guard.json"
-    keeper = [sys.executable, "-m", "ddpbench.cluster.ray.node", str(record), "--", *argv]
-    spawn_epoch = time.time()
-    start = time.monotonic()
-    with open(stdout, "wb") as out, open(stderr, "wb") as err:
-        # a session of its own, so that Ray's kill of a dead worker's process group misses the guard under it
-        child = subprocess.Popen(keeper, env=child_env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                 start_new_session=True)
-        if started is not None:
-            started.append(child)
-        code = child.wait()
-    wall_s = time.monotonic() - start
-    return {"hostname": socket.gethostname(), "wall_s": wall_s, "exit_code": code, "spawn_epoch": spawn_epoch,
-            "exit_epoch": spawn_epoch + wall_s, "pid": os.getpid()}
-
-
 class NodeAgent:
-    """The actor of one node: runs its node command (:func:`run_node`); :meth:`stop` ends it from another thread.
-
-    The trial process asks :meth:`stop` first (SIGTERM to the guard, which kills everything its command
-    started, and records it) and kills the actor only after that.
-    """
+    """The actor of one node: :meth:`run` runs its node command; :meth:`stop` ends it from another thread."""
 
     def __init__(self) -> None:
         self.started: List[subprocess.Popen] = []
 
     def run(self, argv: List[str], env: Dict[str, str], cwd: str, stdout: str, stderr: str) -> Dict[str, Any]:
-        return run_node(argv, env, cwd, stdout, stderr, self.started)
+        """Run ``argv`` under the keeper and the guard; host, wall (s) and exit code."""
+        child_env = dict(env)
+        child_env.pop("CUDA_VISIBLE_DEVICES", None)  # what Ray gave this actor, not what the driver host had
+        if "CUDA_VISIBLE_DEVICES" in os.environ:
+            child_env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
+        Path(stdout).parent.mkdir(parents=True, exist_ok=True)
+        record = Path(stdout).parent / f".{Path(stdout).name}.guard.json"
+        keeper = [sys.executable, "-m", "ddpbench.cluster.ray.node", str(record), "--", *argv]
+        spawn_epoch = time.time()
+        start = time.monotonic()
+        with open(stdout, "wb") as out, open(stderr, "wb") as err:
+            # a session of its own, so that Ray's kill of a dead worker's process group misses the guard under it
+            child = subprocess.Popen(keeper, env=child_env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
+                                     stderr=err, start_new_session=True)
+            self.started.append(child)
+            code = child.wait()
+        wall_s = time.monotonic() - start
+        return {"hostname": socket.gethostname(), "wall_s": wall_s, "exit_code": code, "spawn_epoch": spawn_epoch,
+                "exit_epoch": spawn_epoch + wall_s, "pid": os.getpid()}
 
     def stop(self, grace_s: float) -> bool:
         """SIGTERM the keeper (and so the guard) and wait at most ``grace_s`` seconds for it; whether it ended."""
@@ -84,26 +67,13 @@ class NodeAgent:
 def keep(record: str, command: List[str]) -> int:
     """A node's keeper, the actor's child: runs ``command`` under the guard, forwards SIGTERM/SIGINT to it.
 
-    Ray SIGKILLs the direct children of a worker that dies (a killed actor, its node lost), which would give
-    a guard no chance to end the ranks under it (torchrun starts them in sessions of their own). The keeper
-    takes that SIGKILL instead: the guard below it then gets SIGTERM (``PR_SET_PDEATHSIG``) and kills
-    everything its command started. A worker that dies without that (its raylet gone) sends the keeper
-    SIGTERM (``PR_SET_PDEATHSIG``), which it forwards to the guard; so does a keeper orphaned before it ran.
+    It takes the SIGKILL Ray sends a dying worker's children; the guard below it then gets SIGTERM
+    (``PR_SET_PDEATHSIG``) and kills everything its command started.
     """
     signal_on_parent_death(signal.SIGTERM)  # not Linux: nothing; the guard's own parent check still holds
     if os.getppid() == 1:
         return 143
-    guard = subprocess.Popen([sys.executable, "-m", "ddpbench.trial.guard", "--record", record,
-                              "--parent", str(os.getpid()), "--", *command], stdin=subprocess.DEVNULL)
-
-    def forward(signum: int, _frame: object) -> None:
-        if guard.poll() is None:
-            guard.send_signal(signum)
-
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, forward)
-    code = guard.wait()
-    return code if code >= 0 else 128 - code
+    return exit_status(run_guarded(record, command))
 
 
 def main(argv: Optional[List[str]] = None) -> int:

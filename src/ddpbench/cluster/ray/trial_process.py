@@ -1,20 +1,9 @@
 """The Ray trial process: one trial's node agents placed, run and awaited on the Ray cluster.
 
 ``python -m ddpbench.cluster.ray.trial_process --job-dir DIR --spec JSON -- COMMAND...`` (the agent the Ray backend
-wraps each trial in, :mod:`ddpbench.cluster.ray.backend`):
-
-1. connects to the cluster (the spec's address);
-2. reserves one bundle per node in a placement group (``STRICT_SPREAD`` when there are several nodes, so every
-   node agent gets a Ray node of its own), waiting at most the spec's ``placement_timeout_s``;
-3. starts one :class:`~ddpbench.cluster.ray.node.NodeAgent` actor in each bundle; each runs the node's command
-   under a keeper and ddpbench's guard, with the node rank (``NODE_RANK_TOKEN``) and the rendezvous address
-   (``MASTER_ADDR_TOKEN``: bundle 0's node) filled in;
-4. waits for them; a lost node or a killed actor ends the trial at once (the other actors are killed), with one
-   line on stderr; it writes the other nodes' ``nodes/node<r>.json`` for node 0's trial record;
-5. removes the placement group on every exit, SIGTERM and Ctrl-C included, and waits (bounded) until Ray lists
-   it removed. The guard under each actor ends its command when the actor's worker dies, so nothing outlives the
-   trial on any node; when this process is killed outright, Ray kills its actors (they fate-share with their
-   owner).
+wraps each trial in) reserves one bundle per node in a placement group, runs one
+:class:`~ddpbench.cluster.ray.node.NodeAgent` per bundle with the node rank and bundle 0's address filled in,
+ends the trial at the first lost node, and removes the group on every exit (docs/ray.md).
 """
 
 from __future__ import annotations
@@ -26,10 +15,12 @@ import os
 import signal
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from ddpbench.cluster.base import NODE_RANK_TOKEN
+from ddpbench.cluster.guarded import exit_status
 from ddpbench.cluster.ray.backend import MASTER_ADDR_TOKEN
 from ddpbench.errors import DdpbenchError, error_line
 from ddpbench.formats.layout import AttemptLayout
@@ -44,15 +35,15 @@ def _fill(text: str, node_rank: int, master_addr: str) -> str:
     return text.replace(NODE_RANK_TOKEN, str(node_rank)).replace(MASTER_ADDR_TOKEN, master_addr)
 
 
+@dataclass
 class TrialProcess:
     """One trial on the Ray cluster: the placement group, one actor per node, their results."""
 
-    def __init__(self, attempt: AttemptLayout, spec: Dict[str, Any], command: List[str]) -> None:
-        self.attempt = attempt
-        self.spec = spec
-        self.command = command
-        self.pg: Any = None
-        self.actors: List[Any] = []
+    attempt: AttemptLayout
+    spec: Dict[str, Any]
+    command: List[str]
+    pg: Any = None
+    actors: List[Any] = field(default_factory=list)
 
     def node_log(self, node_rank: int, stream: str) -> Path:
         if node_rank == 0:  # node 0's own logs are this process's output: its actor writes beside them
@@ -145,8 +136,7 @@ class TrialProcess:
 
 
 def _wait_removed(pg: Any, bound_s: float) -> None:
-    """Return once Ray lists ``pg`` as REMOVED (removal is asynchronous), or after ``bound_s`` seconds with one
-    line on stderr: a trial's placement group never outlives its trial process unseen."""
+    """Return once Ray lists ``pg`` as REMOVED (asynchronous), or after ``bound_s`` s with one line on stderr."""
     from ray.util.placement_group import placement_group_table
 
     deadline = time.monotonic() + bound_s
@@ -172,18 +162,14 @@ def _write_peer_records(trial: TrialProcess, results: Dict[int, Dict[str, Any]],
 
     now = time.time()
     for node_rank in range(1, nnodes):
-        got = results.get(node_rank)
-        if got is not None:
-            entry = node_entry(node_rank, got["hostname"], wall_s=got["wall_s"], exit_code=got["exit_code"],
-                               spawn_epoch=got["spawn_epoch"], exit_epoch=got["exit_epoch"],
-                               stdout=str(trial.node_log(node_rank, "stdout")),
-                               stderr=str(trial.node_log(node_rank, "stderr")))
-        else:
-            entry = node_entry(node_rank, "unknown", wall_s=now - started, exit_code=None, spawn_epoch=started,
-                               exit_epoch=now, error=error or "stopped: another node of the trial failed",
-                               stdout=str(trial.node_log(node_rank, "stdout")),
-                               stderr=str(trial.node_log(node_rank, "stderr")))
-        write_json_atomic(trial.attempt.node_record(node_rank), entry)
+        node = results.get(node_rank) or {"hostname": "unknown", "wall_s": now - started, "exit_code": None,
+                                          "spawn_epoch": started, "exit_epoch": now,
+                                          "error": error or "stopped: another node of the trial failed"}
+        extra = {"error": node["error"]} if "error" in node else {}
+        logs = {stream: str(trial.node_log(node_rank, stream)) for stream in ("stdout", "stderr")}
+        write_json_atomic(trial.attempt.node_record(node_rank), node_entry(
+            node_rank, node["hostname"], wall_s=node["wall_s"], exit_code=node["exit_code"],
+            spawn_epoch=node["spawn_epoch"], exit_epoch=node["exit_epoch"], **logs, **extra))
 
 
 def _copy_node0_output(trial: TrialProcess) -> None:
@@ -195,9 +181,7 @@ def _copy_node0_output(trial: TrialProcess) -> None:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """The trial process: place, run and wait for every node agent of one trial; its exit code is node 0's.
-
-    """
+    """The trial process: place, run and wait for every node agent of one trial; its exit code is node 0's."""
     args_in = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog="python -m ddpbench.cluster.ray.trial_process")
     parser.add_argument("--job-dir", required=True)
@@ -240,8 +224,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         error_line(error)
     node0 = results.get(0)
     if node0 is not None and node0["exit_code"] != 0:
-        code = int(node0["exit_code"])
-        return code if code >= 0 else 128 - code
+        return exit_status(int(node0["exit_code"]))
     return 1 if error or node0 is None else 0
 
 

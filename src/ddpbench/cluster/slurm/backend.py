@@ -1,24 +1,9 @@
-"""SLURM backend (``cluster.kind: slurm``): this driver runs inside a SLURM job.
+"""SLURM backend (``cluster.kind: slurm``): this driver runs inside a SLURM job (docs/slurm.md).
 
-One job per trial (``hydra/launcher=ddpbench``, :mod:`ddpbench.launcher.slurm.submit`): ``nodes = cluster.nnodes``,
-one task per node, and the Hydra job function runs once per task, i.e. once per node:
-
-- node rank = ``SLURM_NODEID``; master address = the first host of the allocation;
-- ports derived from the SLURM job id, so every node computes the same ones and two concurrent jobs
-  (on shared nodes) differ; ``cluster.base_port`` pins them instead;
-- run token = the SLURM job id (TraceML's ``--run-name`` is the same on every node);
-- node 0 owns the trial (writes ``trial.json``); the others write ``nodes/node<r>.json``.
-
-Node 0 prepares the job dir (moves an earlier attempt aside, or resumes) *before* any other node touches it:
-it tells its decision in ``.slurm/<job id>.ready`` and the other nodes wait for that marker (bounded), so
-node 0 never moves a peer's fresh logs and a resumed trial launches nothing on any node.
-
-With ``cluster.slurm.one_allocation=true`` the whole sweep runs inside one job instead
-(:mod:`ddpbench.launcher.slurm.allocation`): each trial is one agent, an ``srun`` step over every node whose node
-task (:mod:`ddpbench.cluster.slurm.steps`) fills in its own node rank; ports come from the job id and the trial.
-
-The environment's names are those submitit's ``SlurmJobEnvironment`` reads, with the older aliases SLURM
-still sets; the allocation's hosts come from ``scontrol show hostnames`` (bounded).
+One job per trial, a task per node: node rank = ``SLURM_NODEID``, master = the allocation's first host, ports
+derived from the job id; node 0 prepares the job dir and tells the others in ``.slurm/<job id>.ready``. With
+``cluster.slurm.one_allocation=true`` each trial is one srun step over every node
+(:mod:`ddpbench.cluster.slurm.steps`).
 """
 
 from __future__ import annotations
@@ -30,7 +15,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Mapping, Optional
-
 
 from ddpbench.cluster.base import Backend, NodePlan, TrialSlot, register
 from ddpbench.cluster.ports import derived_ports
@@ -62,7 +46,7 @@ class SlurmTask:
 
     @classmethod
     def from_env(cls, env: Optional[Mapping[str, str]] = None) -> "SlurmTask":
-        """Read the task from ``env`` (default: this process's environment)."""
+        """Read the task from ``env`` (default: this process's environment; older SLURM aliases too)."""
         e = os.environ if env is None else env
         node = e.get("SLURM_NODEID")
         return cls(
@@ -113,30 +97,30 @@ class SlurmBackend(Backend):
     def plan(self, cfg: DdpbenchConfig, job: TrialSlot, timeout_s: float, env: Optional[Mapping[str, str]] = None
              ) -> NodePlan:
         task = SlurmTask.from_env(env)
-        nnodes = cfg.cluster.nnodes
-        wait_s = cfg.cluster.slurm.peer_record_wait_s
-        if cfg.cluster.slurm.one_allocation:
+        one_allocation = cfg.cluster.slurm.one_allocation
+        if one_allocation:
             if not task.job_id:
                 raise DdpbenchError(
                     "cluster.slurm.one_allocation=true runs the sweep inside its own SLURM job (SLURM_JOB_ID is "
                     "not set): run the sweep with -m and the ddpbench launcher, which submits that job")
-            task.check_nodes(nnodes)
-            ports = derived_ports(f"{task.job_id}-{job.job_num}", 2, cfg.cluster.base_port)
-            return NodePlan(node_ranks=[0], master_addr=task.master_addr(), master_port=ports[0],
-                            aggregator_port=ports[1], owner=True, retry_on_port_clash=False,
-                            run_token=task.job_id, peer_record_wait_s=wait_s, agent_spans_nodes=True)
-        if not task.job_id or task.node_rank is None:
-            raise DdpbenchError(
-                "cluster.kind=slurm runs inside a SLURM job (SLURM_JOB_ID/SLURM_NODEID are not set): run a "
-                "sweep with -m so the ddpbench launcher submits it, or use a local cluster")
-        task.check_nodes(nnodes, "submit with hydra.launcher.nodes=cluster.nnodes")
-        if task.num_tasks and task.num_nodes and task.num_tasks != task.num_nodes:
-            raise DdpbenchError(f"SLURM job {task.job_id} runs {task.num_tasks} tasks on {task.num_nodes} "
-                                "node(s); ddpbench needs exactly one task per node (hydra.launcher.tasks_per_node=1)")
-        ports = derived_ports(task.job_id, 2, cfg.cluster.base_port)
-        return NodePlan(node_ranks=[task.node_rank], master_addr=task.master_addr(), master_port=ports[0],
-                        aggregator_port=ports[1], owner=task.node_rank == 0, retry_on_port_clash=False,
-                        run_token=task.job_id, peer_record_wait_s=wait_s)
+            task.check_nodes(cfg.cluster.nnodes)
+            node_rank, port_key = 0, f"{task.job_id}-{job.job_num}"
+        else:
+            if not task.job_id or task.node_rank is None:
+                raise DdpbenchError(
+                    "cluster.kind=slurm runs inside a SLURM job (SLURM_JOB_ID/SLURM_NODEID are not set): run a "
+                    "sweep with -m so the ddpbench launcher submits it, or use a local cluster")
+            task.check_nodes(cfg.cluster.nnodes, "submit with hydra.launcher.nodes=cluster.nnodes")
+            if task.num_tasks and task.num_nodes and task.num_tasks != task.num_nodes:
+                raise DdpbenchError(f"SLURM job {task.job_id} runs {task.num_tasks} tasks on {task.num_nodes} "
+                                    "node(s); ddpbench needs exactly one task per node "
+                                    "(hydra.launcher.tasks_per_node=1)")
+            node_rank, port_key = task.node_rank, task.job_id
+        ports = derived_ports(port_key, 2, cfg.cluster.base_port)
+        return NodePlan(node_ranks=[node_rank], master_addr=task.master_addr(), master_port=ports[0],
+                        aggregator_port=ports[1], owner=node_rank == 0, retry_on_port_clash=False,
+                        run_token=task.job_id, peer_record_wait_s=cfg.cluster.slurm.peer_record_wait_s,
+                        agent_spans_nodes=one_allocation)
 
     def owner_resumed(self, cfg: DdpbenchConfig, plan: NodePlan, job: TrialSlot) -> bool:
         """A non-zero node of a job: wait (bounded) for node 0's marker; whether it resumed the trial."""

@@ -1,22 +1,9 @@
 """Waiting on a SLURM job, every wait bounded, through the controller: no accounting needed (no ``sacct``).
 
-Without accounting, submitit's ``job.result()`` can wait forever for a job that died without writing its
-result (scancel, OOM, time limit): its watcher asks ``sacct``, which fails. Here the job's state comes from
-the controller (``scontrol show job -o``, each call bounded by :data:`SLURM_CALL_TIMEOUT_S`). The controller
-forgets a job ``MinJobAge`` seconds after it ends (300 s by default; 600 s on the local test cluster of
-``scripts/slurm-local.sh``): :func:`job_state` then returns ``None``, which for a job submitted earlier means
-"ended, state no longer known".
-
-:func:`await_job`, used by both submission styles (one job per trial, one allocation), polls every
-``poll_s`` seconds:
-
-- the job may stay queued (:data:`QUEUED_STATES`) at most ``queue_timeout_s``;
-- once started, at most its time limit + :data:`PAST_LIMIT_S`; and never longer than queue timeout + limit +
-  :data:`PAST_LIMIT_S` after submission, however the controller answers;
-- past a deadline the job is cancelled (``scancel``) and the outcome names the problem;
-- when the caller waits for a result file, a job that ended gets :data:`RESULT_GRACE_S` more for it to appear.
-
-Any exception while waiting (Ctrl-C, SIGTERM) cancels the job before it propagates.
+A job's state comes from ``scontrol show job -o`` (each call bounded); the controller forgets a job ``MinJobAge``
+seconds after it ends, and :func:`job_state` then returns ``None``: "ended, state no longer known".
+:func:`await_job` (both submission styles) polls it under the deadlines docs/slurm.md describes, cancels a job
+past one, and cancels it on any exception (Ctrl-C, SIGTERM) before that propagates.
 """
 
 from __future__ import annotations
@@ -54,111 +41,53 @@ class SlurmStateError(RuntimeError):
     """``scontrol`` could not answer (missing, timed out, controller unreachable, unexpected output)."""
 
 
-def _records(stdout: str) -> list[dict[str, str]]:
-    records = []
-    for line in stdout.splitlines():
-        if not line.strip():
-            continue
-        fields = dict(_FIELD.findall(line))
-        if "JobState" in fields:
-            records.append(fields)
-    return records
+def job_state(job_id: str | int, *, timeout: float = 10.0, env: Mapping[str, str] | None = None) -> str | None:
+    """The controller's ``JobState`` of ``job_id`` (``"123"`` or an array task ``"123_4"``), or ``None`` if unknown.
 
-
-def job_states(
-    job_id: str | int, *, timeout: float = 10.0, env: Mapping[str, str] | None = None
-) -> dict[str, str]:
-    """All records ``scontrol show job -o JOB_ID`` knows, as ``{record id: JobState}``.
-
-    A record id is ``"<ArrayJobId>_<ArrayTaskId>"`` for array tasks, else the ``JobId``. Empty when the
-    controller does not know the job (never existed, or ended more than ``MinJobAge`` seconds ago).
-    Raises :class:`SlurmStateError` when ``scontrol`` fails otherwise or takes longer than ``timeout``.
-    ``env``: the environment for ``scontrol`` (e.g. one holding ``SLURM_CONF``); default: inherited.
+    For a whole array: active while any task is active, else the first state that is not COMPLETED. Bounded by
+    ``timeout`` seconds; raises :class:`SlurmStateError` when ``scontrol`` cannot answer. ``env``: scontrol's
+    environment (e.g. one holding ``SLURM_CONF``); default: inherited.
     """
     jid = str(job_id).strip()
     if not _JOB_ID.match(jid):
         raise ValueError(f"not a SLURM job id: {job_id!r}")
     try:
-        proc = subprocess.run(
-            ["scontrol", "show", "job", "-o", jid],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=dict(env) if env is not None else None,
-            check=False,
-        )
+        proc = subprocess.run(["scontrol", "show", "job", "-o", jid], capture_output=True, text=True, timeout=timeout,
+                              env=dict(env) if env is not None else None, check=False)
     except FileNotFoundError as exc:
         raise SlurmStateError("scontrol not found on PATH") from exc
     except subprocess.TimeoutExpired as exc:
         raise SlurmStateError(f"scontrol show job {jid} took longer than {timeout:g} s") from exc
     if proc.returncode != 0:
         if "Invalid job id" in proc.stderr:
-            return {}
+            return None
         msg = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()[-1]
         raise SlurmStateError(f"scontrol show job {jid} failed (rc {proc.returncode}): {msg}")
-    out: dict[str, str] = {}
-    for rec in _records(proc.stdout):
-        array_job, task = rec.get("ArrayJobId"), rec.get("ArrayTaskId")
-        key = f"{array_job}_{task}" if array_job and task and task != "(null)" else rec.get("JobId", jid)
-        out[key] = rec["JobState"]
-    return out
-
-
-def _aggregate(states: list[str]) -> str:
-    """One state for several records (an array): active if any is active, else the first non-COMPLETED."""
-    for s in states:
-        if s not in TERMINAL_STATES:
-            return s
-    for s in states:
-        if s != "COMPLETED":
-            return s
-    return states[0]
-
-
-def job_state(
-    job_id: str | int, *, timeout: float = 10.0, env: Mapping[str, str] | None = None
-) -> str | None:
-    """The controller's ``JobState`` of ``job_id`` (e.g. ``"RUNNING"``, ``"CANCELLED"``), or ``None`` if unknown.
-
-    ``job_id`` may be ``"123"`` or an array task ``"123_4"``. For a whole array (several records) the
-    result is active while any task is active, else the first state that is not COMPLETED.
-    Bounded by ``timeout`` seconds; raises :class:`SlurmStateError` when ``scontrol`` cannot answer.
-    """
-    states = job_states(job_id, timeout=timeout, env=env)
-    if not states:
-        return None
-    jid = str(job_id).strip()
-    if jid in states:
-        return states[jid]
-    return _aggregate(list(states.values()))
+    states: dict[str, str] = {}  # record id ("<ArrayJobId>_<ArrayTaskId>" for array tasks, else JobId) -> JobState
+    for rec in (dict(_FIELD.findall(line)) for line in proc.stdout.splitlines()):
+        if "JobState" in rec:
+            array_job, task = rec.get("ArrayJobId"), rec.get("ArrayTaskId")
+            key = f"{array_job}_{task}" if array_job and task and task != "(null)" else rec.get("JobId", jid)
+            states[key] = rec["JobState"]
+    if not states or jid in states:
+        return states.get(jid)
+    active = [state for state in states.values() if state not in TERMINAL_STATES]
+    unfinished = [state for state in states.values() if state != "COMPLETED"]
+    return (active or unfinished or list(states.values()))[0]
 
 
 def is_terminal(state: str | None) -> bool:
     """True for an ended job: a state in :data:`TERMINAL_STATES`, or ``None`` (forgotten by the controller)."""
-    if state is None:
-        return True
-    return state.split()[0].rstrip("+") in TERMINAL_STATES
+    return state is None or state.split()[0].rstrip("+") in TERMINAL_STATES
 
 
 def is_started(state: str | None) -> bool:
     """True once a job has left the queue: running, cleaning up, or ended (``None``: forgotten, so ended)."""
-    if state is None:
-        return True
-    return state.split()[0].rstrip("+") not in QUEUED_STATES
+    return state is None or state.split()[0].rstrip("+") not in QUEUED_STATES
 
 
-def is_finished(job_id: str | int, *, timeout: float = 10.0, env: Mapping[str, str] | None = None) -> bool:
-    """True when a job submitted earlier has ended (terminal state, or no longer known to the controller)."""
-    return is_terminal(job_state(job_id, timeout=timeout, env=env))
-
-
-def wait_finished(
-    job_id: str | int,
-    timeout: float,
-    *,
-    poll: float = 0.5,
-    env: Mapping[str, str] | None = None,
-) -> str | None:
+def wait_finished(job_id: str | int, timeout: float, *, poll: float = 0.5,
+                  env: Mapping[str, str] | None = None) -> str | None:
     """Poll until ``job_id`` has ended; return its final state (``None``: forgotten). Bounded by ``timeout``.
 
     Raises :class:`TimeoutError` when the job is still active after ``timeout`` seconds. A transient

@@ -1,34 +1,15 @@
 """Static backend: one ddpbench driver per node, no scheduler, the same sweep command everywhere.
 
-Every node runs ``python -m ddpbench -m ... cluster=static_2node cluster.node_rank=R
-cluster.master_addr=NODE0 sweep_name=SAME``. The paired sweeper gives every driver the same job
-list in the same order, so job number k names the same trial on every node.
-
-Lockstep (see docs/multinode.md):
-
-* **Ports per trial.** Trial k rendezvouses on its own ports, computed alike on every node from
-  ``cluster.base_port`` (``base_port + 1 + 2k`` and ``+ 2 + 2k``) or, with ``base_port=0``, from the
-  sweep name and k. torchrun's rendezvous id is the trial's run name (``PET_RDZV_ID``), so agents of
-  different trials never pair up even if two trials' derived ports collided.
-* **Bounded rendezvous.** torchrun's static rendezvous is a TCPStore on node 0 whose timeout is
-  ``--rdzv-conf timeout=S`` (here ``PET_RDZV_CONF=timeout=S`` in the agent's environment, so it
-  also reaches the torchrun that ``traceml run`` starts): node 0 waits at most S seconds for the
-  others to join, a joining node retries at most S seconds. S = ``cluster.rendezvous_timeout_s``.
-* **Coordinator.** Node 0's driver serves, on one port for the whole sweep (``base_port`` or
-  derived), the trial it is at and how long ago it launched it. Before launching trial k, node r
-  asks: node 0 past k (or at k for longer than its rendezvous can still be joined) -> node r fails
-  k at once without launching and moves on; node 0 at k -> launch; node 0 behind -> wait for it
-  (bounded by node 0's own trial timeout); node 0 unreachable -> fail k after S seconds. A late
-  node thus catches up instead of failing every later trial.
-* **Peer records.** With a shared sweep dir node 0 waits (at most S + 5 s) for each other node's
-  ``nodes/node<r>.json``, which also holds node 0 until a late peer has left the same trial.
+Every node runs ``python -m ddpbench -m ... cluster=static_2node cluster.node_rank=R cluster.master_addr=NODE0
+sweep_name=SAME``; job number k names the same trial on every node. Ports per trial, the bounded rendezvous,
+node 0's coordinator and the peer records: docs/multinode.md.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 from ddpbench.cluster.base import Backend, NodePlan, TrialSlot, register
 from ddpbench.cluster.ports import derived_ports
@@ -40,9 +21,6 @@ from ddpbench.errors import ConfigError
 PEER_RECORD_MARGIN_S = 5.0
 #: the sweep names the app makes up when none is given (``ddpbench_unique``)
 _GENERATED_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2}_\d+$")
-
-
-# --------------------------------------------------------------------------- validation
 
 
 def validate_static(cfg: DdpbenchConfig) -> None:
@@ -65,15 +43,9 @@ def validate_static(cfg: DdpbenchConfig) -> None:
         )
 
 
-# --------------------------------------------------------------------------- ports and identity
-
-
 def coordinator_port(cfg: DdpbenchConfig) -> int:
     """The port node 0's driver serves its trial position on, for the whole sweep."""
-    base = cfg.cluster.base_port
-    if base:
-        return base
-    return derived_ports(f"{cfg.sweep_name}/coordinator", 1)[0]
+    return cfg.cluster.base_port or derived_ports(f"{cfg.sweep_name}/coordinator", 1)[0]
 
 
 def trial_ports(cfg: DdpbenchConfig, job_num: int) -> Tuple[int, int]:
@@ -101,47 +73,6 @@ def run_token(sweep_name: str, job_num: int) -> str:
     return hashlib.sha256(f"{sweep_name}/{job_num}".encode()).hexdigest()[:8]
 
 
-# --------------------------------------------------------------------------- plan
-
-
-def plan_static(cfg: DdpbenchConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
-    """The plan of this node's driver for trial ``job.job_num``; ``timeout_s`` is node 0's watchdog limit."""
-    c = cfg.cluster
-    node_rank = c.node_rank
-    sweep_name = cfg.sweep_name
-    trial = job.job_num
-    join_s = c.rendezvous_timeout_s
-    shared = c.shared_dir
-    master_port, aggregator_port = trial_ports(cfg, trial)
-    port = coordinator_port(cfg)
-    owner = node_rank == 0
-    skip_reason: Optional[str] = None
-    if owner:
-        coordinator_for(sweep_name, port, c.master_addr)
-    else:
-        peer_wait = join_s + PEER_RECORD_MARGIN_S if shared else 0.0
-        behind_s = timeout_s + peer_wait + join_s + 30.0
-        skip_reason = wait_for_owner(c.master_addr, port, sweep_name, node_rank, trial, join_s, behind_s)
-    return NodePlan(
-        node_ranks=[node_rank],
-        master_addr=c.master_addr,
-        master_port=master_port,
-        aggregator_port=aggregator_port,
-        owner=owner,
-        retry_on_port_clash=False,
-        run_token=run_token(sweep_name, trial),
-        peer_record_wait_s=join_s + PEER_RECORD_MARGIN_S if shared else 0.0,
-        peer_records=shared,
-        resume=shared,
-        skip_reason=skip_reason,
-    )
-
-
-def rendezvous_env(cfg: DdpbenchConfig, run_name: str) -> Dict[str, str]:
-    """torchrun settings every node agent gets (also through ``traceml run``): bounded join, trial id."""
-    return {"PET_RDZV_CONF": f"timeout={int(round(cfg.cluster.rendezvous_timeout_s))}", "PET_RDZV_ID": run_name}
-
-
 class StaticBackend(Backend):
     """One driver per node, no scheduler; node 0 coordinates and writes the trial records and the report."""
 
@@ -155,14 +86,31 @@ class StaticBackend(Backend):
             coordinator_for(cfg.sweep_name, coordinator_port(cfg), cfg.cluster.master_addr)
 
     def plan(self, cfg: DdpbenchConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
-        return plan_static(cfg, job, timeout_s)
+        """This node's plan for trial ``job.job_num``; ``timeout_s`` is node 0's watchdog limit."""
+        c, trial = cfg.cluster, job.job_num
+        join_s = c.rendezvous_timeout_s
+        peer_wait_s = join_s + PEER_RECORD_MARGIN_S if c.shared_dir else 0.0
+        master_port, aggregator_port = trial_ports(cfg, trial)
+        port = coordinator_port(cfg)
+        owner = c.node_rank == 0
+        if owner:
+            coordinator_for(cfg.sweep_name, port, c.master_addr)
+            skip_reason = None
+        else:
+            behind_s = timeout_s + peer_wait_s + join_s + 30.0
+            skip_reason = wait_for_owner(c.master_addr, port, cfg.sweep_name, c.node_rank, trial, join_s, behind_s)
+        return NodePlan(node_ranks=[c.node_rank], master_addr=c.master_addr, master_port=master_port,
+                        aggregator_port=aggregator_port, owner=owner, retry_on_port_clash=False,
+                        run_token=run_token(cfg.sweep_name, trial), peer_record_wait_s=peer_wait_s,
+                        peer_records=c.shared_dir, resume=c.shared_dir, skip_reason=skip_reason)
 
     def tell_peers(self, cfg: DdpbenchConfig, plan: NodePlan, job: TrialSlot, resumed: bool) -> None:
         if plan.owner and not resumed:  # the other nodes may join this trial now
             coordinator_for(cfg.sweep_name, coordinator_port(cfg), cfg.cluster.master_addr).open(job.job_num)
 
     def rendezvous_env(self, cfg: DdpbenchConfig, run_name: str) -> Dict[str, str]:
-        return rendezvous_env(cfg, run_name)  # bounded torchrun join, rendezvous id = trial
+        """torchrun settings every node agent gets (also through ``traceml run``): bounded join, trial id."""
+        return {"PET_RDZV_CONF": f"timeout={int(round(cfg.cluster.rendezvous_timeout_s))}", "PET_RDZV_ID": run_name}
 
     def workload_args(self, cfg: DdpbenchConfig) -> List[str]:
         # without a shared dir node 0 cannot read the other nodes' rank records: rank 0 writes every rank's
@@ -173,7 +121,3 @@ class StaticBackend(Backend):
 
 
 register(StaticBackend())
-
-__all__: List[str] = [
-    "StaticBackend", "coordinator_port", "plan_static", "rendezvous_env", "run_token", "trial_ports", "validate_static",
-]

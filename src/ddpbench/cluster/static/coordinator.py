@@ -1,9 +1,7 @@
-"""Node 0's coordinator of a static sweep, and the other nodes' questions to it (docs/multinode.md).
+"""Node 0's coordinator of a static sweep (the trial it is at, since when), and the other nodes' questions to it.
 
-Node 0's driver serves, on one port for the whole sweep and on node 0's address, the trial it is at and how
-long ago it launched it; before launching trial k, node r asks (:func:`wait_for_owner`) and launches, waits,
-or fails the trial unlaunched. A client that never sends its line is dropped after :data:`READ_TIMEOUT_S`; at
-most :data:`MAX_CONNECTIONS` are served at once.
+Before launching trial k, node r asks (:func:`wait_for_owner`) and launches, waits, or fails the trial
+unlaunched (docs/multinode.md).
 """
 
 from __future__ import annotations
@@ -119,9 +117,6 @@ def coordinator_for(sweep_name: str, port: int, host: str) -> Coordinator:
     if _COORDINATOR is None:
         _COORDINATOR = Coordinator(sweep_name, port, host)
     return _COORDINATOR
-
-
-# --------------------------------------------------------------------------- other nodes
 
 
 def ask_owner(addr: str, port: int, sweep_name: str, node_rank: int, trial: int, timeout_s: float = 3.0) -> Dict[str, Any]:
