@@ -1,20 +1,5 @@
-"""The job's host-sync pattern (``--host-sync``, config ``workload.host_sync``): what a training step makes the host
-wait for on the device, as the job being measured does it.
-
-Named patterns (:data:`ddpbench.formats.rank_loop.HOST_SYNCS`):
-
-- ``none``: ddpbench's own loop, free of synchronisation inside the timed loop: the host runs ahead of the GPU
-  as far as the launch queue lets it, and the batch is copied to the device before the tool's step marker.
-- ``loss``: as ``none``, and the loss is read to the host after every step (``float(loss.detach())``, what a loop
-  that logs or accumulates its loss does): one synchronisation at the end of each step.
-- ``seed``: the seed script's loop (TraceML's ``benchmarking/wallclock_overhead/ddp_mlp_e2e.py``):
-  ``torch.cuda.synchronize()`` before every step (its stop check, after the batch is fetched), the host-to-device
-  copy inside the step marker (``trace_step``), and the loss read after every step, outside the marker.
-  ddpbench's lockstep stop stays (the seed's per-rank clock check can hang a multi-rank job).
-- ``own``: a framework Trainer's or a user script's own loop; ddpbench adds nothing (not a harness pattern).
-
-On CPU the synchronisations do nothing; the loss read still happens (a Python float from a tensor).
-"""
+"""The job's host-sync pattern (``--host-sync``): what a training step makes the host wait for on the device
+(``none``, ``loss``, ``seed``: :data:`~ddpbench.formats.rank_loop.HARNESS_HOST_SYNCS`; docs/workload.md)."""
 
 from __future__ import annotations
 
