@@ -1,9 +1,5 @@
-"""What the built-in framework workloads (``workload=hf_trainer``, ``workload=lightning``) share.
-
-They take the harness's arguments (:func:`ddpbench.workload.args.parse_args`: sizes, data, stop, cluster),
-turn them into the recorder's environment and install the same Trainer hook a user's framework script
-gets, so a built-in framework job is timed, stopped and recorded exactly as an unmodified one.
-"""
+"""What the built-in framework workloads (``workload=hf_trainer``, ``workload=lightning``) share: the harness's
+arguments as the recorder's environment, and the Trainer hook a user's framework script gets."""
 
 from __future__ import annotations
 

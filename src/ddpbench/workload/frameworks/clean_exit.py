@@ -1,13 +1,6 @@
-"""A framework Trainer's process group, ended before the interpreter exits.
-
-Neither Lightning under ``torchrun`` nor the HF Trainer destroys the default process group at the end of
-training: the group and the DDP reducer that holds it are freed during interpreter shutdown. On gloo a
-rank can then tear down its pairs while a peer's gloo threads still use them, and the rank dies with
-SIGABRT ("terminate called without an active exception") after training finished, and the trial fails
-although it trained (how often: docs/workload.md). The harness frees its model and ends its group before
-returning (:func:`ddpbench.workload.harness.release_model`); this module does the same for a Trainer, once
-its training has ended on this rank.
-"""
+"""A framework Trainer's process group, ended before the interpreter exits (as the harness ends its own): neither
+Lightning under torchrun nor the HF Trainer destroys it, and freed at interpreter shutdown on gloo a rank can die
+with SIGABRT after training (docs/workload.md)."""
 
 from __future__ import annotations
 
@@ -27,12 +20,8 @@ def end_process_group_at_exit() -> None:
 
 
 def end_process_group(timeout_s: float = BARRIER_TIMEOUT_S) -> None:
-    """Free what still holds the default process group, wait for the peers, and destroy it (if it still exists).
-
-    Skipped after an uncaught exception (a failed rank must not wait for peers that may be stuck in a
-    collective). The wait is bounded on gloo (``monitored_barrier``); other backends destroy at once, as
-    torch asks every job to before it exits. A failure here is one line on stderr: training already ended.
-    """
+    """Free what still holds the default process group, wait for the peers (gloo: bounded) and destroy it, if it
+    still exists; skipped after an uncaught exception (peers may be stuck in a collective). Failures: one line."""
     if getattr(sys, "last_value", None) is not None:
         return
     import torch.distributed as dist

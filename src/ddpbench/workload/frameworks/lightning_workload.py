@@ -1,9 +1,5 @@
-"""Built-in workload ``lightning``: ddpbench's MLP (sized by ``model=``) as a LightningModule, trained by a
-standard Lightning ``Trainer`` with ``strategy="ddp"`` on the MLP's synthetic features.
-
-Run by path under torchrun or ``traceml run`` with the harness's arguments (docs/workload.md); ddpbench's
-recorder is attached to the Trainer by the same hook a user's Lightning script gets.
-"""
+"""Built-in workload ``lightning``: ddpbench's MLP (sized by ``model=``) as a LightningModule, trained by a standard
+Lightning ``Trainer`` with ``strategy="ddp"``; run by path like the other workloads (docs/workload.md)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""ddpbench's Lightning ``Callback`` (``lightning.pytorch`` or ``pytorch_lightning``): one timed step per
-optimizer step.
-
-An optimizer step is an increase of ``trainer.global_step`` seen at ``on_train_batch_end`` (so gradient
-accumulation's micro-batches are one step; samples per step = the batch's length × ``accumulate_grad_batches``).
-The step limit goes into ``trainer.fit_loop.epoch_loop.max_steps`` at ``setup`` (``max_epochs`` unbounded, so that
-the steps decide); the stop is ``trainer.should_stop``.
-"""
+"""ddpbench's Lightning ``Callback`` (``lightning.pytorch`` or ``pytorch_lightning``): one timed step per optimizer
+step (``trainer.global_step`` advanced at ``on_train_batch_end``); the step limit set at ``setup``, the stop through
+``trainer.should_stop``."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""One rank's optimizer steps in a framework Trainer: timed, stopped and recorded by ddpbench's Recorder.
-
-The framework callbacks (:mod:`.hf_callback`, :mod:`.pl_callback`) call :meth:`TrainerSteps.step_done`
-after every optimizer step and carry its answer out through the framework's own stop flag; they set the
-Trainer's step limit from :meth:`TrainerSteps.step_limit` before training starts.
-"""
+"""One rank's optimizer steps in a framework Trainer, timed, stopped and recorded by ddpbench's Recorder (what the
+framework callbacks share)."""
 
 from __future__ import annotations
 
@@ -19,11 +15,8 @@ UNBOUNDED = -1
 
 
 class TrainerSteps:
-    """ddpbench's recorder for the optimizer steps of one framework Trainer on this rank.
-
-    ``env``: the environment to read (default ``os.environ``). The recorder is created by :meth:`start`
-    (when the Trainer starts training, after its process group exists) with the samples per optimizer step.
-    """
+    """ddpbench's recorder for the optimizer steps of one framework Trainer on this rank, created by :meth:`start`
+    once training starts; ``env``: the environment to read (default ``os.environ``)."""
 
     def __init__(self, env: Optional[Mapping[str, str]] = None) -> None:
         self.env = dict(os.environ if env is None else env)
@@ -47,16 +40,13 @@ class TrainerSteps:
             self.recorder = Recorder(batch_size, device=device, precision=precision, env=self.env)
 
     def step_begins(self) -> None:
-        """Where an optimizer step's device work begins (the first micro-batch's start; later calls in the step do
-        nothing): the GPU-busy and GPU-idle split on CUDA."""
+        """Where an optimizer step's device work begins (its first micro-batch; later calls in the step do nothing)."""
         if self.recorder is not None:
             self.recorder.step_begins()
 
     def step_done(self, loss: Any = None) -> bool:
-        """Mark the end of one optimizer step; whether the Trainer must stop now (the same on every rank).
-
-        ``loss``: a number or a tensor, kept as it is (read once, in :meth:`finish`: no device sync here).
-        """
+        """Mark the end of one optimizer step; whether the Trainer must stop now (the same on every rank). ``loss``: a
+        number or a tensor, kept as it is (read once, in :meth:`finish`: no device sync here)."""
         if self.recorder is None:
             return False
         if loss is not None:
