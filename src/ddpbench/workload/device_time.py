@@ -133,8 +133,3 @@ def device_wait_problem(ms: float, device: str) -> Optional[str]:
         return (f"--inject-device-step-ms {ms:g}: a device-side wait is a GPU kernel; this rank runs on {device} "
                 "(use --inject-step-ms for a host wait)")
     return None
-
-
-def device_wait(ms: float) -> Optional[DeviceWait]:
-    """The injected device wait of ``ms`` per step on CUDA (:func:`device_wait_problem` checked), None when 0."""
-    return DeviceWait(ms, cycles_per_ms()) if ms > 0 else None

@@ -17,7 +17,7 @@ from ddpbench.workload.affinity import current_cpus, pin_from_environment
 from ddpbench.workload.args import RankArgs, parse_args, usage_error
 from ddpbench.workload.base import Workload
 from ddpbench.workload.data import build_loader, endless_batches, loader_description
-from ddpbench.workload.device_time import device_wait, device_wait_problem
+from ddpbench.workload.device_time import DeviceWait, cycles_per_ms, device_wait_problem
 from ddpbench.workload.lifetime import signal_on_parent_death
 from ddpbench.workload.loop import Trainer, run_timed, run_warmup
 from ddpbench.workload.record import build_record, gather_records, write_record
@@ -117,7 +117,8 @@ def train(
     startup.mark("tools")
     run_warmup(trainer, batches, args.warmup_steps, tools)
     startup.mark("warmup")
-    trainer.device_wait = device_wait(args.inject_device_step_ms)  # sized now, with the GPU warm
+    if args.inject_device_step_ms > 0:  # sized now, with the GPU warm
+        trainer.device_wait = DeviceWait(args.inject_device_step_ms, cycles_per_ms())
     startup.mark("injected")
     stop = StopRule(args, rt.rank, stop_group)
     switch = switch_from_args(args)  # within-trial switching, when asked for
@@ -148,15 +149,11 @@ def train(
         write_record(args.metrics_dir, record)
         if args.gather_metrics:
             gather_records(record, rt, args.metrics_dir, stop_group)
-    release_model(trainer)
+    # the DDP model goes before the group: its reducer holds the group, and freed later, its gloo threads can
+    # outlive a peer's closed pair and the rank dies with SIGABRT (docs/workload.md)
+    del trainer.model
+    gc.collect()
     dist.barrier(group=stop_group)
     if own_group:
         dist.destroy_process_group()
     return 0
-
-
-def release_model(trainer: Trainer) -> None:
-    """Free the DDP model before the process group goes: its reducer holds the group, and freed after it, its gloo
-    threads can outlive a peer's closed pair and the rank dies with SIGABRT (docs/workload.md)."""
-    del trainer.model
-    gc.collect()

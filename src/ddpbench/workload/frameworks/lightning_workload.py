@@ -3,12 +3,13 @@ Lightning ``Trainer`` with ``strategy="ddp"``; run by path like the other worklo
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any, Sequence
 
 from ddpbench.workload.args import parse_args
 from ddpbench.workload.ddp_mlp import MLP
-from ddpbench.workload.frameworks.builtin import prepare, world
+from ddpbench.workload.frameworks.builtin import prepare
 
 PRECISION = {"fp32": "32-true", "bf16": "bf16-mixed", "fp16": "16-mixed"}
 """ddpbench's precision -> Lightning's."""
@@ -40,7 +41,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     loader = torch.utils.data.DataLoader(workload.build_dataset(args), batch_size=args.batch_size, shuffle=True,
                                          drop_last=True, num_workers=0)
-    devices, nodes = world()
+    devices = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))  # torchrun's (a world of one without it)
+    nodes = max(1, int(os.environ.get("WORLD_SIZE", "1")) // devices)
     backend = None if args.backend == "auto" else str(args.backend)
     precision: Any = PRECISION.get(args.precision, "32-true")
     trainer = pl.Trainer(accelerator="gpu" if args.device == "cuda" else "cpu", devices=devices, num_nodes=nodes,

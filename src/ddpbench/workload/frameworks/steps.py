@@ -1,14 +1,22 @@
 """One rank's optimizer steps in a framework Trainer, timed, stopped and recorded by ddpbench's Recorder (what the
-framework callbacks share)."""
+framework callbacks share), and its process group ended before the interpreter exits: neither Lightning under
+torchrun nor the HF Trainer destroys it, and freed at shutdown on gloo a rank can die with SIGABRT (docs/workload.md).
+"""
 
 from __future__ import annotations
 
+import atexit
+import datetime as dt
+import gc
 import os
+import sys
 from typing import Any, Mapping, Optional
 
 from ddpbench.workload.frameworks import ENV_PROFILER_SCHEDULE
-from ddpbench.workload.frameworks.clean_exit import end_process_group_at_exit
 from ddpbench.workload.recorder import ENV_STOP_DURATION_S, ENV_STOP_STEPS, ENV_WARMUP_STEPS, Recorder
+
+#: the longest a rank waits at exit for its peers to end training too, s; past it the rank ends its group alone
+BARRIER_TIMEOUT_S = 60.0
 
 UNBOUNDED = -1
 """:meth:`TrainerSteps.step_limit` for stop=duration: the Trainer runs until ddpbench stops it."""
@@ -77,3 +85,27 @@ def profiler_schedule() -> Any:
 
     wait, warmup, active, repeat = (int(x) for x in (os.environ.get(ENV_PROFILER_SCHEDULE) or "1,1,3,1").split(","))
     return torch.profiler.schedule(wait=wait, warmup=warmup, active=active, repeat=repeat)
+
+
+def end_process_group_at_exit() -> None:
+    """Arrange, once per process, for :func:`end_process_group` to run when the interpreter exits normally."""
+    atexit.unregister(end_process_group)  # a second Trainer's end moves it, it does not add one
+    atexit.register(end_process_group)
+
+
+def end_process_group(timeout_s: float = BARRIER_TIMEOUT_S) -> None:
+    """Free what still holds the default process group, wait for the peers (gloo: bounded) and destroy it, if it
+    still exists; skipped after an uncaught exception (peers may be stuck in a collective). Failures: one line."""
+    if getattr(sys, "last_value", None) is not None:
+        return
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    try:
+        gc.collect()  # DDP's reducer, no longer referenced, would otherwise outlive the group
+        if dist.get_backend() == "gloo":
+            dist.monitored_barrier(timeout=dt.timedelta(seconds=timeout_s))
+        dist.destroy_process_group()
+    except Exception as error:  # noqa: BLE001 - at exit, after training: say it and let the process end
+        print(f"ddpbench: the process group was not ended cleanly at exit: {error}", file=sys.stderr, flush=True)
