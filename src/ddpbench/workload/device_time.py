@@ -6,6 +6,7 @@ The clock's events, what busy and idle mean and what it costs: docs/gpu.md, ``be
 
 from __future__ import annotations
 
+import functools
 import statistics
 from typing import Any, Callable, Optional
 
@@ -30,8 +31,7 @@ class DeviceStepClock:
         if new_event is None:
             import torch
 
-            def new_event() -> Any:
-                return torch.cuda.Event(enable_timing=True)
+            new_event = functools.partial(torch.cuda.Event, enable_timing=True)
 
         self.ring = ring
         self.starts = [new_event() for _ in range(ring)]

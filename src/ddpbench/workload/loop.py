@@ -1,4 +1,4 @@
-"""One rank's training: the DDP step, the warmup and the timed loop with its host timestamps.
+"""One rank's training: the DDP step and its host-sync pattern, the warmup, the timed loop with its host timestamps.
 
 Host ``time.perf_counter`` at step boundaries, no device synchronisation inside the timed loop (one before the first
 timed step and one after the last, whose time joins the last step); ``--timing phase`` also times each step's phases,
@@ -11,12 +11,12 @@ import contextlib
 import dataclasses
 import gc
 import time
-from typing import TYPE_CHECKING, Any, ContextManager, Iterator
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator
 
+from ddpbench.formats.rank_loop import HARNESS_HOST_SYNCS
 from ddpbench.workload.args import RankArgs
 from ddpbench.workload.base import Workload
 from ddpbench.workload.device_time import DeviceStepClock, DeviceWait, step_clock
-from ddpbench.workload.host_sync import HostSync
 from ddpbench.workload.runtime import Runtime, TraceStep
 from ddpbench.workload.stop import Faults, StopRule
 from ddpbench.workload.switching import Switch
@@ -25,6 +25,36 @@ from ddpbench.workload.tools import ToolHooks
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
+
+
+class HostSync:
+    """One rank's host-sync pattern (``--host-sync``): the hooks the step calls before its device work and after it."""
+
+    def __init__(self, pattern: str, synchronize: Callable[[], None]) -> None:
+        if pattern not in HARNESS_HOST_SYNCS:
+            raise ValueError(f"host sync {pattern!r} is not one of {', '.join(HARNESS_HOST_SYNCS)}")
+        # the pattern's name
+        self.pattern = pattern
+        # the device synchronize of this rank (nothing on CPU)
+        self._synchronize = synchronize
+        # synchronize before each step
+        self.sync_before = pattern == "seed"
+        # the host-to-device copy runs inside the step marker
+        self.copy_inside_marker = pattern == "seed"
+        # read the loss to the host after each step
+        self.read_loss = pattern in ("loss", "seed")
+        # the last loss read (a Python float), NaN before the first
+        self.last_loss = float("nan")
+
+    def before_step(self) -> None:
+        """Before the step's device work, after its batch was fetched."""
+        if self.sync_before:
+            self._synchronize()
+
+    def after_step(self, loss: Any) -> None:
+        """After the step (outside the step marker): read its loss when the pattern does."""
+        if self.read_loss:
+            self.last_loss = float(loss.detach())
 
 
 class Trainer:

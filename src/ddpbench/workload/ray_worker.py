@@ -50,29 +50,20 @@ def _ray_node_rank() -> int:
     return list(dict.fromkeys(everyone)).index(mine)
 
 
-def _step_marker() -> Any:
-    """``traceml_ai.trace_step`` when a TraceML runtime runs in this worker (its trainer started it), else None."""
-    from ddpbench.workload.runtime import traceml_requested
-
-    if not traceml_requested():
-        return None
-    import traceml_ai
-
-    return traceml_ai.trace_step
-
-
 def train_loop_per_worker(config: Mapping[str, Any]) -> None:
     """Train the model ``config["trains"]`` (a :data:`BUILTIN_MODELS` name) on this worker with ``config["argv"]``,
     the driver's ``env`` set; write its rank record (``driver_start``: the driver's start, epoch s)."""
     entered = time.time()
     from ddpbench.workload.args import parse_args
     from ddpbench.workload.harness import train
+    from ddpbench.workload.runtime import init_traceml
 
     os.environ.update({str(k): str(v) for k, v in dict(config.get("env") or {}).items()})
     os.environ.update(_rank_environment())
     workload = builtin_workload(str(config["trains"]))
     args = parse_args(workload, list(config["argv"]))
     startup = {"ray_startup_s": max(0.0, entered - float(config["driver_start"]))}
-    code = train(workload, args, _step_marker(), process_start_epoch=entered, extra_record=startup)
+    trace_step = init_traceml(args, init=False)  # TraceML's trainer started its runtime in this worker
+    code = train(workload, args, trace_step, process_start_epoch=entered, extra_record=startup)
     if code != 0:
         raise RuntimeError(f"rank {os.environ['RANK']}: the harness returned {code}")

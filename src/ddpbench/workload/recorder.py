@@ -80,7 +80,7 @@ def _process_start_epoch() -> float:
         return _IMPORTED
 
 
-def _rank_arguments(env: dict[str, str], batch_size: int) -> RankArgs[Sizes]:
+def rank_arguments(env: dict[str, str], batch_size: int) -> RankArgs[Sizes]:
     """The harness's arguments ddpbench's environment gives a script's ranks (no stop asked: neither steps nor
     duration)."""
     steps, duration = env.get(ENV_STOP_STEPS), env.get(ENV_STOP_DURATION_S)
@@ -105,7 +105,7 @@ class Recorder:
         environ = dict(os.environ if env is None else env)
         self.metrics_dir = environ.get(ENV_METRICS_DIR) or None
         self.pg_ready_epoch = time.time()
-        self.args = _rank_arguments(environ, batch_size)
+        self.args = rank_arguments(environ, batch_size)
         self.warmup_steps = self.args.warmup_steps
         self.steps_done = 0
         self.result = LoopResult()

@@ -103,12 +103,13 @@ def traceml_requested() -> bool:
     return bool(os.environ.get("TRACEML_SESSION_ID")) and os.environ.get("TRACEML_DISABLED") != "1"
 
 
-def init_traceml(args: RankArgs[Any]) -> TraceStep | None:
-    """Under ``traceml run``: ``traceml_ai.init(mode)`` (before the data loader exists, so auto mode can patch it),
-    ``trace_step``; else None (no import)."""
+def init_traceml(args: RankArgs[Any], *, init: bool = True) -> TraceStep | None:
+    """Under ``traceml run``: ``traceml_ai.init(mode)`` unless ``init`` is False (a Ray Train trainer did it; call it
+    before the data loader exists, so auto mode can patch it), ``trace_step``; else None (no import)."""
     if not traceml_requested():
         return None
     import traceml_ai
 
-    traceml_ai.init(mode=args.traceml_mode)
+    if init:
+        traceml_ai.init(mode=args.traceml_mode)
     return traceml_ai.trace_step  # type: ignore[no-any-return]

@@ -35,17 +35,13 @@ class Switch:
         # the environment's TRACEML_DISABLED before the loop (restored after it)
         self._env_before = os.environ.get(TRACEML_DISABLED_ENV)
 
-    def is_on(self, step: int) -> bool:
-        """Whether timed step ``step`` (1-based) runs the switchable work."""
-        return step_is_on(step, self.block_steps, self.first)
-
     def last_of_block(self, step: int) -> bool:
         """Whether timed step ``step`` is the last of its block."""
         return step % self.block_steps == 0
 
     def enter(self, step: int) -> bool:
-        """Set the side for timed step ``step``; returns whether it is on."""
-        on = self.is_on(step)
+        """Set the side for timed step ``step`` (1-based); whether it runs the switchable work."""
+        on = step_is_on(step, self.block_steps, self.first)
         if on != self.on and self.what == "trace_step":
             if on:
                 self._restore_env()

@@ -13,7 +13,7 @@ import sys
 from typing import Any, Mapping, Optional
 
 from ddpbench.workload.frameworks import ENV_PROFILER_SCHEDULE
-from ddpbench.workload.recorder import ENV_STOP_DURATION_S, ENV_STOP_STEPS, ENV_WARMUP_STEPS, Recorder
+from ddpbench.workload.recorder import Recorder, rank_arguments
 
 #: the longest a rank waits at exit for its peers to end training too, s; past it the rank ends its group alone
 BARRIER_TIMEOUT_S = 60.0
@@ -28,19 +28,17 @@ class TrainerSteps:
 
     def __init__(self, env: Optional[Mapping[str, str]] = None) -> None:
         self.env = dict(os.environ if env is None else env)
-        self.warmup_steps = int(self.env.get(ENV_WARMUP_STEPS) or 0)
-        steps = self.env.get(ENV_STOP_STEPS)
-        self.timed_steps: Optional[int] = int(steps) if steps else None
-        self.duration = bool(self.env.get(ENV_STOP_DURATION_S))
+        # the stop settings (the batch size comes with start())
+        self.args = rank_arguments(self.env, batch_size=1)
         self.recorder: Optional[Recorder] = None
         self.loss: Any = None
 
     def step_limit(self) -> Optional[int]:
         """The Trainer's optimizer-step limit: warmup + timed steps (stop=steps), :data:`UNBOUNDED`
         (stop=duration), or None: keep the script's own (``stop.from_script``)."""
-        if self.timed_steps is not None:
-            return self.warmup_steps + self.timed_steps
-        return UNBOUNDED if self.duration else None
+        if self.args.steps is not None:
+            return self.args.warmup_steps + self.args.steps
+        return UNBOUNDED if self.args.duration_sec is not None else None
 
     def start(self, batch_size: int, precision: str = "fp32", device: Optional[str] = None) -> None:
         """Create the recorder (once): ``batch_size`` samples per optimizer step on this rank."""
