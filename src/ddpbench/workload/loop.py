@@ -88,6 +88,9 @@ class Trainer:
         return self.trace_step(self.base_model) if self.trace_step and self.traced else contextlib.nullcontext()
 
     def _to_device(self, batch: Any) -> tuple[Any, Any]:
+        """The step's first device work (its clock's start event first): the batch's copy to the device."""
+        if self.clock is not None:
+            self.clock.step_begins()
         x, y = batch
         return (x.to(self.rt.torch_device, non_blocking=self.non_blocking),
                 y.to(self.rt.torch_device, non_blocking=self.non_blocking))
@@ -127,8 +130,6 @@ class Trainer:
         self.host_sync.before_step()
         outer, inner = self._marker_and_inner()
         with outer:
-            if self.clock is not None:
-                self.clock.step_begins()
             x, y = self._to_device(batch)
             with inner:
                 loss = self._forward(x, y)
@@ -148,8 +149,6 @@ class Trainer:
         t1 = now()
         outer, inner = self._marker_and_inner()
         with outer:
-            if self.clock is not None:
-                self.clock.step_begins()
             x, y = self._to_device(batch)
             sync()
             t2 = now()
