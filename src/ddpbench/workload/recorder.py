@@ -23,24 +23,16 @@ from ddpbench.workload.runtime import Runtime
 from ddpbench.workload.sizes import Sizes
 from ddpbench.workload.stop import StopRule
 
+# what ddpbench tells the recorder (their meaning: docs/workload.md, "Your own script")
 ENV_METRICS_DIR = "DDPBENCH_METRICS_DIR"
-"""Directory the rank records go to; set only when ddpbench wants a record."""
 ENV_STOP_STEPS = "DDPBENCH_STOP_STEPS"
-"""stop=steps: timed steps after which :meth:`Recorder.should_stop` says stop."""
 ENV_STOP_DURATION_S = "DDPBENCH_STOP_DURATION_S"
-"""stop=duration: timed seconds after which the ranks stop together (lockstep)."""
 ENV_STOP_CHECK_EVERY = "DDPBENCH_STOP_CHECK_EVERY"
-"""stop=duration: the ranks all-reduce the stop flag every this many timed steps."""
 ENV_WARMUP_STEPS = "DDPBENCH_WARMUP_STEPS"
-"""Untimed steps before the timed ones."""
 ENV_SAVE_STEP_TIMES = "DDPBENCH_SAVE_STEP_TIMES"
-"""``1``: keep every timed step's duration in the record (``step_times_ms``)."""
 ENV_WORKLOAD = "DDPBENCH_WORKLOAD"
-"""Label of the record's ``workload`` field (ddpbench gives the script's file name)."""
 ENV_FAULT_CLOCK_SKEW_S = "DDPBENCH_FAULT_CLOCK_SKEW_S"
-"""``fault.clock_skew_sec``: the targeted rank's stop clock reads this many seconds ahead."""
 ENV_FAULT_RANK = "DDPBENCH_FAULT_RANK"
-"""``fault.rank``: the rank the skew applies to (unset: every rank)."""
 
 RECORDER_ENV = (ENV_METRICS_DIR, ENV_STOP_STEPS, ENV_STOP_DURATION_S, ENV_STOP_CHECK_EVERY, ENV_WARMUP_STEPS,
                 ENV_SAVE_STEP_TIMES, ENV_WORKLOAD, ENV_FAULT_CLOCK_SKEW_S, ENV_FAULT_RANK)

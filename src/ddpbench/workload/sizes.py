@@ -9,7 +9,6 @@ from functools import partial
 from ddpbench.workload.flags import flag, positive_int
 
 size = partial(flag, parse=positive_int)
-"""A size argument: ``size(default, help)``, a positive int flag."""
 
 
 @dataclasses.dataclass(frozen=True)
