@@ -25,7 +25,7 @@ dist.init_process_group("gloo")
 model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
 model(torch.randn(2, 4)).sum().backward()
 
-from ddpbench.workload.frameworks.clean_exit import end_process_group_at_exit
+from ddpbench.workload.frameworks.steps import end_process_group_at_exit
 
 end_process_group_at_exit()
 end_process_group_at_exit()  # once per process, however many Trainers end

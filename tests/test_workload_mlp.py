@@ -126,8 +126,8 @@ def test_host_sync_patterns_and_synthetic_data() -> None:
     import torch
 
     from ddpbench.workload import synthetic
-    from ddpbench.workload.host_sync import HostSync
-    from ddpbench.workload.startup import StartupClock
+    from ddpbench.workload.loop import HostSync
+    from ddpbench.workload.harness import StartupClock
 
     syncs: list[int] = []
     loss = torch.tensor(2.5)

@@ -1,28 +1,13 @@
 """CPU affinity of the ranks (``cluster.cpu_affinity``): parse the setting, plan the cores, pin a rank.
 
-Torch-free and pure except :func:`pin_from_environment`. The trial plans the cores of the ranks
-on its host (:func:`plan`) and hands each node agent the plan in :data:`AFFINITY_ENV`; each rank
-pins itself at start by its host slot. Settings:
-
-- ``none``: nothing is pinned.
-- ``auto``: spread the ranks over the CPUs available. When there are more CPUs than ranks, the
-  first CPU (plus any left over after an even split) is kept for the driver, the node agents and
-  the tool, and the ranks share the rest in contiguous, equal groups; with no more CPUs than ranks
-  each rank gets one CPU (round robin) and the driver and agents share them (not pinned).
-- a CPU list such as ``0,1`` or ``0-3,6``: the CPUs for the ranks in order, split like ``auto``'s
-  (contiguous, equal groups; round robin when fewer CPUs than ranks); the driver and agents keep
-  the available CPUs outside the list, if any.
-
-:data:`AFFINITY_ENV` holds either the host plan, ``plan:`` and one CPU list per host slot
-separated by ``;`` (``plan:0;1``), or ``auto``, which the rank resolves from its own CPUs, for
-agents on hosts the driver cannot see (SLURM). A rank's host slot is its ``LOCAL_RANK``, or ``GROUP_RANK`` ×
-``LOCAL_WORLD_SIZE`` + ``LOCAL_RANK`` when the plan covers several node agents on one host.
+Torch-free and pure except :func:`pin_from_environment`. The settings, the plan and the host slots: docs/accuracy.md.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from itertools import groupby
 from typing import Mapping, Sequence
 
 AFFINITY_ENV = "DDPBENCH_CPU_AFFINITY"
@@ -50,10 +35,7 @@ def parse_cpu_list(text: str) -> tuple[int, ...]:
 
 
 def parse_setting(value: object) -> str | tuple[int, ...]:
-    """``auto`` / ``none`` as is, else the CPU list (text like ``0,1`` / ``0-3``, a number, or a list of numbers).
-
-    ValueError (one line) when it is none of these.
-    """
+    """``auto`` / ``none`` as is, else the CPU list (``0,1``, ``0-3``, a number, a list); ValueError (one line)."""
     if isinstance(value, Sequence) and not isinstance(value, str):
         value = ",".join(str(v) for v in value)
     text = str(value).strip()
@@ -67,16 +49,8 @@ def parse_setting(value: object) -> str | tuple[int, ...]:
 
 def format_cpus(cpus: Sequence[int]) -> str:
     """``(0, 1, 2, 5)`` -> ``"0-2,5"``."""
-    ordered = sorted(set(cpus))
-    parts: list[str] = []
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
-        i = j + 1
-    return ",".join(parts)
+    runs = [[cpu for _, cpu in run] for _, run in groupby(enumerate(sorted(set(cpus))), lambda ic: ic[1] - ic[0])]
+    return ",".join(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}" for run in runs)
 
 
 @dataclass(frozen=True)
@@ -105,19 +79,13 @@ def _split(cpus: Sequence[int], n: int) -> tuple[tuple[int, ...], ...]:
     if len(cpus) < n:
         return tuple((cpus[i % len(cpus)],) for i in range(n))
     size, extra = divmod(len(cpus), n)
-    groups, start = [], 0
-    for i in range(n):
-        end = start + size + (1 if i < extra else 0)
-        groups.append(tuple(cpus[start:end]))
-        start = end
-    return tuple(groups)
+    starts = [i * size + min(i, extra) for i in range(n + 1)]
+    return tuple(tuple(cpus[starts[i]:starts[i + 1]]) for i in range(n))
 
 
 def plan(setting: str | tuple[int, ...], available: Sequence[int], n_ranks: int) -> Plan:
-    """The plan for ``n_ranks`` ranks on a host whose usable CPUs are ``available``.
-
-    ValueError (one line) when a listed CPU is not available.
-    """
+    """The plan for ``n_ranks`` ranks on a host whose usable CPUs are ``available``; ValueError (one line) when a
+    listed CPU is not available."""
     avail = sorted(set(available))
     if setting == "none" or n_ranks < 1 or not avail:
         return Plan(ranks=(), others=None)
@@ -148,11 +116,8 @@ def current_cpus() -> list[int] | None:
 
 
 def slot_cpus(value: str, environ: Mapping[str, str]) -> tuple[int, ...] | None:
-    """The CPUs of this rank under the :data:`AFFINITY_ENV` ``value``, or None (not pinned).
-
-    ``value`` is ``plan:`` and a host plan (``plan:0;1``), or ``auto``: plan from this process's
-    own CPUs for ``LOCAL_WORLD_SIZE`` ranks. ValueError (one line) when malformed.
-    """
+    """This rank's CPUs under the :data:`AFFINITY_ENV` ``value`` (``plan:0;1``, or ``auto``: planned from this
+    process's CPUs for ``LOCAL_WORLD_SIZE`` ranks), or None (not pinned); ValueError (one line) when malformed."""
     local_rank = int(environ.get("LOCAL_RANK", "0"))
     local_world = int(environ.get("LOCAL_WORLD_SIZE", "1"))
     text = value.strip()
@@ -171,10 +136,8 @@ def slot_cpus(value: str, environ: Mapping[str, str]) -> tuple[int, ...] | None:
 
 
 def pin_from_environment(environ: Mapping[str, str] | None = None) -> tuple[int, ...] | None:
-    """Pin this process to its slot's CPUs when :data:`AFFINITY_ENV` asks; return them, or None.
-
-    Call it before torch starts its threads: threads created later inherit the mask.
-    """
+    """Pin this process to its slot's CPUs when :data:`AFFINITY_ENV` asks (before torch starts its threads); them, or
+    None."""
     env = os.environ if environ is None else environ
     value = env.get(AFFINITY_ENV, "")
     if not value or not hasattr(os, "sched_setaffinity"):

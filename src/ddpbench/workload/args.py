@@ -1,10 +1,6 @@
-"""The rank's command line, one schema: :class:`RankArgs` owns every argument a built-in workload takes, its
-default and its choices (:mod:`ddpbench.choices`); the trial renders one (:func:`ddpbench.workload.flags.render`)
-and the rank parses its command line into one (:func:`parse_args`).
-
-A workload's own size arguments are a frozen dataclass of its own (:mod:`ddpbench.workload.sizes`), in
-``RankArgs.sizes``. docs/workload.md has the table. Parsing never imports torch, so bad input fails in a fraction
-of a second with one line and exit status 2, before any process group exists.
+"""The rank's command line, one schema: :class:`RankArgs` owns every argument of a built-in workload, its default
+and its choices; the trial renders one (:func:`ddpbench.workload.flags.render`), the rank parses one
+(:func:`parse_args`: before torch, bad input is one line and exit status 2). docs/workload.md has the table.
 """
 
 from __future__ import annotations

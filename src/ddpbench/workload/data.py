@@ -1,20 +1,9 @@
-"""Batches for the timed loop: the workload's dataset through a DistributedSampler + DataLoader.
-
-Two loaders (``--loader``):
-
-* ``synthetic``: the stored samples, batched in the training process (``num_workers=0``); the
-  data costs almost nothing, so the step is the model's.
-* ``realistic``: ``--loader-workers`` worker processes per rank (persistent across epochs), each
-  applying the workload's per-sample transform (augmentation that costs real CPU time), pinned
-  memory on CUDA and ``--prefetch-factor`` batches prefetched per worker: what a training job's
-  input pipeline looks like, and what a tool's data-loader patches see.
-
-Both cycle the dataset epoch after epoch (``sampler.set_epoch``) with ``drop_last=True``, so
-every step is a full batch.
-"""
+"""Batches for the timed loop: the workload's dataset through a DistributedSampler and a DataLoader (``--loader``
+``synthetic`` or ``realistic``: docs/workload.md), cycled epoch after epoch with ``drop_last``."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Callable, Iterator, cast
 
 from ddpbench.workload.args import RankArgs
@@ -25,10 +14,8 @@ Transform = Callable[[Any, Any], "tuple[Any, Any]"]
 
 
 class FeatureJitter:
-    """Default per-sample transform: floating inputs get Gaussian noise (sd 0.01) and are standardised.
-
-    Integer inputs and the target pass unchanged. Randomness comes from torch's per-worker seed.
-    """
+    """Default per-sample transform: floating inputs get Gaussian noise (sd 0.01) and are standardised; integer inputs
+    and the target pass unchanged (randomness from torch's per-worker seed)."""
 
     def __call__(self, x: Any, y: Any) -> "tuple[Any, Any]":
         import torch
@@ -63,16 +50,13 @@ def build_loader(args: RankArgs[Any], rt: Runtime, dataset: Any, transform: Tran
     sampler: DistributedSampler[Any] = DistributedSampler(
         dataset, num_replicas=rt.world_size, rank=rt.rank, shuffle=True, seed=args.seed, drop_last=True
     )
-    pin = rt.device == "cuda"
-    if args.loader == "synthetic":
-        loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler, drop_last=True,
-                            num_workers=0, pin_memory=pin)
-    else:  # TransformedDataset is a duck-typed map-style Dataset (no torch import at module level)
-        loader = DataLoader(
-            cast("Dataset[Any]", TransformedDataset(dataset, transform)), batch_size=args.batch_size, sampler=sampler, drop_last=True,
-            num_workers=args.loader_workers, pin_memory=pin, prefetch_factor=args.prefetch_factor,
-            persistent_workers=True, generator=torch.Generator().manual_seed(args.seed + rt.rank),
-        )
+    workers: dict[str, Any] = {"num_workers": 0}
+    if args.loader == "realistic":  # TransformedDataset is a duck-typed map-style Dataset (torch-free module)
+        dataset = cast(Dataset[Any], TransformedDataset(dataset, transform))
+        workers = {"num_workers": args.loader_workers, "prefetch_factor": args.prefetch_factor,
+                   "persistent_workers": True, "generator": torch.Generator().manual_seed(args.seed + rt.rank)}
+    loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler, drop_last=True,
+                        pin_memory=rt.device == "cuda", **workers)
     return loader, sampler
 
 
@@ -89,8 +73,7 @@ def loader_description(args: RankArgs[Any], rt: Runtime) -> dict[str, Any]:
 
 def endless_batches(loader: Any, sampler: Any) -> Iterator[Any]:
     """Batches forever, advancing the sampler's epoch at each pass."""
-    epoch = 0
-    while True:
+    for epoch in itertools.count():
         sampler.set_epoch(epoch)
         yielded = False
         for batch in loader:
@@ -98,4 +81,3 @@ def endless_batches(loader: Any, sampler: Any) -> Iterator[Any]:
             yield batch
         if not yielded:  # parse_args guarantees one global batch; guard anyway
             raise RuntimeError("data loader yielded no batch")
-        epoch += 1

@@ -1,11 +1,7 @@
-"""DDP convnet: a ResNet-style image classifier on synthetic images, run by the workload harness.
+"""DDP convnet: a ResNet-style image classifier on synthetic uint8 images, run by the workload harness.
 
-A 3x3 stem, ``--stages`` stages of ``--blocks`` residual basic blocks (two 3x3 conv + BatchNorm +
-ReLU, 1x1 projection shortcut where the shape changes; each stage after the first halves the
-resolution and doubles the width), global average pooling and a Linear classifier, all from
-``torch.nn``. Images are stored as uint8 (a quarter of float32's memory) and scaled to [-1, 1] by
-the model's first layer on the device. Run it like ``ddp_mlp.py``; the shared arguments are the
-harness's (docs/workload.md).
+A 3x3 stem, ``--stages`` stages of ``--blocks`` residual basic blocks (each stage after the first halves the
+resolution and doubles the width), global average pooling and a Linear classifier. Run it like ``ddp_mlp.py``.
 """
 
 from __future__ import annotations
@@ -15,7 +11,8 @@ import time
 _PROCESS_START_EPOCH: float = time.time()
 
 import sys  # noqa: E402
-from typing import TYPE_CHECKING, Any, Sequence  # noqa: E402
+from functools import partial  # noqa: E402
+from typing import TYPE_CHECKING, Any  # noqa: E402
 
 from ddpbench.workload.args import RankArgs  # noqa: E402
 from ddpbench.workload.base import Workload  # noqa: E402
@@ -24,48 +21,6 @@ from ddpbench.workload.sizes import ConvnetSizes  # noqa: E402
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
-
-
-def _build(size: ConvnetSizes, seed: int) -> "torch.nn.Module":
-    """The ResNet-style network; classes are defined here so torch is imported only after parsing."""
-    import torch
-    from torch import nn
-
-    class ToUnitRange(nn.Module):
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return x.float() / 127.5 - 1.0
-
-    class BasicBlock(nn.Module):
-        def __init__(self, cin: int, cout: int, stride: int) -> None:
-            super().__init__()
-            self.conv1 = nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False)
-            self.bn1 = nn.BatchNorm2d(cout)
-            self.conv2 = nn.Conv2d(cout, cout, 3, padding=1, bias=False)
-            self.bn2 = nn.BatchNorm2d(cout)
-            self.relu = nn.ReLU(inplace=True)
-            self.shortcut: nn.Module = nn.Identity()
-            if stride != 1 or cin != cout:
-                self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride=stride, bias=False), nn.BatchNorm2d(cout))
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            out = self.relu(self.bn1(self.conv1(x)))
-            return self.relu(self.bn2(self.conv2(out)) + self.shortcut(x))
-
-    torch.manual_seed(seed)
-    layers: list[nn.Module] = [
-        ToUnitRange(),
-        nn.Conv2d(size.channels, size.width, 3, padding=1, bias=False),
-        nn.BatchNorm2d(size.width),
-        nn.ReLU(inplace=True),
-    ]
-    width = size.width
-    for stage in range(size.stages):
-        out = size.width * 2**stage
-        for block in range(size.blocks):
-            layers.append(BasicBlock(width, out, 2 if stage > 0 and block == 0 else 1))
-            width = out
-    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(width, size.num_classes)]
-    return nn.Sequential(*layers)
 
 
 class RandomCropFlip:
@@ -95,8 +50,47 @@ class ConvNet(Workload[ConvnetSizes]):
     description = "DDP ResNet-style convnet trainer for ddpbench (runs under torchrun or traceml run)."
     sizes = ConvnetSizes
 
-    def build_model(self, args: RankArgs[ConvnetSizes]) -> "torch.nn.Module":
-        return _build(args.sizes, args.seed)
+    def build_model(self, args: RankArgs[ConvnetSizes]) -> torch.nn.Module:
+        import torch
+        from torch import nn
+
+        class ToUnitRange(nn.Module):
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                return x.float() / 127.5 - 1.0
+
+        class BasicBlock(nn.Module):
+            def __init__(self, cin: int, cout: int, stride: int) -> None:
+                super().__init__()
+                self.conv1 = nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False)
+                self.bn1 = nn.BatchNorm2d(cout)
+                self.conv2 = nn.Conv2d(cout, cout, 3, padding=1, bias=False)
+                self.bn2 = nn.BatchNorm2d(cout)
+                self.relu = nn.ReLU(inplace=True)
+                self.shortcut: nn.Module = nn.Identity()
+                if stride != 1 or cin != cout:
+                    self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride=stride, bias=False),
+                                                  nn.BatchNorm2d(cout))
+
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                out = self.relu(self.bn1(self.conv1(x)))
+                return self.relu(self.bn2(self.conv2(out)) + self.shortcut(x))
+
+        size = args.sizes
+        torch.manual_seed(args.seed)
+        layers: list[nn.Module] = [
+            ToUnitRange(),
+            nn.Conv2d(size.channels, size.width, 3, padding=1, bias=False),
+            nn.BatchNorm2d(size.width),
+            nn.ReLU(inplace=True),
+        ]
+        width = size.width
+        for stage in range(size.stages):
+            out = size.width * 2**stage
+            for block in range(size.blocks):
+                layers.append(BasicBlock(width, out, 2 if stage > 0 and block == 0 else 1))
+                width = out
+        layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(width, size.num_classes)]
+        return nn.Sequential(*layers)
 
     def build_dataset(self, args: RankArgs[ConvnetSizes]) -> Any:
         import torch
@@ -114,9 +108,7 @@ class ConvNet(Workload[ConvnetSizes]):
         return RandomCropFlip()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Train the convnet on this rank. Returns the process exit status (0 on success)."""
-    return run(ConvNet(), argv, process_start_epoch=_PROCESS_START_EPOCH)
+main = partial(run, ConvNet(), process_start_epoch=_PROCESS_START_EPOCH)
 
 
 if __name__ == "__main__":

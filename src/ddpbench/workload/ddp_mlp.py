@@ -1,10 +1,7 @@
 """DDP MLP: the reference workload (seeded Linear+GELU blocks on synthetic features), run by the harness.
 
-Run it as a file (``torchrun src/ddpbench/workload/ddp_mlp.py ...``,
-``traceml run src/ddpbench/workload/ddp_mlp.py --args ...``) or as a module
-(``python -m ddpbench.workload.ddp_mlp ...``; without torchrun it runs as a world of one).
-The arguments shared by every workload, the stop rules, faults, timing and the rank record
-are the harness's (:mod:`ddpbench.workload.harness`); see ``docs/workload.md``.
+Run it as a file (``torchrun src/ddpbench/workload/ddp_mlp.py ...``, ``traceml run ... --args ...``) or as a module
+(``python -m ddpbench.workload.ddp_mlp ...``: without torchrun, a world of one); docs/workload.md.
 """
 
 from __future__ import annotations
@@ -14,7 +11,8 @@ import time
 _PROCESS_START_EPOCH: float = time.time()
 
 import sys  # noqa: E402
-from typing import TYPE_CHECKING, Any, Sequence  # noqa: E402
+from functools import partial  # noqa: E402
+from typing import TYPE_CHECKING, Any  # noqa: E402
 
 from ddpbench.workload.args import RankArgs  # noqa: E402
 from ddpbench.workload.base import Workload  # noqa: E402
@@ -33,19 +31,15 @@ class MLP(Workload[MlpSizes]):
     description = "DDP MLP trainer for ddpbench (runs under torchrun or traceml run)."
     sizes = MlpSizes
 
-    def build_model(self, args: RankArgs[MlpSizes]) -> "torch.nn.Module":
+    def build_model(self, args: RankArgs[MlpSizes]) -> torch.nn.Module:
         import torch
         from torch import nn
 
         size = args.sizes
         torch.manual_seed(args.seed)
-        layers: list[nn.Module] = []
-        width = size.input_dim
-        for _ in range(size.hidden_layers):
-            layers += [nn.Linear(width, size.hidden_dim), nn.GELU()]
-            width = size.hidden_dim
-        layers.append(nn.Linear(width, size.num_classes))
-        return nn.Sequential(*layers)
+        widths = [size.input_dim] + [size.hidden_dim] * size.hidden_layers
+        blocks = [layer for a, b in zip(widths, widths[1:]) for layer in (nn.Linear(a, b), nn.GELU())]
+        return nn.Sequential(*blocks, nn.Linear(widths[-1], size.num_classes))
 
     def build_dataset(self, args: RankArgs[MlpSizes]) -> Any:
         from torch.utils.data import TensorDataset
@@ -57,9 +51,7 @@ class MLP(Workload[MlpSizes]):
         return TensorDataset(x, y)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Train the MLP on this rank. Returns the process exit status (0 on success)."""
-    return run(MLP(), argv, process_start_epoch=_PROCESS_START_EPOCH)
+main = partial(run, MLP(), process_start_epoch=_PROCESS_START_EPOCH)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,8 @@
 """DDP transformer: a decoder-only language model on synthetic tokens, run by the workload harness.
 
-Token + position embeddings, ``--layers`` pre-norm blocks of causal self-attention and a GELU MLP
-(4 x ``--d-model``), a final LayerNorm and a vocabulary head, all from ``torch.nn``; next-token
-cross-entropy on uniform random token sequences. Many small modules per step: what automatic
-instrumentation that hooks modules pays most for. Run it like ``ddp_mlp.py`` (by path under
-``torchrun``/``traceml run``, or ``python -m ddpbench.workload.ddp_transformer``); the shared
-arguments are the harness's (docs/workload.md).
+Token + position embeddings, ``--layers`` pre-norm blocks of causal self-attention and a GELU MLP, a final LayerNorm
+and a vocabulary head; next-token cross-entropy. Many small modules per step: what automatic instrumentation that
+hooks modules pays most for. Run it like ``ddp_mlp.py``.
 """
 
 from __future__ import annotations
@@ -15,7 +12,8 @@ import time
 _PROCESS_START_EPOCH: float = time.time()
 
 import sys  # noqa: E402
-from typing import TYPE_CHECKING, Any, Sequence  # noqa: E402
+from functools import partial  # noqa: E402
+from typing import TYPE_CHECKING, Any  # noqa: E402
 
 from ddpbench.workload.args import RankArgs  # noqa: E402
 from ddpbench.workload.base import Workload  # noqa: E402
@@ -24,57 +22,6 @@ from ddpbench.workload.sizes import TransformerSizes  # noqa: E402
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
-
-
-def _build(size: TransformerSizes, seed: int) -> "torch.nn.Module":
-    """The decoder-only LM; classes are defined here so torch is imported only after parsing."""
-    import torch
-    import torch.nn.functional as F
-    from torch import nn
-
-    class CausalSelfAttention(nn.Module):
-        def __init__(self, d: int, heads: int) -> None:
-            super().__init__()
-            self.heads = heads
-            self.qkv = nn.Linear(d, 3 * d)
-            self.proj = nn.Linear(d, d)
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            b, t, d = x.shape
-            q, k, v = self.qkv(x).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            return self.proj(y.transpose(1, 2).reshape(b, t, d))
-
-    class Block(nn.Module):
-        def __init__(self, d: int, heads: int) -> None:
-            super().__init__()
-            self.ln1 = nn.LayerNorm(d)
-            self.attn = CausalSelfAttention(d, heads)
-            self.ln2 = nn.LayerNorm(d)
-            self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            x = x + self.attn(self.ln1(x))
-            return x + self.mlp(self.ln2(x))
-
-    class DecoderLM(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.tokens = nn.Embedding(size.vocab, size.d_model)
-            self.positions = nn.Embedding(size.seq_len, size.d_model)
-            self.blocks = nn.ModuleList(Block(size.d_model, size.heads) for _ in range(size.layers))
-            self.norm = nn.LayerNorm(size.d_model)
-            self.head = nn.Linear(size.d_model, size.vocab, bias=False)
-
-        def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-            positions = torch.arange(tokens.shape[1], device=tokens.device)
-            x = self.tokens(tokens) + self.positions(positions)
-            for block in self.blocks:
-                x = block(x)
-            return self.head(self.norm(x))
-
-    torch.manual_seed(seed)
-    return DecoderLM()
 
 
 class TokenCrossEntropy:
@@ -113,8 +60,56 @@ class Transformer(Workload[TransformerSizes]):
             return f"--d-model {args.sizes.d_model} is not a multiple of --heads {args.sizes.heads}"
         return None
 
-    def build_model(self, args: RankArgs[TransformerSizes]) -> "torch.nn.Module":
-        return _build(args.sizes, args.seed)
+    def build_model(self, args: RankArgs[TransformerSizes]) -> torch.nn.Module:
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+
+        size = args.sizes
+
+        class CausalSelfAttention(nn.Module):
+            def __init__(self, d: int, heads: int) -> None:
+                super().__init__()
+                self.heads = heads
+                self.qkv = nn.Linear(d, 3 * d)
+                self.proj = nn.Linear(d, d)
+
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                b, t, d = x.shape
+                q, k, v = self.qkv(x).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                return self.proj(y.transpose(1, 2).reshape(b, t, d))
+
+        class Block(nn.Module):
+            def __init__(self, d: int, heads: int) -> None:
+                super().__init__()
+                self.ln1 = nn.LayerNorm(d)
+                self.attn = CausalSelfAttention(d, heads)
+                self.ln2 = nn.LayerNorm(d)
+                self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                x = x + self.attn(self.ln1(x))
+                return x + self.mlp(self.ln2(x))
+
+        class DecoderLM(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.tokens = nn.Embedding(size.vocab, size.d_model)
+                self.positions = nn.Embedding(size.seq_len, size.d_model)
+                self.blocks = nn.ModuleList(Block(size.d_model, size.heads) for _ in range(size.layers))
+                self.norm = nn.LayerNorm(size.d_model)
+                self.head = nn.Linear(size.d_model, size.vocab, bias=False)
+
+            def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+                positions = torch.arange(tokens.shape[1], device=tokens.device)
+                x = self.tokens(tokens) + self.positions(positions)
+                for block in self.blocks:
+                    x = block(x)
+                return self.head(self.norm(x))
+
+        torch.manual_seed(args.seed)
+        return DecoderLM()
 
     def build_dataset(self, args: RankArgs[TransformerSizes]) -> Any:
         from torch.utils.data import TensorDataset
@@ -132,9 +127,7 @@ class Transformer(Workload[TransformerSizes]):
         return TokenCrossEntropy()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Train the transformer on this rank. Returns the process exit status (0 on success)."""
-    return run(Transformer(), argv, process_start_epoch=_PROCESS_START_EPOCH)
+main = partial(run, Transformer(), process_start_epoch=_PROCESS_START_EPOCH)
 
 
 if __name__ == "__main__":

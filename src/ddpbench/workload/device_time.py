@@ -1,32 +1,12 @@
-"""The device side of the timed loop on CUDA: where each step's time lands on the GPU, and a device-side wait of
-known length (calibration). Nothing here runs on CPU: :func:`step_clock` and :func:`device_wait` return None there.
+"""The device side of the timed loop on CUDA: GPU-busy and GPU-idle ms per step (:class:`DeviceStepClock`) and a
+device-side wait of known length (:class:`DeviceWait`, calibration). Nothing here runs on CPU.
 
-**Step clock** (:class:`DeviceStepClock`). Two CUDA timing events per timed step, recorded on the current stream
-with no synchronisation: ``start`` just before the step's first device work (the host-to-device copy of its
-batch) and ``end`` just after its last (the optimizer step, and the injected device wait when there is one;
-before the injected host wait and the loss read). On the GPU's own clock, per step k:
-
-- GPU-busy ms = ``start_k`` -> ``end_k``: from the GPU starting the step's first work to finishing its last,
-  the gaps between the step's own kernels included (where the host launches them slower than the GPU runs them,
-  those gaps are inside the step's span);
-- GPU-idle ms = ``end_(k-1)`` -> ``start_k``: the GPU had none of the loop's work queued (it waited for the host
-  to fetch, collate and copy the next batch, for a synchronisation's round trip, for a tool's host work
-  between two steps). Work a tool queues between two steps counts here too.
-
-busy + idle = the step's period on the GPU; its mean is the host step's mean in steady state. A tool whose cost
-is host time the GPU waits for (lost overlap) raises the host step and GPU-idle; one that adds GPU work raises
-GPU-busy. The events are read :data:`RING` - 2 steps late (when they have long completed: ``query`` first; an
-event not yet complete is waited for and counted in ``late_reads``), the rest after the loop's closing
-synchronize. The clock's own cost per step (two event records, two elapsed-time reads): docs/gpu.md,
-``benchmarks/gpu_clock_cost.py``.
-
-**Device wait** (:class:`DeviceWait`): ``torch.cuda._sleep(cycles)``, a kernel that spins ``cycles`` GPU clock
-cycles, sized from cycles per ms measured in this process with CUDA events (:func:`cycles_per_ms`) after the
-warm-up. It is GPU work of a known length queued in the step, as a tool's kernels would be.
+The clock's events, what busy and idle mean and what it costs: docs/gpu.md, ``benchmarks/gpu_clock_cost.py``.
 """
 
 from __future__ import annotations
 
+import functools
 import statistics
 from typing import Any, Callable, Optional
 
@@ -41,7 +21,8 @@ PROBES = 5
 
 
 class DeviceStepClock:
-    """Per timed step, GPU-busy and GPU-idle ms from CUDA events at the step's device boundaries (module doc)."""
+    """Per timed step, GPU-busy ms (its ``start`` event to its ``end``) and GPU-idle ms (the previous ``end`` to its
+    ``start``) from two CUDA events recorded at the step's first and last device work, read ``ring`` - 2 steps late."""
 
     def __init__(self, ring: int = RING, new_event: Optional[Callable[[], Any]] = None) -> None:
         """``ring`` event pairs; ``new_event`` makes one timing event (default: ``torch.cuda.Event(enable_timing=True)``)."""
@@ -50,8 +31,7 @@ class DeviceStepClock:
         if new_event is None:
             import torch
 
-            def new_event() -> Any:
-                return torch.cuda.Event(enable_timing=True)
+            new_event = functools.partial(torch.cuda.Event, enable_timing=True)
 
         self.ring = ring
         self.starts = [new_event() for _ in range(ring)]
@@ -79,26 +59,25 @@ class DeviceStepClock:
         self.steps += 1
         self.ends[self.steps % self.ring].record()
 
-    def _read(self, step: int) -> None:
-        slot, before = step % self.ring, (step - 1) % self.ring
-        end = self.ends[slot]
-        if not end.query():
-            end.synchronize()
-            self.late_reads += 1
-        self.idle_ms.append(self.ends[before].elapsed_time(self.starts[slot]))
-        self.busy_ms.append(self.starts[slot].elapsed_time(end))
-        self.read = step
+    def _read_until(self, last: int) -> None:
+        while self.read < last:
+            step = self.read + 1
+            slot, before = step % self.ring, (step - 1) % self.ring
+            end = self.ends[slot]
+            if not end.query():
+                end.synchronize()
+                self.late_reads += 1
+            self.idle_ms.append(self.ends[before].elapsed_time(self.starts[slot]))
+            self.busy_ms.append(self.starts[slot].elapsed_time(end))
+            self.read = step
 
     def collect(self) -> None:
         """Read the steps old enough that their events are free to be recorded again soon (once per step)."""
-        target = self.steps - self.ring + 2
-        while self.read < target:
-            self._read(self.read + 1)
+        self._read_until(self.steps - self.ring + 2)
 
     def finish(self) -> None:
         """After the loop's closing synchronize: read every step not read yet."""
-        while self.read < self.steps:
-            self._read(self.read + 1)
+        self._read_until(self.steps)
 
     def record(self) -> dict[str, Any]:
         """The rank record's ``gpu_time_ms`` (statistics in ms; see :mod:`ddpbench.formats.rank_loop`)."""
@@ -131,7 +110,8 @@ def cycles_per_ms(probe_cycles: int = PROBE_CYCLES, probes: int = PROBES) -> flo
 
 
 class DeviceWait:
-    """The calibration's injected device work: ``ms`` of GPU time per call, a spin kernel of measured length."""
+    """The calibration's injected device work: ``ms`` of GPU time per call, a spin kernel (``torch.cuda._sleep``)
+    sized from the cycles per ms measured in this process after the warm-up."""
 
     def __init__(self, ms: float, per_ms: float) -> None:
         # the wait asked for, ms
@@ -146,10 +126,6 @@ class DeviceWait:
 
         torch.cuda._sleep(self.cycles)
 
-    def settings(self) -> dict[str, float]:
-        """What the rank record's ``inject`` adds: the wait (ms) and the cycles per ms it was sized with."""
-        return {"device_step_ms": self.ms, "device_cycles_per_ms": self.cycles_per_ms}
-
 
 def device_wait_problem(ms: float, device: str) -> Optional[str]:
     """Why a device wait of ``ms`` per step cannot run on ``device`` (one line), or None."""
@@ -157,11 +133,3 @@ def device_wait_problem(ms: float, device: str) -> Optional[str]:
         return (f"--inject-device-step-ms {ms:g}: a device-side wait is a GPU kernel; this rank runs on {device} "
                 "(use --inject-step-ms for a host wait)")
     return None
-
-
-def device_wait(ms: float, device: str) -> Optional[DeviceWait]:
-    """The injected device wait of ``ms`` per step (None when 0); ValueError on a device other than CUDA."""
-    problem = device_wait_problem(ms, device)
-    if problem is not None:
-        raise ValueError(problem)
-    return DeviceWait(ms, cycles_per_ms()) if ms > 0 else None

@@ -1,20 +1,13 @@
-"""Command-line flags from a frozen dataclass: each field is one ``--flag`` (its name with ``-`` for ``_``), and
-its default, its help, and its parser or its choices live in the field (:func:`flag`).
-
-:func:`add_flags` gives an ``argparse`` group a dataclass's flags, :func:`values_of` reads them back from the
-parsed namespace (a choice as its :class:`~ddpbench.choices.Choice` member), and :func:`render` writes an
-instance as a command line: the flags whose value is not the field's default. Nothing here imports torch.
-"""
+"""Command-line flags from a frozen dataclass: each field is one ``--flag`` whose default, help, parser or choices
+live in the field (:func:`flag`); :func:`add_flags` adds them to argparse, :func:`values_of` reads them back and
+:func:`render` writes an instance as the flags that differ from their defaults. Torch-free."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import math
-from typing import Any, Callable, Dict, List, NoReturn, Optional, Sequence, Tuple, TypeVar
-
-_TypeFn = TypeVar("_TypeFn", bound=Callable[[str], object])
-
+from typing import Any, Callable, Dict, List, NoReturn, Optional, Sequence, Tuple
 
 def flag(default: Any, help: str, *, parse: Optional[Callable[[str], Any]] = None,
          choices: Sequence[Any] = (), metavar: Optional[str] = None) -> Any:
@@ -27,16 +20,6 @@ def flag(default: Any, help: str, *, parse: Optional[Callable[[str], Any]] = Non
 def flag_name(field_name: str) -> str:
     """``--batch-size`` for the field ``batch_size``."""
     return "--" + field_name.replace("_", "-")
-
-
-def _named(name: str) -> Callable[[_TypeFn], _TypeFn]:
-    """Give an argparse type function a readable name: argparse quotes it in its errors."""
-
-    def rename(fn: _TypeFn) -> _TypeFn:
-        fn.__name__ = name
-        return fn
-
-    return rename
 
 
 def _number(convert: Callable[[str], Any], name: str, low: Optional[float] = None, *,
@@ -63,13 +46,15 @@ positive_float = _number(float, "positive float", 0, inclusive=False)
 non_negative_float = _number(float, "non-negative float", 0)
 
 
-@_named("schedule WAIT,WARMUP,ACTIVE,REPEAT")
 def profiler_schedule(text: str) -> Tuple[int, int, int, int]:
     """torch.profiler's schedule as four integers (ACTIVE >= 1, the others >= 0)."""
     parts = [int(part) for part in text.split(",")]
     if len(parts) != 4 or min(parts) < 0 or parts[2] < 1:
         raise argparse.ArgumentTypeError(f"expected WAIT,WARMUP,ACTIVE,REPEAT (ACTIVE >= 1), got {text}")
     return parts[0], parts[1], parts[2], parts[3]
+
+
+profiler_schedule.__name__ = "schedule WAIT,WARMUP,ACTIVE,REPEAT"  # argparse quotes a type's name in its errors
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -1,56 +1,65 @@
-"""The workload harness: runs any :class:`~ddpbench.workload.base.Workload` the same way.
+"""The workload harness: runs any :class:`~ddpbench.workload.base.Workload` the same way on a rank.
 
-Parse the shared and model arguments (before torch), set up the rank and its process groups,
-call ``traceml_ai.init`` under ``traceml run``, build the model and the loader, warm up, run the
-timed loop (stop rule, faults, injection, timing), write the rank record. A model file calls
-:func:`run` from its ``__main__``; see ``docs/workload.md``.
-
-Calibration injection: ``--inject-step-ms X`` waits X ms inside every timed step, sleeping all
-but its last 0.2 ms and spinning that (:func:`ddpbench.workload.timing.wait_until_known`), so
-the peers keep the cores; ``--inject-startup-sec`` and ``--inject-teardown-sec`` *sleep*: they are
-seconds long, where wake-up jitter is negligible.
-
-``--inject-device-step-ms X`` queues X ms of GPU work in every timed step (a spin kernel sized after the
-warm-up, :mod:`ddpbench.workload.device_time`; CUDA only, refused in one line elsewhere).
-
-CPU affinity: the rank pins itself first thing, before torch starts its threads
-(:func:`ddpbench.workload.affinity.pin_from_environment`, ``cluster.cpu_affinity``).
-
-Start-up is split into parts as it goes (:mod:`ddpbench.workload.startup`): the rank record's ``startup_s``.
+Parse the arguments (before torch), pin the rank, set up its process groups, ``traceml_ai.init`` under
+``traceml run``, build the model and the loader, warm up, run the timed loop, write the rank record
+(docs/workload.md). A model file calls :func:`run` from its ``__main__``.
 """
 
 from __future__ import annotations
 
 import gc
+import signal
 import time
 from typing import Any, Mapping, Sequence
 
+from ddpbench.formats.rank_loop import STARTUP_PARTS
 from ddpbench.workload.affinity import current_cpus, pin_from_environment
 from ddpbench.workload.args import RankArgs, parse_args, usage_error
 from ddpbench.workload.base import Workload
 from ddpbench.workload.data import build_loader, endless_batches, loader_description
-from ddpbench.workload.device_time import device_wait, device_wait_problem
+from ddpbench.workload.device_time import DeviceWait, cycles_per_ms, device_wait_problem
+from ddpbench.workload.lifetime import signal_on_parent_death
 from ddpbench.workload.loop import Trainer, run_timed, run_warmup
 from ddpbench.workload.record import build_record, gather_records, write_record
-from ddpbench.workload.runtime import (Runtime, TraceStep, ensure_single_process_env, exit_with_launcher,
-                                       init_process_group, init_traceml)
-from ddpbench.workload.startup import StartupClock
+from ddpbench.workload.runtime import Runtime, TraceStep, ensure_single_process_env, init_process_group, init_traceml
 from ddpbench.workload.stop import Faults, StopRule
 from ddpbench.workload.switching import switch_from_args
 from ddpbench.workload.tools import start_tools
 
 
-def run(workload: Workload[Any], argv: Sequence[str] | None = None, *, process_start_epoch: float | None = None) -> int:
-    """Parse, train, record ``workload`` on this rank. Returns the process exit status (0 on success).
+class StartupClock:
+    """Seconds of each start-up part of this rank (:data:`~ddpbench.formats.rank_loop.STARTUP_PARTS`), from its first
+    statement to its first timed step: each :meth:`mark` gives its part the time since the previous mark."""
 
-    ``process_start_epoch`` is the ``time.time()`` of the script's first statement (the rank
-    record's ``timestamps.process_start``); now when not given.
+    def __init__(self, process_start_epoch: float) -> None:
+        # the end of the previous part, epoch s
+        self.last = process_start_epoch
+        # part -> s so far
+        self.parts = dict.fromkeys(STARTUP_PARTS, 0.0)
+
+    def mark(self, part: str, now: float | None = None) -> None:
+        """``part`` ends now (or at epoch ``now``): it gets the time since the previous mark."""
+        if part not in self.parts:
+            raise ValueError(f"unknown start-up part {part!r}")
+        now = time.time() if now is None else now
+        self.parts[part] += max(0.0, now - self.last)
+        self.last = max(self.last, now)
+
+    def record(self) -> dict[str, float]:
+        """The rank record's ``startup_s``."""
+        return dict(self.parts)
+
+
+def run(workload: Workload[Any], argv: Sequence[str] | None = None, *, process_start_epoch: float | None = None) -> int:
+    """Parse, train, record ``workload`` on this rank; the process exit status (0 on success).
+
+    ``process_start_epoch``: the ``time.time()`` of the script's first statement (``timestamps.process_start``).
     """
     started = time.time() if process_start_epoch is None else process_start_epoch
-    exit_with_launcher()
+    signal_on_parent_death(signal.SIGKILL)  # a rank whose launcher is gone could only hang in its next collective
     args = parse_args(workload, argv)
     try:
-        pin_from_environment()
+        pin_from_environment()  # before torch starts its threads
     except (ValueError, OSError) as exc:
         usage_error(workload.prog, f"CPU affinity: {exc}")
     ensure_single_process_env()
@@ -68,12 +77,10 @@ def train(
     workload: Workload[Any], args: RankArgs[Any], trace_step: TraceStep | None, *, process_start_epoch: float,
     extra_record: Mapping[str, Any] | None = None, startup: StartupClock | None = None,
 ) -> int:
-    """Train and record ``workload`` on this rank, its arguments parsed: every step of :func:`run` after TraceML's init.
+    """Every step of :func:`run` after TraceML's init; 0.
 
-    The default process group is created here unless the rank's launcher made it already (Ray Train's
-    workers); it is destroyed at the end only when it was created here. ``extra_record``: fields added to
-    the rank record (a Ray Train worker's ``ray_startup_s``); ``startup``: the start-up clock :func:`run` began
-    (else one from ``process_start_epoch``). Returns 0.
+    Creates the default process group unless the launcher made it (Ray Train), and destroys only one it created.
+    ``extra_record``: fields added to the rank record; ``startup``: :func:`run`'s clock (else one started here).
     """
     if startup is None:
         startup = StartupClock(process_start_epoch)
@@ -110,10 +117,8 @@ def train(
     startup.mark("tools")
     run_warmup(trainer, batches, args.warmup_steps, tools)
     startup.mark("warmup")
-    try:  # sized now, with the GPU warm: cycles per ms measured in this process
-        trainer.device_wait = device_wait(args.inject_device_step_ms, rt.device)
-    except ValueError as exc:
-        usage_error(workload.prog, str(exc))
+    if args.inject_device_step_ms > 0:  # sized now, with the GPU warm
+        trainer.device_wait = DeviceWait(args.inject_device_step_ms, cycles_per_ms())
     startup.mark("injected")
     stop = StopRule(args, rt.rank, stop_group)
     switch = switch_from_args(args)  # within-trial switching, when asked for
@@ -144,20 +149,11 @@ def train(
         write_record(args.metrics_dir, record)
         if args.gather_metrics:
             gather_records(record, rt, args.metrics_dir, stop_group)
-    release_model(trainer)
+    # the DDP model goes before the group: its reducer holds the group, and freed later, its gloo threads can
+    # outlive a peer's closed pair and the rank dies with SIGABRT (docs/workload.md)
+    del trainer.model
+    gc.collect()
     dist.barrier(group=stop_group)
     if own_group:
         dist.destroy_process_group()
     return 0
-
-
-def release_model(trainer: Trainer) -> None:
-    """Free the DDP model before the process group goes.
-
-    DDP's reducer holds the group; freed after ``destroy_process_group`` (at function return or
-    interpreter exit), its gloo threads can outlive a peer that already closed its pair, and the rank
-    dies with SIGABRT ("terminate called without an active exception"): seen in about 6 % of short
-    2-rank runs on a loaded 2-core machine, never once the model is freed before the barrier.
-    """
-    del trainer.model
-    gc.collect()

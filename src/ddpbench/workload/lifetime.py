@@ -1,9 +1,5 @@
-"""A process's life tied to its parent's, through Linux ``prctl``: what the guard, a Ray node's keeper and every
-built-in rank ask of the kernel so that no process outlives the one that started it.
-
-Standard library only (the guard imports it and must start like a bare interpreter). Elsewhere than Linux
-these calls do nothing.
-"""
+"""A process's life tied to its parent's through Linux ``prctl`` (the guard, a Ray node's keeper, every built-in
+rank). Standard library only: the guard imports it. Elsewhere than Linux these calls do nothing."""
 
 from __future__ import annotations
 

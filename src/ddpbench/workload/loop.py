@@ -1,32 +1,22 @@
-"""One rank's training: the DDP step, the warmup and the timed loop with its host timestamps.
+"""One rank's training: the DDP step and its host-sync pattern, the warmup, the timed loop with its host timestamps.
 
-Timing: host ``time.perf_counter`` at step boundaries, no device synchronisation inside the timed
-loop; on CUDA one synchronize before the first timed step and one after the last (its time is
-added to the last step). Each step's duration runs from its start boundary to the next one, so it
-includes the data fetch, the stop check and the injected cost. Under TraceML every step, warmup
-included, runs inside ``trace_step(model before DDP)``; the batch fetch and the stop check lie
-outside it, the injected step cost inside. Under within-trial switching (``--switch-block-steps``,
-:mod:`ddpbench.workload.switching`) the timed steps of off-blocks run without the switched work
-(``trace_step``, the injected wait, the tools' per-step work); warmup steps are never switched.
-
-``--timing phase`` also times each step's phases: data wait (``next`` on the loader), host-to-device
-copy, forward (zero_grad + forward + loss), backward, optimizer (step, scaler update), each closed
-by a CUDA synchronize; ``other`` is the rest of the step (TraceML's step marker, the stop check,
-injected cost, bookkeeping). Those synchronisations change what they time: quote ``step`` timing.
+Host ``time.perf_counter`` at step boundaries, no device synchronisation inside the timed loop (one before the first
+timed step and one after the last, whose time joins the last step); ``--timing phase`` also times each step's phases,
+each closed by a synchronize. What a step includes, and what switching turns off: docs/workload.md.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import time
-from typing import TYPE_CHECKING, Any, ContextManager, Iterator
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator
 
-from ddpbench.formats.rank_record import PHASES
+from ddpbench.formats.rank_loop import HARNESS_HOST_SYNCS
 from ddpbench.workload.args import RankArgs
 from ddpbench.workload.base import Workload
 from ddpbench.workload.device_time import DeviceStepClock, DeviceWait, step_clock
-from ddpbench.workload.host_sync import HostSync
 from ddpbench.workload.runtime import Runtime, TraceStep
 from ddpbench.workload.stop import Faults, StopRule
 from ddpbench.workload.switching import Switch
@@ -36,8 +26,35 @@ from ddpbench.workload.tools import ToolHooks
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-TIMED_PHASES = PHASES[:-1]
-"""Phases :meth:`Trainer.step_phased` times; the last of PHASES (``other``) is the rest of the step."""
+
+class HostSync:
+    """One rank's host-sync pattern (``--host-sync``): the hooks the step calls before its device work and after it."""
+
+    def __init__(self, pattern: str, synchronize: Callable[[], None]) -> None:
+        if pattern not in HARNESS_HOST_SYNCS:
+            raise ValueError(f"host sync {pattern!r} is not one of {', '.join(HARNESS_HOST_SYNCS)}")
+        # the pattern's name
+        self.pattern = pattern
+        # the device synchronize of this rank (nothing on CPU)
+        self._synchronize = synchronize
+        # synchronize before each step
+        self.sync_before = pattern == "seed"
+        # the host-to-device copy runs inside the step marker
+        self.copy_inside_marker = pattern == "seed"
+        # read the loss to the host after each step
+        self.read_loss = pattern in ("loss", "seed")
+        # the last loss read (a Python float), NaN before the first
+        self.last_loss = float("nan")
+
+    def before_step(self) -> None:
+        """Before the step's device work, after its batch was fetched."""
+        if self.sync_before:
+            self._synchronize()
+
+    def after_step(self, loss: Any) -> None:
+        """After the step (outside the step marker): read its loss when the pattern does."""
+        if self.read_loss:
+            self.last_loss = float(loss.detach())
 
 
 class Trainer:
@@ -71,16 +88,19 @@ class Trainer:
         return self.trace_step(self.base_model) if self.trace_step and self.traced else contextlib.nullcontext()
 
     def _to_device(self, batch: Any) -> tuple[Any, Any]:
+        """The step's first device work (its clock's start event first): the batch's copy to the device."""
+        if self.clock is not None:
+            self.clock.step_begins()
         x, y = batch
         return (x.to(self.rt.torch_device, non_blocking=self.non_blocking),
                 y.to(self.rt.torch_device, non_blocking=self.non_blocking))
 
-    def _forward(self, x: Any, y: Any) -> "torch.Tensor":
+    def _forward(self, x: Any, y: Any) -> torch.Tensor:
         self.optimizer.zero_grad(set_to_none=True)
         with self.rt.autocast():
             return self.loss_fn(self.model(x), y)
 
-    def _backward(self, loss: "torch.Tensor") -> None:
+    def _backward(self, loss: torch.Tensor) -> None:
         (self.scaler.scale(loss) if self.scaler is not None else loss).backward()
 
     def _update(self) -> None:
@@ -105,14 +125,11 @@ class Trainer:
         if inject:
             self.inject_wait()
 
-    def step(self, batch: Any, inject: bool) -> "torch.Tensor":
-        """One optimisation step on ``batch``; the injected costs when ``inject``. Returns the loss (no sync of its own:
-        the host-sync pattern decides)."""
+    def step(self, batch: Any, inject: bool) -> torch.Tensor:
+        """One optimisation step on ``batch`` (the injected costs when ``inject``); its loss, not synchronised."""
         self.host_sync.before_step()
         outer, inner = self._marker_and_inner()
         with outer:
-            if self.clock is not None:
-                self.clock.step_begins()
             x, y = self._to_device(batch)
             with inner:
                 loss = self._forward(x, y)
@@ -122,12 +139,9 @@ class Trainer:
         self.host_sync.after_step(loss)
         return loss.detach()
 
-    def step_phased(self, batches: Iterator[Any], inject: bool, phases_s: list[tuple[float, ...]]) -> "torch.Tensor":
-        """:meth:`step` with the batch fetch, timing each phase; appends one tuple (s) in :data:`TIMED_PHASES` order.
-
-        The device is synchronised after each phase (CUDA), so the phases add up to the work done. The pattern's
-        synchronize and the injected waits fall in ``other``.
-        """
+    def step_phased(self, batches: Iterator[Any], inject: bool, phases_s: list[tuple[float, ...]]) -> torch.Tensor:
+        """:meth:`step` with the batch fetch, the device synchronised after each phase; appends one tuple (s) in the
+        order of ``formats.rank_record.PHASES`` but ``other`` (the rest: the pattern's sync, the injected waits)."""
         now, sync = time.perf_counter, self.rt.synchronize
         self.host_sync.before_step()
         t0 = now()
@@ -135,8 +149,6 @@ class Trainer:
         t1 = now()
         outer, inner = self._marker_and_inner()
         with outer:
-            if self.clock is not None:
-                self.clock.step_begins()
             x, y = self._to_device(batch)
             sync()
             t2 = now()
@@ -156,20 +168,20 @@ class Trainer:
         return loss.detach()
 
 
+@dataclasses.dataclass
 class LoopResult:
     """What the timed loop measured."""
 
-    def __init__(self) -> None:
-        self.durations_s: list[float] = []
-        # --timing phase: per timed step, the seconds of each of TIMED_PHASES
-        self.phases_s: list[tuple[float, ...]] = []
-        self.first_step_start_epoch: float = 0.0
-        self.last_step_end_epoch: float = 0.0
-        self.final_loss: float = float("nan")
-        # CUDA: the device step clock of the timed loop (GPU-busy and GPU-idle per step), else None
-        self.gpu: DeviceStepClock | None = None
-        # the collector in the timed loop: the rank record's ``gc``
-        self.gc: dict[str, Any] | None = None
+    durations_s: list[float] = dataclasses.field(default_factory=list)
+    # --timing phase: per timed step, the seconds of each phase but ``other``
+    phases_s: list[tuple[float, ...]] = dataclasses.field(default_factory=list)
+    first_step_start_epoch: float = 0.0
+    last_step_end_epoch: float = 0.0
+    final_loss: float = float("nan")
+    # CUDA: the device step clock of the timed loop (GPU-busy and GPU-idle per step), else None
+    gpu: DeviceStepClock | None = None
+    # the collector in the timed loop: the rank record's ``gc``
+    gc: dict[str, Any] | None = None
 
 
 def run_warmup(trainer: Trainer, batches: Iterator[Any], n: int, tools: ToolHooks | None = None) -> None:
@@ -184,12 +196,8 @@ def run_timed(
     args: RankArgs[Any], rt: Runtime, trainer: Trainer, batches: Iterator[Any], stop: StopRule, faults: Faults,
     tools: ToolHooks | None = None, switch: Switch | None = None,
 ) -> LoopResult:
-    """The timed loop: per-step host timestamps at boundaries, faults, stop rule, rank-0 progress.
-
-    ``tools``: the in-process tools' hook, run after every step inside its measured time. ``switch``: within-trial
-    switching; at the start of each timed step it sets the side (inside the step's measured time), and what it
-    switches (``trace_step``, the injected wait, the tools' per-step work) follows it.
-    """
+    """The timed loop: per-step host timestamps at boundaries, faults, stop rule, rank-0 progress; ``tools`` after
+    every step and ``switch``'s side at the start of each, inside the step's measured time."""
     res = LoopResult()
     log_every = args.log_every if rt.rank == 0 else 0
     phased = args.timing == "phase"

@@ -1,20 +1,8 @@
 """The driver of ``workload=ray_train``: one process per trial that trains a built-in model with Ray Train.
 
-``python -m ddpbench.workload.ray_train --trains=mlp --trainer=JSON --num-workers=W ... -- <harness args>``
-
-1. checks the harness's arguments (one line and exit 2 when they are bad, before Ray is touched);
-2. connects to Ray: ``--address=HOST:PORT`` (a running cluster, ``cluster.kind: ray``) or ``local`` (a Ray
-   instance of its own on this host, loopback only, no usage reporting and, unless the user has a Ray token,
-   no token authentication, so nothing is written into ``~/.ray``: ``cluster.kind: local``);
-3. builds the trainer ``--trainer`` describes (``{"_target_": "module.Class", ...its own keyword arguments}``,
-   nested ``_target_`` dicts built too: the mode's ``ray_trainer``) with
-   :func:`ddpbench.workload.ray_worker.train_loop_per_worker`, ``ScalingConfig(num_workers=W, use_gpu=...)``,
-   a ``TorchConfig`` (backend, collective timeout) and a ``RunConfig`` (no retries, results under
-   ``--storage``), and calls ``fit()``;
-4. exits 0 when every worker finished, else prints one line (``ddpbench: error: ray_train: ...``) and exits 1.
-
-SIGTERM and Ctrl-C end the run (``ray.shutdown``); Ray ends a job's workers when its driver goes.
-The workers write the rank records; ``ray_startup_s`` in each is this process's start to that worker's loop.
+``python -m ddpbench.workload.ray_train --trains=mlp --trainer=JSON --num-workers=W ... -- <harness args>`` checks
+the harness's arguments (exit 2), connects to Ray (``--address``, or ``local``: an instance of its own on loopback),
+builds the mode's trainer and calls ``fit()``; exit 0 when every worker finished, else one line and 1. docs/ray.md.
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
-"""One Ray Train worker of ``workload=ray_train``: ddpbench's harness loop inside ``train_loop_per_worker``.
-
-The driver (:mod:`ddpbench.workload.ray_train`) hands :func:`train_loop_per_worker` to the mode's Ray Train
-trainer with a ``train_loop_config`` holding the built-in model's name, the harness's arguments and the
-driver's start time. Each worker takes its rank from Ray Train's context, joins the process group Ray Train
-made, trains through :func:`ddpbench.workload.harness.train` (warm-up, timed loop, the lockstep duration
-stop, faults, injection) and writes its rank record with ``ray_startup_s``: seconds from the driver's start
-to this worker's loop (connecting to Ray, starting the worker group, Ray's process group).
-
-Under TraceML's ``TraceMLTorchTrainer`` the trainer has started TraceML's runtime and called
-``traceml_ai.init`` in the worker before the loop; the loop then marks every step with ``trace_step``.
+"""One Ray Train worker of ``workload=ray_train``: ddpbench's harness loop inside ``train_loop_per_worker``, on
+the process group Ray Train made; its rank record adds ``ray_startup_s`` (the driver's start to this worker's loop).
+docs/ray.md.
 """
 
 from __future__ import annotations
@@ -46,11 +38,8 @@ def _rank_environment() -> Dict[str, str]:
 
 
 def _ray_node_rank() -> int:
-    """The index of this worker's Ray node among the trial's nodes, in world-rank order.
-
-    Ray Train numbers nodes by IP address, so two Ray nodes on one host (``scripts/ray-local.sh``) would both
-    be node 0; the Ray node id tells them apart. One all-gather over the group Ray Train made (gloo: CPU).
-    """
+    """The index of this worker's Ray node among the trial's nodes, in world-rank order, by Ray node id (Ray Train's
+    by IP address would make two Ray nodes on one host both node 0); one all-gather on gloo."""
     import ray
     import torch.distributed as dist
 
@@ -61,32 +50,20 @@ def _ray_node_rank() -> int:
     return list(dict.fromkeys(everyone)).index(mine)
 
 
-def _step_marker() -> Any:
-    """``traceml_ai.trace_step`` when a TraceML runtime runs in this worker (its trainer started it), else None."""
-    from ddpbench.workload.runtime import traceml_requested
-
-    if not traceml_requested():
-        return None
-    import traceml_ai
-
-    return traceml_ai.trace_step
-
-
 def train_loop_per_worker(config: Mapping[str, Any]) -> None:
-    """Train the model ``config["trains"]`` on this worker with ``config["argv"]``; write its rank record.
-
-    ``config``: ``trains`` (a :data:`BUILTIN_MODELS` name), ``argv`` (the harness's arguments), ``env``
-    (variables the driver forwards: the mode's ``DDPBENCH_*``), ``driver_start`` (the driver's start, epoch s).
-    """
+    """Train the model ``config["trains"]`` (a :data:`BUILTIN_MODELS` name) on this worker with ``config["argv"]``,
+    the driver's ``env`` set; write its rank record (``driver_start``: the driver's start, epoch s)."""
     entered = time.time()
     from ddpbench.workload.args import parse_args
     from ddpbench.workload.harness import train
+    from ddpbench.workload.runtime import init_traceml
 
     os.environ.update({str(k): str(v) for k, v in dict(config.get("env") or {}).items()})
     os.environ.update(_rank_environment())
     workload = builtin_workload(str(config["trains"]))
     args = parse_args(workload, list(config["argv"]))
     startup = {"ray_startup_s": max(0.0, entered - float(config["driver_start"]))}
-    code = train(workload, args, _step_marker(), process_start_epoch=entered, extra_record=startup)
+    trace_step = init_traceml(args, init=False)  # TraceML's trainer started its runtime in this worker
+    code = train(workload, args, trace_step, process_start_epoch=entered, extra_record=startup)
     if code != 0:
         raise RuntimeError(f"rank {os.environ['RANK']}: the harness returned {code}")

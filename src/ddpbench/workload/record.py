@@ -1,8 +1,5 @@
-"""The rank record a rank writes after its timed loop: built here, format in ddpbench.formats.rank_record.
-
-Each rank writes ``rank-<global rank>.json`` atomically (temp file + fsync + rename) into
-``--metrics-dir``; with ``--gather-metrics`` rank 0 also writes every other rank's record.
-"""
+"""The rank record a rank writes after its timed loop (format: :mod:`ddpbench.formats.rank_record`), written
+atomically as ``rank-<global rank>.json``; with ``--gather-metrics`` rank 0 writes every rank's."""
 
 from __future__ import annotations
 
@@ -52,9 +49,8 @@ def _versions(rt: Runtime) -> dict[str, str | None]:
 
 
 def tool_record() -> dict[str, Any] | None:
-    """The mode's tool as this rank has it (``DDPBENCH_TOOL_PACKAGE``/``_MODULE`` from the trial): the version of
-    the installed distribution the imported module's file belongs to (else the first on sys.path), whether the
-    module is imported, its file."""
+    """The mode's tool as this rank has it (``DDPBENCH_TOOL_PACKAGE``/``_MODULE``): the version of the distribution
+    the imported module's file belongs to (else the first on sys.path), whether it is imported, its file."""
     from importlib import metadata
 
     package = os.environ.get("DDPBENCH_TOOL_PACKAGE")
@@ -79,25 +75,12 @@ def tool_record() -> dict[str, Any] | None:
 
 
 def build_record(
-    args: RankArgs[Any],
-    rt: Runtime,
-    res: LoopResult,
-    *,
-    workload: str,
-    data: dict[str, Any],
-    process_start_epoch: float,
-    pg_ready_epoch: float,
-    traceml_active: bool,
-    stop_reason: str,
-    startup: dict[str, float] | None = None,
-    device_wait: DeviceWait | None = None,
-    host_sync: str | None = None,
+    args: RankArgs[Any], rt: Runtime, res: LoopResult, *, workload: str, data: dict[str, Any],
+    process_start_epoch: float, pg_ready_epoch: float, traceml_active: bool, stop_reason: str,
+    startup: dict[str, float] | None = None, device_wait: DeviceWait | None = None, host_sync: str | None = None,
 ) -> dict[str, Any]:
-    """The rank JSON (schema ``ddpbench.rank``; field meanings in ddpbench.formats.rank_record / docs/formats.md).
-
-    ``startup``: the start-up parts (s; None outside ddpbench's loop); ``device_wait``: the injected device wait
-    (None without one); ``host_sync``: the loop's pattern (default ``args.host_sync``).
-    """
+    """The rank JSON (fields: docs/formats.md). ``startup``: the start-up parts (s; None outside ddpbench's loop);
+    ``device_wait``: the injected device wait, if any; ``host_sync``: the loop's pattern (default ``args.host_sync``)."""
     timed = len(res.durations_s)
     train_s = res.last_step_end_epoch - res.first_step_start_epoch
     train_s = train_s if train_s > 0 else sum(res.durations_s)
@@ -106,37 +89,21 @@ def build_record(
     on_cuda = memory["cuda_peak_allocated_bytes"] is not None
     phases = phase_stats(PHASES, res.durations_s, res.phases_s) if args.timing == "phase" else None
     record: dict[str, Any] = {
-        "schema": SCHEMA,
-        "schema_version": SCHEMA_VERSION,
-        "rank": rt.rank,
-        "local_rank": rt.local_rank,
-        "world_size": rt.world_size,
-        "node_rank": rt.node_rank,
-        "hostname": socket.gethostname(),
-        "pid": os.getpid(),
-        "device": rt.device,
-        "backend": rt.backend,
-        "precision": rt.precision,
-        "workload": workload,
-        "data": data,
-        "timing": args.timing,
+        "schema": SCHEMA, "schema_version": SCHEMA_VERSION,
+        "rank": rt.rank, "local_rank": rt.local_rank, "world_size": rt.world_size, "node_rank": rt.node_rank,
+        "hostname": socket.gethostname(), "pid": os.getpid(),
+        "device": rt.device, "backend": rt.backend, "precision": rt.precision,
+        "workload": workload, "data": data, "timing": args.timing,
         **_versions(rt),
         "args": args.as_dict(),
         "timestamps": {
-            "process_start": process_start_epoch,
-            "pg_ready": pg_ready_epoch,
-            "first_step_start": res.first_step_start_epoch,
-            "last_step_end": res.last_step_end_epoch,
+            "process_start": process_start_epoch, "pg_ready": pg_ready_epoch,
+            "first_step_start": res.first_step_start_epoch, "last_step_end": res.last_step_end_epoch,
             "exit": time.time(),
         },
-        "warmup_steps": args.warmup_steps,
-        "timed_steps": timed,
-        "samples": samples,
-        "train_s": train_s,
-        "steps_per_s": timed / train_s,
-        "samples_per_s": samples / train_s,
-        "step_time_ms": step_time_stats(res.durations_s),
-        "phase_time_ms": phases,
+        "warmup_steps": args.warmup_steps, "timed_steps": timed, "samples": samples, "train_s": train_s,
+        "steps_per_s": timed / train_s, "samples_per_s": samples / train_s,
+        "step_time_ms": step_time_stats(res.durations_s), "phase_time_ms": phases,
         "final_loss": res.final_loss,
         "memory": memory,
         "peak_memory_bytes": memory["cuda_peak_allocated_bytes" if on_cuda else "host_peak_rss_bytes"],
@@ -144,19 +111,16 @@ def build_record(
         "stop_reason": stop_reason,
         "traceml": {"active": traceml_active, "mode": args.traceml_mode if traceml_active else None},
         "inject": {
-            "step_ms": args.inject_step_ms,
-            "startup_s": args.inject_startup_sec,
+            "step_ms": args.inject_step_ms, "startup_s": args.inject_startup_sec,
             "teardown_s": args.inject_teardown_sec,
             "device_step_ms": device_wait.ms if device_wait is not None else 0.0,
             "device_cycles_per_ms": device_wait.cycles_per_ms if device_wait is not None else None,
         },
         "host_sync": host_sync or args.host_sync,
         "gpu_time_ms": res.gpu.record() if res.gpu is not None else None,
-        "startup_s": startup,
-        "gc": res.gc,
+        "startup_s": startup, "gc": res.gc,
         # within-trial switching (the harness fills them in when the loop switched)
-        "switching": None,
-        "blocks": None,
+        "switching": None, "blocks": None,
     }
     tool = tool_record()
     if tool is not None:
@@ -175,12 +139,8 @@ def write_record(metrics_dir: str, record: dict[str, Any]) -> None:
 
 
 def gather_records(record: dict[str, Any], rt: Runtime, metrics_dir: str, group: Any) -> None:
-    """``--gather-metrics``: send every rank's record to rank 0, which writes them all (after timing).
-
-    For nodes that do not share ``--metrics-dir``: rank 0's node then holds every rank's file. The
-    records travel over the gloo group the stop flag uses (CPU objects, no GPU sync). Each record's
-    ``timestamps.exit`` is its rank's own, taken before the gather.
-    """
+    """``--gather-metrics``: every rank's record to rank 0 over the stop flag's gloo ``group``, which writes them all
+    (for nodes that do not share ``--metrics-dir``)."""
     import torch.distributed as dist
 
     gathered: list[Any] | None = [None] * rt.world_size if rt.rank == 0 else None

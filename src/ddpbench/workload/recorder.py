@@ -1,30 +1,9 @@
 """ddpbench's recorder for a user's own training script: step times, the lockstep stop, the rank record.
 
-A script run with ``workload=script workload.records=true`` imports this module (standard library,
-torch and ddpbench's workload and formats modules only: no Hydra) after it has created its process
-group, and marks its steps::
-
-    from ddpbench.workload.recorder import Recorder
-
-    recorder = Recorder(batch_size=64)          # per-rank samples per step
-    while not recorder.should_stop():           # or the script's own loop
-        with recorder.step():                   # or recorder.step_done() at the end of each step
-            train_one_step()
-    recorder.finish(loss=float(loss))           # writes rank-<rank>.json
-
-ddpbench tells it what to do through the environment (names below); without
-``DDPBENCH_METRICS_DIR`` (the script run by hand, or ``workload.records=false``) the recorder
-records nothing and :meth:`Recorder.should_stop` only answers ``False``, so the script runs the same
-either way. Timing, the stop rule and the record are the harness's own
-(:mod:`ddpbench.workload.timing`, :class:`ddpbench.workload.stop.StopRule`,
-:func:`ddpbench.workload.record.build_record`): the first ``DDPBENCH_WARMUP_STEPS`` steps are
-untimed; a timed step runs from the previous step's end (the first one from its own start) to its
-own end, so it includes whatever the script does between steps.
-
-On CUDA, when every timed step's start is marked too (:meth:`Recorder.step_begins`, which :meth:`Recorder.step`
-and the framework callbacks call), the record also has the GPU-busy and GPU-idle ms per step
-(:mod:`ddpbench.workload.device_time`); a step marked only at its end drops them (``gpu_time_ms`` null). The
-loop is the job's own: ``host_sync`` is ``own``.
+A script run with ``workload=script workload.records=true`` creates a :class:`Recorder` after its process group and
+marks its steps (``with recorder.step():`` or ``recorder.step_done()``, ``recorder.should_stop()``,
+``recorder.finish()``); ddpbench tells it what to do through the environment below. Without
+``DDPBENCH_METRICS_DIR`` it records nothing. No Hydra here. docs/workload.md ("Your own script").
 """
 
 from __future__ import annotations
@@ -44,30 +23,20 @@ from ddpbench.workload.runtime import Runtime
 from ddpbench.workload.sizes import Sizes
 from ddpbench.workload.stop import StopRule
 
+# what ddpbench tells the recorder (their meaning: docs/workload.md, "Your own script")
 ENV_METRICS_DIR = "DDPBENCH_METRICS_DIR"
-"""Directory the rank records go to; set only when ddpbench wants a record."""
 ENV_STOP_STEPS = "DDPBENCH_STOP_STEPS"
-"""stop=steps: timed steps after which :meth:`Recorder.should_stop` says stop."""
 ENV_STOP_DURATION_S = "DDPBENCH_STOP_DURATION_S"
-"""stop=duration: timed seconds after which the ranks stop together (lockstep)."""
 ENV_STOP_CHECK_EVERY = "DDPBENCH_STOP_CHECK_EVERY"
-"""stop=duration: the ranks all-reduce the stop flag every this many timed steps."""
 ENV_WARMUP_STEPS = "DDPBENCH_WARMUP_STEPS"
-"""Untimed steps before the timed ones."""
 ENV_SAVE_STEP_TIMES = "DDPBENCH_SAVE_STEP_TIMES"
-"""``1``: keep every timed step's duration in the record (``step_times_ms``)."""
 ENV_WORKLOAD = "DDPBENCH_WORKLOAD"
-"""Label of the record's ``workload`` field (ddpbench gives the script's file name)."""
 ENV_FAULT_CLOCK_SKEW_S = "DDPBENCH_FAULT_CLOCK_SKEW_S"
-"""``fault.clock_skew_sec``: the targeted rank's stop clock reads this many seconds ahead."""
 ENV_FAULT_RANK = "DDPBENCH_FAULT_RANK"
-"""``fault.rank``: the rank the skew applies to (unset: every rank)."""
 
 RECORDER_ENV = (ENV_METRICS_DIR, ENV_STOP_STEPS, ENV_STOP_DURATION_S, ENV_STOP_CHECK_EVERY, ENV_WARMUP_STEPS,
                 ENV_SAVE_STEP_TIMES, ENV_WORKLOAD, ENV_FAULT_CLOCK_SKEW_S, ENV_FAULT_RANK)
 """Every variable the recorder reads."""
-
-
 
 
 def environment(metrics_dir: str, *, warmup_steps: int, save_step_times: bool, workload: str,
@@ -103,9 +72,9 @@ def _process_start_epoch() -> float:
         return _IMPORTED
 
 
-def _rank_arguments(env: dict[str, str], batch_size: int) -> RankArgs[Sizes]:
+def rank_arguments(env: dict[str, str], batch_size: int) -> RankArgs[Sizes]:
     """The harness's arguments ddpbench's environment gives a script's ranks (no stop asked: neither steps nor
-    duration); the loop is the script's own."""
+    duration)."""
     steps, duration = env.get(ENV_STOP_STEPS), env.get(ENV_STOP_DURATION_S)
     return RankArgs(
         sizes=Sizes(), batch_size=int(batch_size), warmup_steps=int(env.get(ENV_WARMUP_STEPS) or 0),
@@ -118,24 +87,17 @@ def _rank_arguments(env: dict[str, str], batch_size: int) -> RankArgs[Sizes]:
 
 
 class Recorder:
-    """Times one rank's steps, applies ddpbench's stop rule and writes its rank record.
-
-    Create it on every rank after ``torch.distributed.init_process_group``.
-
-    ``batch_size``: samples per step on this rank (the record's samples and samples/s).
-    ``device``: ``cpu`` or ``cuda`` (default: ``cuda`` on nccl, else ``cpu``); on ``cuda`` the
-    device is synchronised where the first timed step starts under :meth:`step` and in :meth:`finish`.
-    ``precision``: ``fp32``, ``bf16`` or ``fp16``, what the script trains in (ddpbench cannot see it).
-    ``loader``: the script's ``torch.utils.data.DataLoader``, if any: its workers, prefetching and
-    pinned memory go into the record's ``data``. ``env``: the environment to read (default ``os.environ``).
-    """
+    """Times one rank's steps, applies ddpbench's stop rule and writes its rank record; create it on every rank after
+    ``init_process_group``. ``batch_size``: samples per step on this rank; ``device``: default ``cuda`` on nccl, else
+    ``cpu``; ``precision``: what the script trains in; ``loader``: its DataLoader, if any (the record's ``data``);
+    ``env``: the environment to read (default ``os.environ``)."""
 
     def __init__(self, batch_size: int, *, device: Optional[str] = None, precision: str = "fp32",
                  loader: Any = None, env: Optional[dict[str, str]] = None) -> None:
         environ = dict(os.environ if env is None else env)
         self.metrics_dir = environ.get(ENV_METRICS_DIR) or None
         self.pg_ready_epoch = time.time()
-        self.args = _rank_arguments(environ, batch_size)
+        self.args = rank_arguments(environ, batch_size)
         self.warmup_steps = self.args.warmup_steps
         self.steps_done = 0
         self.result = LoopResult()
@@ -194,8 +156,7 @@ class Recorder:
         self.step_done()
 
     def step_begins(self) -> None:
-        """Mark where a step's device work begins (once per step; the framework callbacks call it): on CUDA, the
-        GPU-busy and GPU-idle split of the timed steps needs it on every one of them."""
+        """Mark where a step's device work begins (once per step): CUDA's GPU-busy/idle split needs it on every one."""
         if self.clock is not None and not self._begun:
             self.clock.step_begins()
             self._begun = True
@@ -229,11 +190,8 @@ class Recorder:
         self._boundary = now
 
     def should_stop(self) -> bool:
-        """Whether to leave the training loop now: ddpbench's stop rule after the timed steps so far.
-
-        stop=duration is a collective every ``DDPBENCH_STOP_CHECK_EVERY`` timed steps: call it on every
-        rank once per step. ``False`` while warming up, and always without ddpbench's environment.
-        """
+        """Whether to leave the training loop now (ddpbench's stop rule; a collective on check steps: call it once per
+        step on every rank). ``False`` while warming up, and always without ddpbench's environment."""
         if not self.active or (self.args.steps is None and self.args.duration_sec is None):
             return False
         step = self.timed_steps
@@ -244,12 +202,8 @@ class Recorder:
         return self._decided[step]
 
     def finish(self, loss: Any = None) -> None:
-        """Write this rank's record into ``DDPBENCH_METRICS_DIR`` (nothing without it).
-
-        Call it once, right after the training loop: on CUDA its synchronize closes the last step, whose
-        time it joins (as the harness's closing synchronize does). ``loss``: the final loss, if not given to
-        :meth:`step_done`.
-        """
+        """Write this rank's record into ``DDPBENCH_METRICS_DIR`` (nothing without it); call it right after the loop
+        (on CUDA its synchronize closes the last step). ``loss``: the final loss, if not given to :meth:`step_done`."""
         if not self.active:
             return
         if not self.result.durations_s:

@@ -1,21 +1,14 @@
-"""Where a rank runs: placement and precision, the process groups, and TraceML's step marker.
-
-Under ``traceml run`` (``TRACEML_SESSION_ID`` set and ``TRACEML_DISABLED`` != "1")
-:func:`init_traceml` imports ``traceml_ai`` and calls ``traceml_ai.init(mode=...)`` (``auto``
-patches forward/backward/optimizer/dataloader/h2d, ``manual`` = ``trace_step`` only);
-otherwise ``traceml_ai`` is never imported.
-"""
+"""Where a rank runs: placement and precision, the process groups, and TraceML's step marker (under ``traceml run``
+only: otherwise ``traceml_ai`` is never imported)."""
 
 from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import socket
 from typing import Any, Callable, ContextManager
 
 from ddpbench.workload.args import RankArgs
-from ddpbench.workload.lifetime import signal_on_parent_death
 
 TraceStep = Callable[[Any], ContextManager[Any]]
 """``traceml_ai.trace_step``: a context manager around one step, given the model before DDP."""
@@ -52,7 +45,7 @@ class Runtime:
         return torch.autocast(device_type=self.device, dtype=dtype)
 
     def init_device(self) -> None:
-        """Make this rank's device current and its CUDA context now (so start-up shows its cost apart); nothing on CPU."""
+        """Make this rank's device current and its CUDA context now (a start-up part of its own); nothing on CPU."""
         if self.device == "cuda":
             import torch
 
@@ -74,15 +67,6 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def exit_with_launcher() -> None:
-    """Ask the kernel to SIGKILL this rank when its launcher (torchrun's agent) dies, even by SIGKILL.
-
-    A rank whose launcher is gone can only hang in its next collective: when a job is cancelled or its
-    driver killed and the launcher goes first, nothing would be left to end the rank. No effect elsewhere.
-    """
-    signal_on_parent_death(signal.SIGKILL)
-
-
 def ensure_single_process_env() -> None:
     """Without torchrun, make ``env://`` rendezvous work as a world of one."""
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
@@ -95,12 +79,8 @@ def ensure_single_process_env() -> None:
 
 
 def init_process_group(args: RankArgs[Any], rt: Runtime) -> Any:
-    """Create the default process group (unless the launcher made it: Ray Train); return the group the stop
-    flag uses (gloo, CPU tensors).
-
-    That is the default group on gloo, and a second gloo group when the training backend is
-    nccl, so the stop check and the record gather never synchronise the GPU.
-    """
+    """Create the default process group (unless the launcher made it: Ray Train); the gloo group of the stop flag and
+    the record gather (None: the default group; a second one on nccl, so that they never synchronise the GPU)."""
     import datetime
 
     import torch
@@ -123,14 +103,13 @@ def traceml_requested() -> bool:
     return bool(os.environ.get("TRACEML_SESSION_ID")) and os.environ.get("TRACEML_DISABLED") != "1"
 
 
-def init_traceml(args: RankArgs[Any]) -> TraceStep | None:
-    """Under ``traceml run``: ``traceml_ai.init(mode)``, return ``trace_step``; else None (no import).
-
-    Call it before the data loader exists, so auto mode can patch it.
-    """
+def init_traceml(args: RankArgs[Any], *, init: bool = True) -> TraceStep | None:
+    """Under ``traceml run``: ``traceml_ai.init(mode)`` unless ``init`` is False (a Ray Train trainer did it; call it
+    before the data loader exists, so auto mode can patch it), ``trace_step``; else None (no import)."""
     if not traceml_requested():
         return None
     import traceml_ai
 
-    traceml_ai.init(mode=args.traceml_mode)
+    if init:
+        traceml_ai.init(mode=args.traceml_mode)
     return traceml_ai.trace_step  # type: ignore[no-any-return]

@@ -4,8 +4,11 @@ as the defaults of ``model.*``, the config's (``ddpbench.config.workload``). Not
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 
 from ddpbench.workload.flags import flag, positive_int
+
+size = partial(flag, parse=positive_int)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -17,31 +20,30 @@ class Sizes:
 class MlpSizes(Sizes):
     """``ddp_mlp.py`` (and ``workload=lightning``): Linear+GELU blocks on normal features."""
 
-    input_dim: int = flag(4096, "input features", parse=positive_int)
-    hidden_dim: int = flag(4096, "width of each hidden layer", parse=positive_int)
-    hidden_layers: int = flag(4, "Linear+GELU blocks before the output Linear", parse=positive_int)
-    num_classes: int = flag(1000, "output classes", parse=positive_int)
+    input_dim: int = size(4096, "input features")
+    hidden_dim: int = size(4096, "width of each hidden layer")
+    hidden_layers: int = size(4, "Linear+GELU blocks before the output Linear")
+    num_classes: int = size(1000, "output classes")
 
 
 @dataclasses.dataclass(frozen=True)
 class TransformerSizes(Sizes):
     """``ddp_transformer.py`` (and ``workload=hf_trainer``): a decoder-only LM on uniform random tokens."""
 
-    d_model: int = flag(512, "embedding width", parse=positive_int)
-    layers: int = flag(4, "transformer blocks", parse=positive_int)
-    heads: int = flag(8, "attention heads; must divide --d-model", parse=positive_int)
-    seq_len: int = flag(64, "tokens per sample", parse=positive_int)
-    vocab: int = flag(8192, "vocabulary size", parse=positive_int)
+    d_model: int = size(512, "embedding width")
+    layers: int = size(4, "transformer blocks")
+    heads: int = size(8, "attention heads; must divide --d-model")
+    seq_len: int = size(64, "tokens per sample")
+    vocab: int = size(8192, "vocabulary size")
 
 
 @dataclasses.dataclass(frozen=True)
 class ConvnetSizes(Sizes):
     """``ddp_convnet.py``: a ResNet-style classifier on uniform random images."""
 
-    width: int = flag(64, "channels of the stem and the first stage (doubled at each later stage)",
-                      parse=positive_int)
-    blocks: int = flag(2, "residual blocks per stage", parse=positive_int)
-    stages: int = flag(4, "stages; each after the first halves the resolution", parse=positive_int)
-    image_size: int = flag(32, "image height and width, pixels", parse=positive_int)
-    channels: int = flag(3, "image channels", parse=positive_int)
-    num_classes: int = flag(1000, "output classes", parse=positive_int)
+    width: int = size(64, "channels of the stem and the first stage (doubled at each later stage)")
+    blocks: int = size(2, "residual blocks per stage")
+    stages: int = size(4, "stages; each after the first halves the resolution")
+    image_size: int = size(32, "image height and width, pixels")
+    channels: int = size(3, "image channels")
+    num_classes: int = size(1000, "output classes")

@@ -1,17 +1,7 @@
-"""When the timed loop ends (fixed steps or the lockstep duration stop), and the fault knobs.
+"""When the timed loop ends (``--steps``, or the lockstep ``--duration-sec`` stop), and the fault knobs.
 
-``--steps N`` runs exactly N timed steps on every rank (no clock, no collective).
-``--duration-sec D`` stops on time, and by default the ranks agree on *when*: after timed steps
-K, 2K, ... (``--stop-check-every K``, the same step numbers everywhere) each rank computes a local
-flag (its own clock, plus any injected skew, says D has passed) and the ranks all-reduce MAX it,
-so all ranks leave the loop after the same step and no rank enters a collective a peer skips.
-``--no-sync-stop`` keeps the reference's flaw (each rank checks its own clock after every step and
-leaves alone) only so tests can show the hang.
-
-Faults apply to ``--fault-rank R`` when given, else to every rank, and fire at the *start* of
-timed step N (after N-1 timed steps completed). A crash is ``os._exit(3)``: no cleanup, no rank
-JSON. A hang sleeps forever (peers then block in the next gradient all-reduce until
-``--collective-timeout-sec``).
+Faults fire at the start of timed step N on ``--fault-rank`` (else every rank): a crash is ``os._exit(3)`` (no
+rank record), a hang sleeps forever. docs/workload.md has the rules.
 """
 
 from __future__ import annotations

@@ -1,18 +1,7 @@
 """The timed loop's switch (``--switch-block-steps``): which timed steps run the tool's per-step work.
 
-The schedule is :mod:`ddpbench.formats.switching`'s pure function of the timed step number and the seed, so
-every rank switches on the same step with no collective. What is switched is the mode's ``switch.what``:
-
-- ``none``: nothing (a no-op switch; the blocks are still timed: the method's noise floor);
-- ``trace_step``: the step runs inside ``trace_step`` only in on-blocks, and ``TRACEML_DISABLED`` is ``"1"``
-  in off-blocks (TraceML's step capture, timed regions and step memory read it on every call); it is unset
-  again after the timed loop, so TraceML's finalisation runs as usual;
-- ``torch_profiler``: :class:`ddpbench.workload.tools.ToolHooks` records each on-block (started at its first
-  step, stopped with its trace written at its last);
-- ``wandb_log``: rank 0's per-step ``log`` call only in on-blocks;
-- ``inject``: the injected wait only in on-blocks.
-
-Torch-free.
+The schedule is :mod:`ddpbench.formats.switching`'s pure function of the step and the seed, so every rank switches
+on the same step with no collective; what ``--switch`` turns off: docs/workload.md. Torch-free.
 """
 
 from __future__ import annotations
@@ -46,17 +35,13 @@ class Switch:
         # the environment's TRACEML_DISABLED before the loop (restored after it)
         self._env_before = os.environ.get(TRACEML_DISABLED_ENV)
 
-    def is_on(self, step: int) -> bool:
-        """Whether timed step ``step`` (1-based) runs the switchable work."""
-        return step_is_on(step, self.block_steps, self.first)
-
     def last_of_block(self, step: int) -> bool:
         """Whether timed step ``step`` is the last of its block."""
         return step % self.block_steps == 0
 
     def enter(self, step: int) -> bool:
-        """Set the side for timed step ``step``; returns whether it is on."""
-        on = self.is_on(step)
+        """Set the side for timed step ``step`` (1-based); whether it runs the switchable work."""
+        on = step_is_on(step, self.block_steps, self.first)
         if on != self.on and self.what == "trace_step":
             if on:
                 self._restore_env()

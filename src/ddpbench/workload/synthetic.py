@@ -1,13 +1,7 @@
 """Seeded synthetic tensors, filled in parallel chunks: the built-in workloads' datasets in a fraction of the time.
 
-The reference's data set (262,144 samples x 4096 fp32 features, 4.3 GB) took one core about 13 s to draw
-(``torch.randn`` with one generator, 2-core VM, 2026-12-05): most of a GPU trial's own start-up. Here the
-tensor is cut into chunks of :data:`CHUNK_ELEMENTS` along its first dimension, each drawn with its own
-generator, seeded from the data's seed, the stream (features, labels, ...) and the chunk's number, by a
-pool of threads (torch releases the GIL while it fills a chunk). The chunks depend on the shape only, so
-the values are the same whatever the number of threads; the tensor is one contiguous CPU tensor of the
-same shape, dtype and distribution as before (the values differ from a single generator's), so the loop
-that reads it does what it did. Start-up figures: docs/gpu.md.
+Each chunk of :data:`CHUNK_ELEMENTS` along the first dimension has its own generator (seeded from the seed, the
+stream and the chunk), so the values do not depend on the number of threads. Start-up figures: docs/gpu.md.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Host-clock helpers of the timed loop: the calibration wait and step statistics (ms).
-
-Pure and torch-free: the statistics are the rank record's ``step_time_ms`` keys
-(:data:`ddpbench.formats.rank_record.STEP_STAT_KEYS`).
-"""
+"""Host-clock helpers of the timed loop: the calibration wait and step statistics (ms, the rank record's
+``step_time_ms`` keys). Pure and torch-free."""
 
 from __future__ import annotations
 
@@ -13,23 +10,13 @@ from typing import Sequence
 
 
 SPIN_TAIL_S = 0.0002
-"""Seconds :func:`wait_until_known` spins at the end of an injected wait (it sleeps before that).
-
-0.2 ms: about twice an idle machine's wake-up latency. A longer tail does not help on a loaded
-machine, where spinning gets the process preempted: waiting 5 ms on a 2-core VM at load 8 took
-5.22 ms (mean of 300) sleeping only, 5.34 ms with this tail, 6.21 ms with a 1 ms tail and 11.8 ms
-spinning throughout (docs/accuracy.md)."""
+"""Seconds :func:`wait_until_known` spins at the end of an injected wait, after sleeping: about twice an idle
+machine's wake-up latency (longer tails measured: docs/accuracy.md)."""
 
 
 def wait_until_known(seconds: float, spin_tail_s: float = SPIN_TAIL_S) -> None:
-    """Wait ``seconds`` of wall time: sleep until ``spin_tail_s`` before the deadline, then spin on ``time.perf_counter``.
-
-    The calibration's injected per-step cost. Sleeping most of it leaves the cores to the peers
-    (gloo's threads, the node agent, the driver, other processes) as a real tool's waiting would,
-    instead of holding both cores of a small machine; spinning the last part absorbs the
-    scheduler's wake-up latency and timer slack (tens of µs), so the wait ends on time.
-    A wake-up later than ``spin_tail_s`` (a loaded machine) makes the wait that much longer.
-    """
+    """Wait ``seconds`` of wall time: sleep until ``spin_tail_s`` before the deadline (the peers keep the cores),
+    then spin on ``time.perf_counter`` (absorbing the wake-up latency). A later wake-up makes the wait longer."""
     if seconds <= 0:
         return
     end = time.perf_counter() + seconds
@@ -43,13 +30,8 @@ def wait_until_known(seconds: float, spin_tail_s: float = SPIN_TAIL_S) -> None:
 
 
 class InjectedWait:
-    """The calibration's injected per-step cost: ``seconds`` of wall time per call, on average exactly.
-
-    Each call waits with :func:`wait_until_known`, shortened by what earlier calls overran (error
-    feedback): a wake-up that came late on a loaded machine is paid back on the next steps, so
-    the wait summed over a run is ``calls × seconds`` to within one call's overrun, whatever the
-    load. On an idle machine the overrun is a few µs and every call waits ``seconds``.
-    """
+    """The calibration's injected per-step cost: ``seconds`` of wall time per call, on average exactly: each call's
+    :func:`wait_until_known` is shortened by what earlier calls overran, so a run waits ``calls × seconds``."""
 
     def __init__(self, seconds: float, spin_tail_s: float = SPIN_TAIL_S) -> None:
         self.seconds = seconds
@@ -91,7 +73,8 @@ def step_time_stats(durations_s: Sequence[float]) -> dict[str, float]:
     }
 
 
-def phase_stats(names: Sequence[str], durations_s: Sequence[float], phases_s: Sequence[Sequence[float]]) -> dict[str, dict[str, float]]:
+def phase_stats(names: Sequence[str], durations_s: Sequence[float],
+                phases_s: Sequence[Sequence[float]]) -> dict[str, dict[str, float]]:
     """Per-phase statistics in ms: ``names[:-1]`` are the timed phases (one tuple of seconds per step in
     ``phases_s``), ``names[-1]`` is the rest of each step (its duration minus its timed phases, floored at 0)."""
     columns = [list(column) for column in zip(*phases_s)]

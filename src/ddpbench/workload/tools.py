@@ -1,18 +1,5 @@
-"""In-process tools beside TraceML: torch.profiler around the training loop, a W&B run logging every step.
-
-Both are off unless asked for (``--torch-profiler``, ``--wandb``), and then only these hooks run:
-:func:`start_tools` before the first warmup step, :meth:`ToolHooks.step` after every step (warmup
-and timed, inside the step's measured time), :meth:`ToolHooks.close` after the timed loop (the
-trace is written and the run finished in the trial's teardown). ``wandb`` is imported here only,
-and only under ``--wandb``; the harness's import path never imports it.
-
-- torch.profiler: every rank runs ``torch.profiler.profile`` (CPU activity, plus CUDA on a GPU)
-  with ``schedule(wait, warmup, active, repeat)``; ``prof.step()`` once per training step; each
-  finished cycle writes ``rank<r>...json`` into the tool dir (``tensorboard_trace_handler``, or
-  ``export_chrome_trace`` for ``--torch-profiler-handler chrome``).
-- W&B: rank 0 only (as DDP training scripts do) opens a run in ``<tool dir>/wandb/`` (offline when
-  ``WANDB_MODE=offline``, which mode=wandb_offline sets) and logs ``loss`` and ``step_time_ms``
-  every step. ``loss.item()`` synchronises the device on CUDA: that is part of the tool's cost.
+"""In-process tools beside TraceML, off unless asked for: torch.profiler on every rank (``--torch-profiler``), a W&B
+run on rank 0 logging every step (``--wandb``; imported only then). docs/tools.md.
 """
 
 from __future__ import annotations
@@ -51,11 +38,8 @@ class ToolHooks:
             self.profiler.start()
 
     def step(self, loss: Any, timed_step: int | None = None) -> None:
-        """After one training step: log it to W&B (loss, step time), advance the profiler's schedule.
-
-        Under within-trial switching the log call runs in on-blocks only (``wandb_log``), and a recording
-        (``torch_profiler``) stops with its trace written at the last step of its on-block.
-        """
+        """After one training step: log it to W&B (loss, step time), advance the profiler's schedule; under switching,
+        log in on-blocks only (``wandb_log``), stop a recording at its on-block's last step (``torch_profiler``)."""
         now = time.perf_counter()
         switch = self.switch
         if self.run is not None and (switch is None or switch.on or switch.what != "wandb_log"):
@@ -90,34 +74,20 @@ def _chrome_handler(tool_dir: Path, rank: int) -> Callable[[Any], None]:
     return export
 
 
-def _profiler_parts(args: RankArgs[Any], rt: Runtime, tool_dir: Path) -> tuple[list[Any], Callable[[Any], None]]:
-    """torch.profiler's activities for this device and the trace handler the arguments ask for."""
-    from torch.profiler import ProfilerActivity, tensorboard_trace_handler
+def _profiler_maker(args: RankArgs[Any], rt: Runtime, tool_dir: Path, scheduled: bool) -> Callable[[], Any]:
+    """A maker of torch.profiler profiles sharing one trace handler: on the ``--torch-profiler`` schedule, or
+    (``scheduled`` False, within-trial switching) recording from start to stop."""
+    from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if rt.device == "cuda" else [])
     if args.torch_profiler_handler == "chrome":
-        return activities, _chrome_handler(tool_dir, rt.rank)
-    return activities, tensorboard_trace_handler(str(tool_dir), worker_name=f"rank{rt.rank}")
-
-
-def _block_profiler(args: RankArgs[Any], rt: Runtime, tool_dir: Path) -> Callable[[], Any]:
-    """Within-trial switching: a maker of one unscheduled profile per on-block (recording from start to stop)."""
-    from torch.profiler import profile
-
-    activities, handler = _profiler_parts(args, rt, tool_dir)
-    return lambda: profile(activities=activities, on_trace_ready=handler)
-
-
-def _start_profiler(args: RankArgs[Any], rt: Runtime, tool_dir: Path) -> Any:
-    from torch.profiler import profile, schedule
-
-    assert args.torch_profiler is not None  # the caller starts a profiler only when the schedule is given
+        handler = _chrome_handler(tool_dir, rt.rank)
+    else:
+        handler = tensorboard_trace_handler(str(tool_dir), worker_name=f"rank{rt.rank}")
+    assert args.torch_profiler is not None  # the caller makes profiles only when the schedule is given
     wait, warmup, active, repeat = args.torch_profiler
-    activities, handler = _profiler_parts(args, rt, tool_dir)
-    prof = profile(activities=activities, schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=repeat),
-                   on_trace_ready=handler)
-    prof.start()
-    return prof
+    cycles = schedule(wait=wait, warmup=warmup, active=active, repeat=repeat) if scheduled else None
+    return lambda: profile(activities=activities, schedule=cycles, on_trace_ready=handler)
 
 
 def _start_wandb(args: RankArgs[Any], rt: Runtime, tool_dir: Path) -> Any:
@@ -132,9 +102,11 @@ def start_tools(args: RankArgs[Any], rt: Runtime) -> Optional[ToolHooks]:
     """Start the tools the arguments ask for on this rank; None when there are none."""
     tool_dir = Path(args.tool_dir) if args.tool_dir else None
     blocks = bool(args.switch_block_steps) and args.switch == "torch_profiler"
-    maker = _block_profiler(args, rt, tool_dir) if blocks and args.torch_profiler and tool_dir else None
-    profiler = _start_profiler(args, rt, tool_dir) if args.torch_profiler and tool_dir and not blocks else None
+    maker = _profiler_maker(args, rt, tool_dir, not blocks) if args.torch_profiler and tool_dir else None
+    profiler = maker() if maker is not None and not blocks else None
+    if profiler is not None:
+        profiler.start()
     run = _start_wandb(args, rt, tool_dir) if args.wandb and rt.rank == 0 and tool_dir else None
-    if profiler is None and run is None and maker is None:
+    if maker is None and run is None:
         return None
-    return ToolHooks(profiler, run, maker)
+    return ToolHooks(profiler, run, maker if blocks else None)

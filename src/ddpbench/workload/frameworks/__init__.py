@@ -1,11 +1,5 @@
-"""ddpbench's recorder attached to framework Trainers from outside an unmodified script.
-
-A trial whose script trains with ``transformers.Trainer`` or a Lightning ``Trainer`` puts
-:data:`SITE_HOOK_DIR` first on the ranks' ``PYTHONPATH``; its ``sitecustomize`` installs
-:mod:`ddpbench.workload.frameworks.attach`'s import hook, which adds ddpbench's callback to every
-Trainer the script builds (:mod:`.hf_callback`, :mod:`.pl_callback`). The callbacks time optimizer
-steps with :class:`ddpbench.workload.recorder.Recorder` and stop the Trainer through its own stop flag.
-"""
+"""ddpbench's recorder attached to framework Trainers (HF, Lightning) from outside an unmodified script, by an import
+hook that :data:`SITE_HOOK_DIR`'s ``sitecustomize`` installs in the ranks (docs/workload.md, "Framework jobs")."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""The import hook that adds ddpbench's callback to every framework Trainer a script builds.
-
-It watches three module names, which no launcher or tool hooks itself (``traceml run`` watches the
-Trainer modules, so both hooks work in either order): ``transformers.trainer_callback`` (then
-``CallbackHandler.__init__`` adds the callback: every HF ``Trainer`` builds one handler), and the packages
-``lightning.pytorch`` and ``pytorch_lightning`` (then ``Trainer.__init__`` appends it). A framework older
-than :data:`~ddpbench.workload.frameworks.SUPPORTED` gets one line on stderr and no callback.
-"""
+"""The import hook that adds ddpbench's callback to every framework Trainer a script builds: it watches
+``transformers.trainer_callback`` (patching ``CallbackHandler.__init__``), ``lightning.pytorch`` and
+``pytorch_lightning`` (``Trainer.__init__``); a framework older than :data:`~ddpbench.workload.frameworks.SUPPORTED`
+gets one line on stderr and no callback."""
 
 from __future__ import annotations
 
@@ -29,11 +25,7 @@ def _version(distribution: str) -> Tuple[int, ...]:
         text = importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:
         return (0, 0)
-    parts = []
-    for piece in text.split(".")[:2]:
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        parts.append(int(digits) if digits else 0)
-    return tuple(parts)
+    return tuple(int("".join(ch for ch in piece if ch.isdigit()) or 0) for piece in text.split(".")[:2])
 
 
 def supported(distribution: str) -> bool:

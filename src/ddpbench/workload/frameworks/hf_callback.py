@@ -1,10 +1,5 @@
-"""ddpbench's Hugging Face ``TrainerCallback``: one timed step per optimizer step (``on_step_end``).
-
-Gradient accumulation: HF calls ``on_step_begin``/``on_step_end`` once per optimizer step (the
-micro-batches in between are ``on_substep_end``), so a step is an optimizer step and its samples are
-``per_device_train_batch_size × gradient_accumulation_steps``. The step limit goes into ``args.max_steps``
-at ``on_init_end`` (before ``train()`` reads it); the stop is ``control.should_training_stop``.
-"""
+"""ddpbench's Hugging Face ``TrainerCallback``: one timed step per optimizer step (``on_step_end``); the step limit
+set in ``args.max_steps`` at ``on_init_end``, the stop through ``control.should_training_stop``."""
 
 from __future__ import annotations
 
@@ -14,7 +9,7 @@ from typing import Any
 from transformers.trainer_callback import TrainerCallback
 
 from ddpbench.workload.frameworks import ENV_TOOL_DIR
-from ddpbench.workload.frameworks.steps import UNBOUNDED, TrainerSteps, precision_name, profiler_schedule
+from ddpbench.workload.frameworks.steps import UNBOUNDED, TrainerSteps, profiler_schedule
 
 HF_UNBOUNDED_STEPS = 10**9
 """``max_steps`` for stop=duration: HF needs a positive limit; ddpbench's stop comes long before it."""
@@ -34,8 +29,8 @@ class RecorderTrainerCallback(TrainerCallback):  # type: ignore[misc]
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
         precision = "bf16" if getattr(args, "bf16", False) else "fp16" if getattr(args, "fp16", False) else "fp32"
-        self.steps.start(int(args.per_device_train_batch_size) * int(args.gradient_accumulation_steps),
-                         precision_name(precision), device="cuda" if str(args.device).startswith("cuda") else "cpu")
+        self.steps.start(int(args.per_device_train_batch_size) * int(args.gradient_accumulation_steps), precision,
+                         device="cuda" if str(args.device).startswith("cuda") else "cpu")
         return control
 
     def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> Any:
@@ -58,8 +53,8 @@ class RecorderTrainerCallback(TrainerCallback):  # type: ignore[misc]
 
 
 class ProfilerTrainerCallback(TrainerCallback):  # type: ignore[misc]
-    """torch.profiler for an HF Trainer (it has none of its own): started at ``on_train_begin``, stepped at every
-    optimizer step, stopped at ``on_train_end``; Chrome traces into ``$DDPBENCH_TOOL_DIR``."""
+    """torch.profiler for an HF Trainer (it has none of its own), stepped at every optimizer step; traces into
+    ``$DDPBENCH_TOOL_DIR``."""
 
     def __init__(self) -> None:
         self.profiler: Any = None

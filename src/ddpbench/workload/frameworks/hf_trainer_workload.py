@@ -1,9 +1,5 @@
-"""Built-in workload ``hf_trainer``: a causal LM from a ``transformers`` config (GPT-2, sized by ``model=``:
-``model.transformer.*``), uniform random tokens, trained by a standard ``transformers.Trainer`` with DDP.
-
-Run by path under torchrun or ``traceml run`` with the harness's arguments (docs/workload.md); ddpbench's
-recorder is attached to the Trainer by the same hook a user's HF script gets. No download.
-"""
+"""Built-in workload ``hf_trainer``: a GPT-2 causal LM sized by ``model.transformer.*`` (no download), uniform
+random tokens, trained by a standard ``transformers.Trainer`` with DDP; run by path (docs/workload.md)."""
 
 from __future__ import annotations
 

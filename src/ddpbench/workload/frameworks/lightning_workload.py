@@ -1,18 +1,15 @@
-"""Built-in workload ``lightning``: ddpbench's MLP (sized by ``model=``) as a LightningModule, trained by a
-standard Lightning ``Trainer`` with ``strategy="ddp"`` on the MLP's synthetic features.
-
-Run by path under torchrun or ``traceml run`` with the harness's arguments (docs/workload.md); ddpbench's
-recorder is attached to the Trainer by the same hook a user's Lightning script gets.
-"""
+"""Built-in workload ``lightning``: ddpbench's MLP (sized by ``model=``) as a LightningModule, trained by a standard
+Lightning ``Trainer`` with ``strategy="ddp"``; run by path like the other workloads (docs/workload.md)."""
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any, Sequence
 
 from ddpbench.workload.args import parse_args
 from ddpbench.workload.ddp_mlp import MLP
-from ddpbench.workload.frameworks.builtin import prepare, world
+from ddpbench.workload.frameworks.builtin import prepare
 
 PRECISION = {"fp32": "32-true", "bf16": "bf16-mixed", "fp16": "16-mixed"}
 """ddpbench's precision -> Lightning's."""
@@ -44,7 +41,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     loader = torch.utils.data.DataLoader(workload.build_dataset(args), batch_size=args.batch_size, shuffle=True,
                                          drop_last=True, num_workers=0)
-    devices, nodes = world()
+    devices = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))  # torchrun's (a world of one without it)
+    nodes = max(1, int(os.environ.get("WORLD_SIZE", "1")) // devices)
     backend = None if args.backend == "auto" else str(args.backend)
     precision: Any = PRECISION.get(args.precision, "32-true")
     trainer = pl.Trainer(accelerator="gpu" if args.device == "cuda" else "cpu", devices=devices, num_nodes=nodes,

@@ -1,20 +1,14 @@
-"""ddpbench's Lightning ``Callback`` (``lightning.pytorch`` or ``pytorch_lightning``): one timed step per
-optimizer step.
-
-An optimizer step is an increase of ``trainer.global_step`` seen at ``on_train_batch_end`` (so gradient
-accumulation's micro-batches are one step; samples per step = the batch's length × ``accumulate_grad_batches``).
-The step limit goes into ``trainer.fit_loop.epoch_loop.max_steps`` at ``setup`` (``max_epochs`` unbounded, so that
-the steps decide); the stop is ``trainer.should_stop``.
-"""
+"""ddpbench's Lightning ``Callback`` (``lightning.pytorch`` or ``pytorch_lightning``): one timed step per optimizer
+step (``trainer.global_step`` advanced at ``on_train_batch_end``); the step limit set at ``setup``, the stop through
+``trainer.should_stop``."""
 
 from __future__ import annotations
 
+import functools
 import importlib
-from typing import Any, Dict
+from typing import Any
 
 from ddpbench.workload.frameworks.steps import TrainerSteps, precision_name
-
-_CLASSES: Dict[str, type] = {}
 
 
 def _batch_length(batch: Any) -> int:
@@ -29,10 +23,9 @@ def _batch_length(batch: Any) -> int:
     return 0
 
 
+@functools.cache
 def recorder_callback_class(namespace: str) -> type:
     """ddpbench's callback class for the Lightning namespace ``lightning.pytorch`` or ``pytorch_lightning``."""
-    if namespace in _CLASSES:
-        return _CLASSES[namespace]
     base = importlib.import_module(f"{namespace}.callbacks").Callback
 
     class RecorderCallback(base):  # type: ignore[misc, valid-type]
@@ -67,5 +60,4 @@ def recorder_callback_class(namespace: str) -> type:
         def on_train_end(self, trainer: Any, pl_module: Any) -> None:
             self.steps.finish()
 
-    _CLASSES[namespace] = RecorderCallback
     return RecorderCallback

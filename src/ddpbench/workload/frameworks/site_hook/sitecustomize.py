@@ -1,10 +1,6 @@
-"""Python's ``sitecustomize`` for the ranks of a framework trial: installs ddpbench's Trainer hook.
-
-This folder is first on the ranks' ``PYTHONPATH``, so every Python process of the trial imports this
-file at start-up (launchers and tool processes too); it does nothing unless ``DDPBENCH_FRAMEWORK_HOOK=1``
-and ``DDPBENCH_METRICS_DIR`` are set. The hook itself only watches imports: nothing of the frameworks
-is imported here. Any other ``sitecustomize`` further on ``sys.path`` still runs.
-"""
+"""Python's ``sitecustomize`` for the ranks of a framework trial (this folder first on their ``PYTHONPATH``): installs
+ddpbench's Trainer hook when ``DDPBENCH_FRAMEWORK_HOOK=1`` and ``DDPBENCH_METRICS_DIR`` are set, importing nothing of
+the frameworks; any ``sitecustomize`` it shadows still runs."""
 
 import os
 import sys
