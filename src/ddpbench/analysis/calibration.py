@@ -15,8 +15,6 @@ from ddpbench.analysis.results import CALIBRATION_TOLERANCE_PCT, Calibration, Ca
 from ddpbench.analysis.stats import mean, to_float
 from ddpbench.analysis.switching import switched_of_rows
 
-__all__ = ["INJECT_FLAGS", "applied_injection", "calibration"]
-
 
 #: config.inject key -> the workload flag that applies it
 INJECT_FLAGS = {"step_ms": "--inject-step-ms", "device_step_ms": "--inject-device-step-ms",

@@ -11,8 +11,6 @@ from ddpbench.analysis.results import Analysis, Comparison
 from ddpbench.analysis.switching import below_between
 from ddpbench.choices import Role, StopKind
 
-__all__ = ["caveats", "fixed_cost_split", "fmt"]
-
 
 def fmt(x: float, digits: int = 2, sign: bool = False) -> str:
     """``x`` with ``digits`` decimals (and a sign with ``sign``); ``n/a`` when it is not a finite number."""

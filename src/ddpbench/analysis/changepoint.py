@@ -13,9 +13,6 @@ from typing import Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["ALPHA", "DRAWS", "METHOD", "MIN_POINTS_FOR_SPREAD", "ChangePoints", "Step", "between_spread",
-           "find_steps"]
-
 #: the false-alarm rate per series a step is tested at
 ALPHA = 0.05
 #: simulated series per test

@@ -16,9 +16,6 @@ from ddpbench.analysis.rows import Sides, both_have, column, figure_row
 from ddpbench.analysis.stats import mean
 from ddpbench.formats.rank_loop import HOST_SYNC_TEXT, STARTUP_PARTS
 
-__all__ = ["HOST_BOUND_IDLE_SHARE", "STARTUP_LABELS", "SYNCHRONISED", "Loop", "gpu_rows", "host_sync_text", "loop_of",
-           "startup_rows"]
-
 #: a loop whose GPU idles at least this share of the baseline's step is host-bound: the GPU waits for the host
 HOST_BOUND_IDLE_SHARE = 0.05
 #: host-sync patterns that make the host wait for each step's device work (host and GPU serialised per step)

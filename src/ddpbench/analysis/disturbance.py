@@ -15,10 +15,6 @@ from typing import Any, Mapping, Sequence, cast
 from ddpbench.analysis.figures import finite
 from ddpbench.analysis.results import Flag, PairRecord
 
-__all__ = ["FOREIGN_CPU_SHARE_MAX", "LOAD_EXCESS_PER_CPU_MAX", "MODIFIED_Z_MAX", "OUTLIER_METRICS", "STEAL_SHARE_MAX",
-           "TrialLoad", "disturbed_trials", "modified_z_scores", "outlier_pairs", "pair_flags", "trial_disturbance",
-           "trial_disturbance_of", "trial_load"]
-
 #: other processes' CPU time over the machine's capacity (wall × CPUs) above which a trial is disturbed
 FOREIGN_CPU_SHARE_MAX = 0.05
 #: steal time over the machine's capacity above which a trial is disturbed

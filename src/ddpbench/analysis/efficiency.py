@@ -9,8 +9,6 @@ from ddpbench.analysis.flops import achieved_tflops, fraction_of_peak, step_flop
 from ddpbench.analysis.results import Efficiency
 from ddpbench.analysis.stats import mean
 
-__all__ = ["efficiency", "workload_of"]
-
 
 def workload_of(row: Mapping[str, Any]) -> str:
     """The trial's workload: the condition's ``workload``, the record's, the config's, else ``mlp`` (version 1)."""

@@ -12,9 +12,6 @@ from typing import Any, Mapping
 
 from ddpbench.analysis.stats import to_float
 
-__all__ = ["KNOWN_METRICS", "THROUGHPUT_KINDS", "config_of", "custom_metrics", "finite", "json_column",
-           "metric_value", "step_ms", "throughput"]
-
 #: metric names that feed the throughput and per-step rows instead of rows of their own
 KNOWN_METRICS = ("steps_per_s", "samples_per_s", "step_time_ms")
 #: the kinds of throughput figure, in order of preference

@@ -13,9 +13,6 @@ from typing import Any, Mapping
 
 from ddpbench.choices import Precision
 
-__all__ = ["GPU_PEAKS", "GpuPeak", "StepFlops", "achieved_tflops", "fraction_of_peak", "gpu_peak",
-           "mlp_linear_shapes", "mlp_step_flops", "peak_tflops", "step_flops_for_model"]
-
 
 @dataclass(frozen=True)
 class StepFlops:

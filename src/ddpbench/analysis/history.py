@@ -20,8 +20,6 @@ from ddpbench.analysis.stats import PairedSummary, paired_summary
 from ddpbench.analysis.versions import imported_version
 from ddpbench.formats.condition import base_mode
 
-__all__ = ["REGRESSION_STEP", "IMPROVEMENT_STEP", "History", "HistoryChange", "HistoryPoint", "Series", "history"]
-
 REGRESSION_STEP, IMPROVEMENT_STEP = "regression", "improvement"
 #: (CPU model, GPU names, condition id, tool): the points comparable with each other
 Series = Tuple[str, str, str, str]

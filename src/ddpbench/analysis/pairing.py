@@ -16,8 +16,6 @@ from ddpbench.analysis.results import ExcludedPair, PairRecord
 from ddpbench.analysis.stats import to_float
 from ddpbench.analysis.switching import full_on_row
 
-__all__ = ["REQUIRED_FIGURES", "pair_table", "str_or_none"]
-
 #: figures both sides of a pair must have; every other figure may be unknown
 REQUIRED_FIGURES = ("wall_s",)
 NAN = math.nan

@@ -11,9 +11,6 @@ from typing import Sequence
 
 from ddpbench.analysis.results import PairRecord
 
-__all__ = ["JOB_HOURS", "PROJECTED", "PROJECTION_METHOD", "job_seconds", "pair_value", "projected_pct",
-           "projected_values"]
-
 #: the job length the report projects onto when none is given, hours of training
 JOB_HOURS = 1.0
 #: the per-pair metric of the projection

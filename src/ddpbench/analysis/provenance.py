@@ -11,8 +11,6 @@ import pandas as pd
 from ddpbench.analysis.pairing import str_or_none
 from ddpbench.formats.condition import SWEEPER_KEYS, VERSION_KEY, VERSIONS_KEY
 
-__all__ = ["Provenance", "SWEEPER_KEYS", "command_line", "config_differences", "provenance"]
-
 #: (label, column) of the versions the report's setup names, in that order
 VERSION_COLUMNS = (
     ("Python", "env_python"), ("torch", "env_torch"), ("CUDA", "env_cuda"), ("NCCL", "env_nccl"),

@@ -11,9 +11,6 @@ from typing import Any, Iterable, Mapping, Sequence
 from ddpbench.analysis.disturbance import trial_disturbance_of
 from ddpbench.analysis.results import RERUN, ExcludedPair, PairRecord
 
-__all__ = ["RERUN", "RerunKey", "Sides", "disturbed_repeats", "excluded_text", "is_rerun", "leave_out", "rerun_pairs",
-           "rerun_reason", "repeat_disturbance"]
-
 Sides = tuple[Mapping[str, Any], Mapping[str, Any]]
 """The baseline's and the compared mode's trial rows of one pair."""
 RerunKey = tuple[str, str, int]

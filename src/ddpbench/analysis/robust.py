@@ -15,9 +15,6 @@ import numpy as np
 
 from ddpbench.analysis.stats import normal_cdf, normal_isf
 
-__all__ = ["EXACT_MAX_N", "BootstrapInterval", "WilcoxonInterval", "bootstrap_interval", "hodges_lehmann",
-           "signed_rank_cdf", "walsh_averages", "wilcoxon_interval"]
-
 #: largest n whose signed-rank null distribution is counted exactly (O(n³) work, ~4 M steps at 200)
 EXACT_MAX_N = 200
 NAN = math.nan

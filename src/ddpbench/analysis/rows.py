@@ -14,9 +14,6 @@ from ddpbench.analysis.robust import bootstrap_interval, wilcoxon_interval
 from ddpbench.analysis.stats import mean, paired_summary
 from ddpbench.formats.rank_record import PHASES
 
-__all__ = ["MB", "NEAR_ZERO_FLOOR", "NEAR_ZERO_SHARE", "both_have", "column", "figure_row", "memory_rows",
-           "metric_rows", "near_zero", "phase_rows", "robust_interval"]
-
 #: below this baseline mean (per unit) a percentage is not shown: 0.1 ms is about the host clock's
 #: and the training loop's own jitter per step; 1 s is below what a launcher's start-up or teardown
 #: resolves (process spawn, rendezvous); 1 MB is below the allocator's and the RSS page granularity

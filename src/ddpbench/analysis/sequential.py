@@ -17,9 +17,6 @@ import numpy as np
 from ddpbench.analysis.stats import mean_sd, normal_isf, normal_sf, t_isf, t_sf
 from ddpbench.choices import Spending
 
-__all__ = ["SPENDING_FUNCTIONS", "STOP_REASONS", "StopDecision", "alpha_spent", "boundaries", "check_rule", "decide",
-           "decide_with_lower_bound", "look_level", "pairs_needed", "pairs_needed_with_looks", "replay"]
-
 #: the reasons a sweep stops, in the order they are checked
 STOP_REASONS = ("over", "within", "precise", "max_pairs", "max_minutes")
 #: the reasons that stop without a verdict

@@ -12,10 +12,6 @@ from typing import Sequence
 
 from scipy import special as _special
 
-__all__ = ["PairedSummary", "coefficient_of_variation", "f_sf", "mean", "mean_sd", "median", "min_detectable_effect",
-           "normal_cdf", "normal_isf", "normal_sf", "paired_summary", "sample_std", "t_cdf", "t_isf", "t_ppf", "t_sf",
-           "to_float"]
-
 NAN = float("nan")
 
 INTERVAL_METHOD = "Student's paired t interval"

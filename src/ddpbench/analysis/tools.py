@@ -10,8 +10,6 @@ from ddpbench.analysis.pairing import str_or_none
 from ddpbench.analysis.results import Comparison, ToolArtifact
 from ddpbench.choices import Role
 
-__all__ = ["compares_several_tools", "tool_artifacts", "tool_ranking"]
-
 
 def tool_ranking(comparisons: Sequence[Comparison]) -> tuple[Comparison, ...]:
     """Tool comparisons sorted by mean per-step overhead (ms), unknown last."""

@@ -17,9 +17,6 @@ from ddpbench.analysis.results import Verdict
 from ddpbench.analysis.stats import PairedSummary
 from ddpbench.analysis.switching import SwitchedEstimate
 
-__all__ = ["FIGURE_NAMES", "INCONCLUSIVE", "LOWER_BOUND", "OVER", "WHOLE_COST", "WITHIN", "Figure",
-           "assumption_holds", "combine", "lower_bound_confidence", "verdict_for"]
-
 WITHIN, OVER, INCONCLUSIVE = "within", "over", "inconclusive"
 #: the whole-cost figures, the per-step one first
 WHOLE_COST = ("step_overhead_pct", PROJECTED)
