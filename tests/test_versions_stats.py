@@ -9,7 +9,7 @@ import pytest
 
 from helpers.trials import write_versions_sweep as write_sweep
 from ddpbench.analysis.history import history
-from ddpbench.analysis.versions import INCONCLUSIVE, NO_REGRESSION, REGRESSION, compare_versions, regression_exit_code
+from ddpbench.analysis.versions import INCONCLUSIVE, NO_REGRESSION, REGRESSION, compare_versions, verdicts_exit_code
 from ddpbench.collect.collector import collect_trials
 from ddpbench.formats.condition import arm_name, base_mode
 from ddpbench.report.cli import main as report_main, regression_exit_from_record
@@ -52,7 +52,7 @@ def test_regression_between_versions(tmp_path: Path) -> None:
     assert (step.previous, step.current, step.previous_version, step.current_version) == (
         "traceml==0.4.2", "traceml==0.5.0", "0.4.2", "0.5.0")
     assert step.n_pairs == 4 and step.metrics["step_ms"].mean == pytest.approx(1.025)
-    assert step.verdict == REGRESSION and regression_exit_code(steps) == 1
+    assert step.verdict == REGRESSION and verdicts_exit_code(s.verdict for s in steps) == 1
     assert compare_versions(collect_trials([sweep]).frame, regression_pct=20.0)[0].verdict == NO_REGRESSION
     assert report_main([str(sweep), "--out", str(tmp_path / "r"), "--fail-on-regression"]) == 1
     report = (tmp_path / "r" / "report.md").read_text()
@@ -77,9 +77,9 @@ def test_regression_between_versions(tmp_path: Path) -> None:
 def test_one_pair_is_inconclusive_and_no_versions_compares_nothing(tmp_path: Path) -> None:
     sweep = write_sweep(tmp_path, "one", {"native": [10.0], "traceml==0.4.2": [10.5], "traceml==0.5.0": [12.0]})
     steps = compare_versions(collect_trials([sweep]).frame)
-    assert [s.verdict for s in steps] == [INCONCLUSIVE] and regression_exit_code(steps) == 3
+    assert [s.verdict for s in steps] == [INCONCLUSIVE] and verdicts_exit_code(s.verdict for s in steps) == 3
     plain = write_sweep(tmp_path, "plain", {"native": [10.0, 10.0], "traceml": [10.5, 10.6]}, versions={})
-    assert compare_versions(collect_trials([plain]).frame) == [] and regression_exit_code([]) == 0
+    assert compare_versions(collect_trials([plain]).frame) == [] and verdicts_exit_code([]) == 0
     assert report_main([str(plain), "--out", str(tmp_path / "p"), "--fail-on-regression"]) == 0
 
 

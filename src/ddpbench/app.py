@@ -1,7 +1,5 @@
-"""The Hydra application: ``python -m ddpbench [-m] key=value ...``. One Hydra job = one trial.
-
-A single run prints the trial's headline figures; a multirun is a sweep ordered by the paired sweeper (registered
-here, whether or not Hydra's plugin scan sees it), then ``report.md``. Exits non-zero when any trial did not succeed.
+"""The Hydra application: ``python -m ddpbench [-m] key=value ...``. One Hydra job = one trial; a multirun is a
+sweep ordered by the paired sweeper, then ``report.md``. Exits non-zero when any trial did not succeed.
 """
 
 from __future__ import annotations

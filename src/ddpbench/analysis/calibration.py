@@ -1,8 +1,7 @@
 """Calibration: how well the paired differences recover the known costs a calibration mode injected. Pure.
 
-Each item says its side (host, device, start-up, teardown), whether its figure can show the cost in the baseline's
-loop (``knowable``: :func:`ddpbench.analysis.device_split.loop_of`) and why (``where``); only knowable items are
-judged against the tolerance. docs/analysis.md says where each cost shows."""
+Only items whose figure can show the cost in the baseline's loop (``knowable``) are judged against the tolerance;
+docs/analysis.md says where each cost shows."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """Step changes in a series of points that carry their own uncertainty (mean, standard error, pairs). Pure.
 
-Weighted binary segmentation: the largest standardised difference of inverse-variance weighted segment means
-(variance se² + τ², τ the spread between sweeps, estimated from successive differences), its p-value simulated
-under "no step" with a fixed seed, so the same history gives the same answer. Method, false-alarm rate and power:
-docs/versions.md."""
+Weighted binary segmentation with a p-value simulated under "no step" from a fixed seed, so the same history gives
+the same answer. Method, false-alarm rate and power: docs/versions.md."""
 
 from __future__ import annotations
 

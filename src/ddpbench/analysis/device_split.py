@@ -1,8 +1,5 @@
-"""Where a trial's time goes beside the headline: per step on the host and the GPU, and its start-up in parts. Pure.
-
-Rows: ``gpu`` (ms per step: host step, GPU busy, GPU idle; CUDA only) and ``startup`` (s per trial: before the
-rank, then each of :data:`ddpbench.formats.rank_loop.STARTUP_PARTS`). :func:`loop_of` says what kind of loop the
-baseline ran, for the calibration."""
+"""Where a trial's time goes beside the headline: per step on the host and the GPU (ms; CUDA only), and its
+start-up in parts (s). :func:`loop_of` says what kind of loop the baseline ran, for the calibration. Pure."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """Was a trial disturbed by what else ran? Pure flags for trials, pairs and outlying pairs, with one-line reasons.
 
-A trial is disturbed when other processes' CPU time or steal time (its ``load``, trial record v2) took a share of
-the machine near the 2 % budget (without those, a large load-average excess), a pair when either trial is; a
-pair's overhead is an outlier when its modified z-score exceeds 3.5 (Iglewicz and Hoaglin 1993). Thresholds and
-their reasons: docs/analysis.md."""
+A pair is disturbed when either trial is; a pair's overhead is an outlier when its modified z-score exceeds 3.5
+(Iglewicz and Hoaglin 1993). Thresholds and their reasons: docs/analysis.md."""
 
 from __future__ import annotations
 

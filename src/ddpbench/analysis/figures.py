@@ -1,8 +1,7 @@
 """What one trial measured, as the analysis uses it: a row of the collected table → its figures. Pure.
 
-A foreign script without ddpbench's rank record has only its wall time and the ``metric_<name>`` columns read
-from its output; the known metric names (:data:`KNOWN_METRICS`) stand in for the top-level throughput and step
-time, and its start-up/teardown split stays unknown (NaN, never 0)."""
+A foreign script's known metric names (:data:`KNOWN_METRICS`) stand in for throughput and step time; its
+start-up/teardown split stays unknown (NaN, never 0)."""
 
 from __future__ import annotations
 

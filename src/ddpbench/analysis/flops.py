@@ -1,8 +1,6 @@
 """Model FLOPs of the workload's MLP per rank and step, achieved TFLOP/s, and the GPU's peak for comparison. Pure.
 
-Only the Linear layers' matrix products count (2 FLOPs per multiply-accumulate, backward = 2 × forward); bias,
-activations, loss, optimizer and communication are in the measured step time, so the achieved rate is a lower
-bound. docs/analysis.md states the convention."""
+Only the Linear layers' matrix products count, so the achieved rate is a lower bound (docs/analysis.md)."""
 
 from __future__ import annotations
 

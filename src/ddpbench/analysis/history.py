@@ -1,8 +1,5 @@
-"""The overhead history across sweeps: each tool version's cost per hardware and condition, and its steps. Pure.
-
-A point is one arm in one sweep, paired with that sweep's baseline; points form series by (CPU model, GPUs,
-condition, tool) in version then date order, and :func:`ddpbench.analysis.changepoint.find_steps` finds the steps
-in each series' per-step overhead (ms): up is a regression, down an improvement."""
+"""The overhead history across sweeps: one point per arm and sweep, in series by (CPU model, GPUs, condition,
+tool) in version then date order, with the steps in each series' per-step overhead (ms). Pure."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """What a tool costs a job of a stated length: its per-step cost all along, its fixed cost once. Pure.
 
-Per pair: ``projected_overhead_pct = s + 100 · F / T`` (% of the job), with s the per-step overhead (%), F the
-start-up Δ + teardown Δ (s) and T the job's training time (``report.job_hours`` × 3600 s); its interval is the
-paired t interval of these per-pair values. docs/analysis.md gives the reasoning."""
+Per pair: ``projected_overhead_pct = s + 100 · F / T`` (% of the job): s the per-step overhead (%), F the start-up Δ
++ teardown Δ (s), T the job's training time (s). Reasoning: docs/analysis.md."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """``repeat=auto`` with ``precision.disturbed=rerun``: which pairs are re-run instead of counted. Pure.
 
-A pair here is every trial of one condition and repeat; it is disturbed when any of its ``ok`` trials is
-(:mod:`ddpbench.analysis.disturbance`). The sweep lists such pairs in ``stopping.json`` (``excluded``), and
-:func:`rerun_pairs` turns that list into the pairs the analysis leaves out."""
+A pair here is every trial of one condition and repeat; :func:`rerun_pairs` turns ``stopping.json``'s ``excluded``
+list into the pairs the analysis leaves out."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Robust statistics of per-pair differences (the metric's unit): Hodges–Lehmann, Wilcoxon, bootstrap. Pure.
 
-The Wilcoxon signed-rank interval uses the exact null distribution up to :data:`EXACT_MAX_N` pairs, else the normal
-approximation; an unreachable level gives [min, max] at its achieved level, as R's ``wilcox.test`` does. The
-bootstrap is a seeded ``scipy.stats.bootstrap`` (BCa by default). References: docs/analysis.md."""
+The Wilcoxon interval is exact up to :data:`EXACT_MAX_N` pairs, else normal; an unreachable level gives [min, max]
+at its achieved level, as R's ``wilcox.test`` does. References: docs/analysis.md."""
 
 from __future__ import annotations
 

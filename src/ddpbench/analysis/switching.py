@@ -1,8 +1,7 @@
 """The within-trial per-step cost (``switching=blocks``): trials' ABBA-quad estimates combined into one figure. Pure.
 
-``pooled`` (default): the trials' quads share one spread, a t interval on Σ(quads − 1) degrees of freedom;
-``trials``: when a one-way F test finds the trials disagree (p < :data:`HETEROGENEITY_P`), a t interval over the
-trial estimates. docs/analysis.md gives the method."""
+Pooled over the trials' quads, or over the trial estimates when a one-way F test finds the trials disagree
+(p < :data:`HETEROGENEITY_P`). Method: docs/analysis.md."""
 
 from __future__ import annotations
 

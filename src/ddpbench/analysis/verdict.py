@@ -1,10 +1,7 @@
 """The verdict against the budget: every figure that may decide, the rule, and which figure decided. Pure.
 
-Figures are intervals of the per-step cost, % of the baseline's step: the whole-cost ones (per-step, and projected
-onto the job) and, in a ``switching=blocks`` sweep, the within-trial lower bound. **over** when any usable figure
-lies wholly above the budget, **within** when every whole-cost figure lies wholly below it, else **inconclusive**;
-the lower bound is not used when the between-trial per-step interval lies wholly below it. Error rates:
-docs/analysis.md."""
+**over** when any usable figure lies wholly above the budget, **within** when every whole-cost figure lies wholly
+below it, else **inconclusive**. Figures and error rates: docs/analysis.md."""
 
 from __future__ import annotations
 

@@ -133,11 +133,6 @@ def verdicts_exit_code(verdicts: Iterable[str]) -> int:
     return 1 if REGRESSION in seen else 3 if seen - {NO_REGRESSION} else 0
 
 
-def regression_exit_code(steps: Sequence[VersionStep]) -> int:
-    """:func:`verdicts_exit_code` of the steps' verdicts."""
-    return verdicts_exit_code(s.verdict for s in steps)
-
-
 def versions_to_dict(steps: Sequence[VersionStep], regression_pct: float) -> Dict[str, Any]:
     """The versions comparison as analysis.json's ``versions`` (docs/formats.md; non-finite numbers as None)."""
     return {

@@ -1,8 +1,6 @@
 """The analysis record (``analysis.json``, schema ``ddpbench.analysis``): writer, validator and reader.
 
-``ddpbench-report`` writes one per report: the paired analysis as plain JSON (every non-finite number as null;
-the attributes of :class:`ddpbench.analysis.results.Analysis`) plus ``sweep_dirs``, ``skipped``, ``generated_at``
-and ``ddpbench_version``. This module owns the envelope and what a reader may rely on; :func:`read_analysis_record`
+The paired analysis as plain JSON (non-finite numbers as null) in its envelope; :func:`read_analysis_record`
 upgrades every known version in memory. Fields and version history: docs/formats.md.
 """
 

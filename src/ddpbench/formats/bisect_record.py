@@ -1,8 +1,5 @@
-"""A bisection of a tool's commit range (``bisect.json``, schema ``ddpbench.bisect``; fields and versions:
-docs/formats.md).
-
-``ddpbench-bisect`` writes it after every look at a commit; a second run of the same name reads it and skips the
-commits it already decided; its report is rendered from it alone.
+"""A bisection of a tool's commit range (``bisect.json``, schema ``ddpbench.bisect``), written after every look
+at a commit and read back to resume. Fields and versions: docs/formats.md.
 """
 
 from __future__ import annotations

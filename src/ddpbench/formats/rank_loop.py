@@ -1,7 +1,5 @@
-"""What version 4 of the rank record adds (:mod:`ddpbench.formats.rank_record` holds the format): how the job's loop
-met the device (``host_sync``, ``gpu_time_ms``: null on CPU), where the rank's start-up went (``startup_s``: null
-outside ddpbench's loop) and Python's collector in the timed loop (``gc``); their values and checks. Import-light
-(no torch): the workload imports it at start-up.
+"""What version 4 of the rank record adds: the job's loop and the device (``host_sync``, ``gpu_time_ms``), the
+rank's start-up (``startup_s``) and the collector (``gc``); their values and checks. Import-light (no torch).
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""Rank record schema: the ``rank-<global rank>.json`` file each workload rank writes into ``--metrics-dir`` after
-its timed loop (:mod:`ddpbench.workload.record`); the trial code reads them back. Import-light (no torch): the
-workload imports it at start-up. Version 4's fields: :mod:`ddpbench.formats.rank_loop`. Fields and version history:
-docs/formats.md; a change a reader could notice bumps :data:`SCHEMA_VERSION`, lists the required fields it adds in
-:data:`ADDED_FIELDS` and gives :data:`FORMAT` the step that upgrades the previous version.
+"""Rank record schema: the ``rank-<global rank>.json`` each workload rank writes after its timed loop. Import-light
+(no torch): the workload imports it. Fields and version history: docs/formats.md; a change a reader could notice
+bumps :data:`SCHEMA_VERSION`, lists its new required fields in :data:`ADDED_FIELDS` and adds the upgrade step.
 """
 
 from __future__ import annotations

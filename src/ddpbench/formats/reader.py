@@ -1,7 +1,6 @@
 """The one reader contract of ddpbench's versioned JSON formats: version check, upgrade, one error type.
 
-Each format module declares a :class:`Format`; :meth:`Format.load` returns a file's record as the current version
-(``schema_version`` kept) or raises :class:`FormatError` naming the file, the format and the problems.
+:meth:`Format.load` returns a file's record as the current version or raises :class:`FormatError`.
 """
 
 from __future__ import annotations

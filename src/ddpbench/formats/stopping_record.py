@@ -1,8 +1,5 @@
-"""Why a ``repeat=auto`` sweep stopped adding pairs (``stopping.json``, schema ``ddpbench.stopping``; fields and
-versions: docs/formats.md).
-
-The sweep driver writes it into the sweep dir after every decision; the report says from it, per condition, why
-the sweep stopped.
+"""Why a ``repeat=auto`` sweep stopped adding pairs (``stopping.json``, schema ``ddpbench.stopping``), written
+into the sweep dir after every decision. Fields and versions: docs/formats.md.
 """
 
 import copy

@@ -1,8 +1,6 @@
-"""Within-trial switching (``switching=blocks``; docs/analysis.md): the block schedule, the rank record's ``blocks``
-and the trial's estimate. The timed steps run in blocks of ``block_steps``, the mode's ``switch.what`` on or off in
-ABBA order from a first side drawn from a recorded seed: a pure function of the step number and the seed, so every
-rank switches on the same step without a collective. The first ``washout_steps`` of every block are left out of its
-statistics (and recorded). Import-light (no torch): the workload imports it.
+"""Within-trial switching (``switching=blocks``; docs/analysis.md): the ABBA block schedule, a pure function of
+the step number and a recorded seed (every rank switches on the same step without a collective), the rank record's
+``blocks`` and the trial's estimate. Import-light (no torch): the workload imports it.
 """
 
 from __future__ import annotations

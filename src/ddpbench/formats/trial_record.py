@@ -1,9 +1,7 @@
 """The trial record (``trial.json``, schema ``ddpbench.trial``): writer, validator and reader.
 
-The driver builds one record per trial (:func:`build_trial_record`) from the rank records and the node entries
-(:func:`node_entry`); the collector and resume read it back (:func:`read_trial_record`), upgraded in memory from
-any known version. Fields and version history: docs/formats.md; a change a reader could notice bumps
-:data:`SCHEMA_VERSION` and gives :data:`FORMAT` the step from the previous version.
+Built per trial from the rank records and node entries; read back upgraded in memory from any known version.
+Fields and version history: docs/formats.md.
 """
 
 from __future__ import annotations
