@@ -21,12 +21,8 @@ INJECT_FLAGS = {"step_ms": "--inject-step-ms", "device_step_ms": "--inject-devic
 
 
 def applied_injection(row: Mapping[str, Any], key: str) -> float:
-    """The cost ``key`` (a :data:`INJECT_FLAGS` key) the trial's workload really got in each timed step.
-
-    Every mode's config carries ``config.inject``, so the value is that of the matching ``--inject-*`` flag in
-    ``mode.workload_args`` (0 when the mode passes none); configs without ``workload_args`` fall back to the
-    ``inject_<key>`` column. Switched trials count their off-blocks at the on-blocks' step (``full_on_row``).
-    """
+    """The cost ``key`` (a :data:`INJECT_FLAGS` key) the trial's workload really got: its ``--inject-*`` flag in
+    ``mode.workload_args`` (0 without one), else the ``inject_<key>`` column for configs without ``workload_args``."""
     args = (config_of(row).get("mode") or {}).get("workload_args")
     if isinstance(args, list):
         flag = INJECT_FLAGS[key]

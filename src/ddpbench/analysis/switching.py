@@ -138,12 +138,8 @@ def _side_mean_ms(blocks: Sequence[Mapping[str, Any]], side: str) -> float | Non
 
 
 def full_on_row(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A collected row whose trial switched, as the trial would have run with its tool on in every timed step.
-
-    The k off-block steps of n are counted at the on-blocks' mean step (d ms slower): the mean and median step grow
-    by k·d/n, the training time and the wall by k·d, the throughputs shrink by the training time's ratio. A row
-    that did not switch comes back unchanged; a changed one has ``full_on`` True.
-    """
+    """A collected row whose trial switched, as if its tool were on in every timed step: the off-block steps counted
+    at the on-blocks' mean step (``full_on`` True). A row that did not switch comes back unchanged."""
     blocks = _blocks_of(row.get("switch_blocks_json"))
     on, off = _side_mean_ms(blocks, "on"), _side_mean_ms(blocks, "off")
     out = dict(row)
