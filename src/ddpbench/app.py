@@ -66,7 +66,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         print(f"ddpbench {__version__}", flush=True)
         raise SystemExit(0)
     state.reset()
-    os.environ[FULL_ERROR_ENV] = "1"  # Hydra raises a composition error instead of printing it over several lines
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra raises a composition error instead of printing it over several lines
     try:
         hydra_main()
     except (HydraException, OmegaConfBaseException) as error:
@@ -75,8 +75,6 @@ def main(argv: Optional[List[str]] = None) -> None:
         raise SystemExit(1)
 
 
-#: with it set to 1, Hydra raises the errors it meets (an override it cannot merge, an unknown option) to the caller
-FULL_ERROR_ENV = "HYDRA_FULL_ERROR"
 #: OmegaConf's detail lines below its message (the key is in the override the message quotes)
 _DETAIL_LINES = ("full_key:", "reference_type=", "object_type=")
 

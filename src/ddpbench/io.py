@@ -36,13 +36,6 @@ def storage_error(path: str | os.PathLike[str], error: OSError) -> StorageError:
 _TEMPORARY = re.compile(r"^\.(?P<target>.+)\.[a-z0-9_]+\.tmp$")
 
 
-def _new_file_mode() -> int:
-    """The mode ``open()`` gives a new file: 0o666 less the process's umask."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; when the block ends without error, fsync it and rename it over ``path``
@@ -53,7 +46,9 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
         os.close(fd)
-        os.chmod(tmp_name, _new_file_mode())  # mkstemp's 0600 would keep a published report from its readers
+        mask = os.umask(0o022)
+        os.umask(mask)
+        os.chmod(tmp_name, 0o666 & ~mask)  # as open() makes it: mkstemp's 0600 would keep a report from its readers
     except OSError as error:
         raise storage_error(target, error) from None
     try:

@@ -25,6 +25,7 @@ STARTUP_LABELS = {
     "injected": "injected (calibration)", "tools": "in-process tools", "warmup": "warm-up steps",
 }
 
+
 def gpu_rows(sides: Sides, confidence: float) -> tuple[FigureRow, ...]:
     """Host step, GPU busy and GPU idle, mean ms per step, where both sides of a pair have the GPU split; () else."""
     if not both_have(sides, "gpu_busy_ms_mean"):

@@ -138,15 +138,9 @@ def trial_disturbance_of(row: Mapping[str, Any]) -> str | None:
 
 def disturbed_trials(records: Sequence[Mapping[str, Any]]) -> tuple[Flag, ...]:
     """Every ok trial whose ``load`` shows it was disturbed, with the reason."""
-    out = []
-    for r in records:
-        if r.get("status") != "ok":
-            continue
-        why = trial_disturbance_of(r)
-        if why:
-            out.append(Flag("disturbed trial", str(r.get("sweep_dir")), str(r.get("condition_id")),
-                            str(r.get("mode")), int(cast(Any, r.get("repeat"))), why))
-    return tuple(out)
+    return tuple(Flag("disturbed trial", str(r.get("sweep_dir")), str(r.get("condition_id")), str(r.get("mode")),
+                      int(cast(Any, r.get("repeat"))), why)
+                 for r in records if r.get("status") == "ok" and (why := trial_disturbance_of(r)))
 
 
 def pair_flags(pairs: Sequence[PairRecord],

@@ -11,10 +11,9 @@ from typing import Any, Mapping
 
 from ddpbench.analysis.stats import to_float
 
-#: metric names that feed the throughput and per-step rows instead of rows of their own
-KNOWN_METRICS = ("steps_per_s", "samples_per_s", "step_time_ms")
-#: the kinds of throughput figure, in order of preference
-THROUGHPUT_KINDS = ("steps_per_s", "samples_per_s", "step_time_ms")
+#: the kinds of throughput figure, in order of preference: the metric names that feed the throughput and per-step
+#: rows instead of rows of their own
+THROUGHPUT_KINDS = KNOWN_METRICS = ("steps_per_s", "samples_per_s", "step_time_ms")
 
 
 def finite(value: Any) -> float | None:
@@ -40,12 +39,10 @@ def step_ms(row: Mapping[str, Any]) -> float | None:
 def throughput(row: Mapping[str, Any], kind: str) -> float | None:
     """The trial's throughput as ``kind`` (:data:`THROUGHPUT_KINDS`; ``step_time_ms``: 1000 / the mean step time, as
     steps/s), None when it lacks it."""
-    if kind in ("steps_per_s", "samples_per_s"):
-        return finite(row.get(kind)) or metric_value(row, kind)
     if kind == "step_time_ms":
         ms = step_ms(row)
         return 1000.0 / ms if ms else None
-    raise ValueError(f"unknown throughput kind {kind!r}")
+    return finite(row.get(kind)) or metric_value(row, kind)
 
 
 def json_column(row: Mapping[str, Any], column: str) -> dict[str, Any]:

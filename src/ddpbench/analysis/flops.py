@@ -97,6 +97,7 @@ GPU_PEAKS: tuple[GpuPeak, ...] = (
     GpuPeak(r"H200", "H200 SXM", fp16=989.0, bf16=989.0, fp32=67.0),
 )
 
+
 def gpu_peak(gpu_name: str) -> GpuPeak | None:
     """The table row for a device name such as ``torch.cuda.get_device_name()`` gives; None if unknown."""
     for row in GPU_PEAKS:

@@ -62,11 +62,9 @@ def _diff(x: float | None, b: float | None) -> float:
 
 def _rates(b: dict[str, Any], x: dict[str, Any]) -> tuple[float | None, float | None, float | None, float | None]:
     """(base steps/s, mode steps/s, base rate, mode rate): rates in the first kind both sides have."""
-    for kind in THROUGHPUT_KINDS:
-        rb, rx = throughput(b, kind), throughput(x, kind)
-        if rb and rx:
-            return throughput(b, "steps_per_s"), throughput(x, "steps_per_s"), rb, rx
-    return throughput(b, "steps_per_s"), throughput(x, "steps_per_s"), None, None
+    rates = ((throughput(b, kind), throughput(x, kind)) for kind in THROUGHPUT_KINDS)
+    rb, rx = next(((rb, rx) for rb, rx in rates if rb and rx), (None, None))
+    return throughput(b, "steps_per_s"), throughput(x, "steps_per_s"), rb, rx
 
 
 def pair_record(b: dict[str, Any], x: dict[str, Any], mode: str) -> PairRecord:
