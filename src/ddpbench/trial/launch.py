@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Optional, Sequence, Set, Tuple
 
-from ddpbench.cluster import NODE_RANK_TOKEN, NodePlan, backend_for, plan_nodes
+from ddpbench.cluster import NODE_RANK_TOKEN, NodePlan, backend_for
 from ddpbench.config import DdpbenchConfig
 from ddpbench.formats import trial_record
 from ddpbench.formats.layout import AttemptLayout
@@ -147,7 +147,7 @@ def launch_with_retry(cfg: DdpbenchConfig, arm: Arm, job: JobInfo, plan: NodePla
     """Launch in ``attempt`` and wait; relaunch once with fresh ports when a port was taken under us (local only)."""
     outcome, context = launch(cfg, arm, plan, run_name(cfg, job, plan), time.monotonic() + timeout_s, attempt)
     if outcome.reason != "timeout" and plan.retry_on_port_clash and _port_clash(outcome.results):
-        plan = plan_nodes(cfg, job, timeout_s)
+        plan = backend_for(cfg).plan(cfg, job, timeout_s)
         shutil.rmtree(attempt.metrics, ignore_errors=True)
         outcome, context = launch(cfg, arm, plan, run_name(cfg, job, plan), time.monotonic() + timeout_s, attempt)
     return outcome, context

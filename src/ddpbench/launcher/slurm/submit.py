@@ -13,7 +13,7 @@ import logging
 import math
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Deque, Dict, List, Optional, Sequence
 
@@ -23,7 +23,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from ddpbench.cluster.slurm.wait import (SLURM_CALL_TIMEOUT_S, Bounds, JobWait, SlurmStateError, await_job,
                                          is_terminal, job_state, scancel)
-from ddpbench.config import DdpbenchConfig, to_plain, typed
+from ddpbench.config import DdpbenchConfig, typed
 from ddpbench.formats.trial_record import TRIAL_FILE, build_trial_record, config_hash
 from ddpbench.io import read_json, write_json_atomic
 from ddpbench.launcher.slurm.allocation import add_slurm_logs
@@ -157,7 +157,7 @@ class Submitter:
         if item.trial is None or not item.trial.trial.resume:
             return None
         try:
-            previous = previous_ok(item.job_dir, config_hash(to_plain(item.trial)))
+            previous = previous_ok(item.job_dir, config_hash(asdict(item.trial)))
         except Exception:  # an unreadable old record: just run the trial
             return None
         return None if previous is None else summary_of({**previous, "resumed": True})
@@ -245,7 +245,7 @@ def failed_record(item: Submitted, status: str, error: str) -> Dict[str, Any]:
     item.job_dir.mkdir(parents=True, exist_ok=True)
     attempt = attempt_of_launch(item.job_dir, str(item.job.job_id))  # SLURM's run token is the job id
     trial = build_trial_record(
-        meta=meta, config=to_plain(item.trial), status=status, exit_code=None, error=error, wall_s=None,
+        meta=meta, config=asdict(item.trial), status=status, exit_code=None, error=error, wall_s=None,
         spawn_epoch=item.submitted_epoch, ranks=[], nodes=[], traceml=None,
         environment=environment.describe([], []),
         logs={"stdout": slurm["slurm_stdout"], "stderr": slurm["slurm_stderr"],
