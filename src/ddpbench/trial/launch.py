@@ -71,8 +71,8 @@ def launch_agents(cfg: DdpbenchConfig, arm: Arm, job: JobInfo, plan: NodePlan, t
 
 def launch(cfg: DdpbenchConfig, arm: Arm, job: JobInfo, plan: NodePlan, deadline: float,
            attempt: AttemptLayout) -> Tuple[WaitOutcome, Optional[commands.LaunchContext]]:
-    """Start the plan's agents in ``attempt`` (their working dir and ``{job_dir}``) and wait until ``deadline``
-    (monotonic); the outcome and the last context."""
+    """Start the plan's agents in ``attempt`` (``{job_dir}``) and wait until ``deadline`` (monotonic); the outcome and
+    the last context."""
     attempt.metrics.mkdir(parents=True, exist_ok=True)
     run_name = f"{cfg.sweep_name}-{job.job_num}-{plan.run_token}"  # TraceML's: new per launch, the same on every node
     handles = []
@@ -106,8 +106,7 @@ def launch(cfg: DdpbenchConfig, arm: Arm, job: JobInfo, plan: NodePlan, deadline
 
 
 def _remove_partial_records(cfg: DdpbenchConfig, plan: NodePlan, metrics_dir: Path) -> None:
-    """Delete the half-written temporaries of rank records this driver's ranks left when killed mid-write. Finished
-    records are never touched; another node's ranks may still be writing theirs."""
+    """Delete the half-written rank records this driver's ranks left when killed (another node's may still write)."""
     # every writer in the folder is this driver's: one agent over every node, or a static node without a shared dir
     all_own = plan.agent_spans_nodes or not plan.peer_records
     nproc = cfg.cluster.nproc_per_node
@@ -118,13 +117,13 @@ def _remove_partial_records(cfg: DdpbenchConfig, plan: NodePlan, metrics_dir: Pa
             path.unlink(missing_ok=True)
 
 
+@dataclass
 class LiveProgress:
     """Shows rank 0's latest ``step=...`` line in place, for a terminal (never written to a pipe)."""
 
-    def __init__(self, stdout_log: Path) -> None:
-        self.stdout_log = stdout_log
-        self.shown = ""
-        self.last_check = 0.0
+    stdout_log: Path
+    shown: str = ""
+    last_check: float = 0.0
 
     def tick(self) -> None:
         now = time.monotonic()

@@ -1,8 +1,5 @@
-"""What else ran during a trial: the trial record's ``load`` section, from two samples of /proc.
-
-:func:`sample` is taken just before the node agents start and again just after they end, never inside the timed
-loop. Foreign CPU time and steal, and what they miss, are defined in docs/accuracy.md.
-"""
+"""What else ran during a trial: the trial record's ``load`` section, from two samples of /proc taken just before the
+node agents start and just after they end (foreign CPU time and steal: docs/accuracy.md)."""
 
 from __future__ import annotations
 

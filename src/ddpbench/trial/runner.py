@@ -1,8 +1,5 @@
-"""Run one trial, the body of one Hydra job: the flow from the checks to node 0's trial.json (a module per step).
-
-A crash, hang or timeout becomes a ``failed``/``timeout`` record, so a sweep goes on; only bad input raises
-(:class:`~ddpbench.errors.DdpbenchError`), before anything is launched.
-"""
+"""Run one trial, the body of one Hydra job: the flow from the checks to node 0's trial.json (a module per step). A
+crash, hang or timeout becomes a ``failed``/``timeout`` record; only bad input raises, before anything launches."""
 
 from __future__ import annotations
 
@@ -35,8 +32,7 @@ def trial_timeout_s(cfg: DdpbenchConfig) -> float:
 
 
 def run_trial(cfg: DdpbenchConfig, job: JobInfo) -> TrialOutcome:
-    """Run the trial ``cfg`` describes in ``job.job_dir``: node 0's trial record (also on disk), or a peer's
-    NodeDone."""
+    """Run the trial ``cfg`` describes in ``job.job_dir``: node 0's trial record (on disk too) or a peer's NodeDone."""
     arm = check_trial_config(cfg)
     cfg = arm.configured(cfg)
     plain = asdict(cfg)

@@ -10,7 +10,7 @@ from typing import List, Optional
 
 
 def recording_prefix(status_file: Path) -> List[str]:
-    """argv tokens between a wrapper and its command: the shell that records the command's status in ``status_file``."""
+    """argv between a wrapper and its command: the shell that records the command's status in ``status_file``."""
     target = shlex.quote(str(status_file))
     return ["/bin/sh", "-c", f'"$@"; status=$?; echo "$status" > {target}; exit "$status"', "sh"]
 

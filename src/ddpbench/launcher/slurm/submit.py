@@ -1,9 +1,6 @@
-"""One SLURM job per Hydra job, every wait bounded: ``hydra/launcher=ddpbench_slurm`` (docs/slurm.md).
-
-Each job is submitted on its own, at most ``array_parallelism`` of a batch at once, and awaited with
-:func:`ddpbench.cluster.slurm.wait.await_job`. For a ddpbench trial it also skips an ok trial (resume), sizes the time
-limit from the trial's timeout, and writes a ``failed``/``timeout`` ``trial.json`` for a job that left no result.
-"""
+"""One SLURM job per Hydra job, at most ``array_parallelism`` at once, every wait bounded (``hydra/launcher=
+ddpbench_slurm``, docs/slurm.md). For a ddpbench trial it also skips an ok trial (resume), sizes the time limit from
+the trial's timeout, and writes a ``failed``/``timeout`` ``trial.json`` for a job that left no result."""
 
 from __future__ import annotations
 
@@ -78,8 +75,7 @@ class Submitted:
 
 
 class Submitter:
-    """Runs one batch of a launcher's jobs on SLURM. ``launcher``: the set-up BoundedSlurmLauncher, which is
-    also the callable each job runs (submitit pickles it)."""
+    """Runs one batch of a launcher's jobs on SLURM; ``launcher`` (BoundedSlurmLauncher) is also what a job runs."""
 
     def __init__(self, launcher: Any) -> None:
         import submitit
@@ -203,18 +199,6 @@ def from_result(item: Submitted) -> JobReturn:
                      f"{lines[-1] if lines else 'no traceback'}")
 
 
-def written_by_job(item: Submitted) -> Optional[Dict[str, Any]]:
-    """The trial.json node 0 wrote for this job (newer than the submission), else None."""
-    path = item.job_dir / TRIAL_FILE
-    try:
-        if item.trial is None or path.stat().st_mtime < item.submitted_epoch:
-            return None
-        trial = read_json(path)
-    except (OSError, ValueError):
-        return None
-    return trial if isinstance(trial, dict) and trial.get("status") else None
-
-
 def annotate(item: Submitted) -> None:
     """Add the SLURM job id, state and submitit log paths to the ``logs`` of the trial.json the job wrote."""
     if item.trial is not None:
@@ -228,8 +212,11 @@ def no_result(item: Submitted, status: str, error: str) -> JobReturn:
         ret = job_return(item, None)
         ret.status, ret.return_value = JobStatus.FAILED, RuntimeError(error)
         return ret
-    written = written_by_job(item)
-    if written is not None:
+    path, written = item.job_dir / TRIAL_FILE, None  # the trial.json node 0 wrote for this job
+    with contextlib.suppress(OSError, ValueError):
+        if path.stat().st_mtime >= item.submitted_epoch:
+            written = read_json(path)
+    if isinstance(written, dict) and written.get("status"):
         annotate(item)
         return job_return(item, summary_of(written))
     return job_return(item, summary_of(failed_record(item, status, error)))
