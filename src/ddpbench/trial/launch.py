@@ -10,7 +10,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from ddpbench.cluster import NODE_RANK_TOKEN, NodePlan, backend_for
 from ddpbench.config import DdpbenchConfig
@@ -23,7 +23,7 @@ from ddpbench.trial import command as commands
 from ddpbench.trial import load as trial_load
 from ddpbench.trial.job import JobInfo
 from ddpbench.trial.pinning import trial_pinning
-from ddpbench.trial.process import AgentResult, WaitOutcome, spawn_agent, stop_agent, tail, wait_agents
+from ddpbench.trial.process import WaitOutcome, spawn_agent, stop_agent, tail, wait_agents
 from ddpbench.versions.arm import Arm
 
 
@@ -56,7 +56,9 @@ def launch_agents(cfg: DdpbenchConfig, arm: Arm, job: JobInfo, plan: NodePlan, t
     pins, load_start = trial_pinning(cfg), trial_load.sample()
     with pins.applied():
         outcome, context = launch(cfg, arm, job, plan, time.monotonic() + timeout_s, attempt)
-        if outcome.reason != "timeout" and plan.retry_on_port_clash and _port_clash(outcome.results):
+        clash = not all(r.exit_code == 0 for r in outcome.results) and any(
+            "address already in use" in tail(r.stderr_path, 80).lower() for r in outcome.results)
+        if outcome.reason != "timeout" and plan.retry_on_port_clash and clash:
             plan = backend_for(cfg).plan(cfg, job, timeout_s)
             shutil.rmtree(attempt.metrics, ignore_errors=True)
             outcome, context = launch(cfg, arm, job, plan, time.monotonic() + timeout_s, attempt)
@@ -140,9 +142,3 @@ class LiveProgress:
         if self.shown:
             sys.stdout.write("\r\x1b[K")
             sys.stdout.flush()
-
-
-def _port_clash(results: Sequence[AgentResult]) -> bool:
-    if all(r.exit_code == 0 for r in results):
-        return False
-    return any("address already in use" in tail(r.stderr_path, 80).lower() for r in results)

@@ -49,20 +49,22 @@ class TrialPinning:
         saved_mask = current_cpus()
         others = self.plan.others if self.plan is not None else None
         try:
-            if self.env_value is not None:
-                os.environ[AFFINITY_ENV] = self.env_value
-            else:
-                os.environ.pop(AFFINITY_ENV, None)
+            _set_env(self.env_value)
             if others and saved_mask is not None:
                 os.sched_setaffinity(0, others)
             yield
         finally:
             if others and saved_mask is not None:
                 os.sched_setaffinity(0, saved_mask)
-            if saved_env is None:
-                os.environ.pop(AFFINITY_ENV, None)
-            else:
-                os.environ[AFFINITY_ENV] = saved_env
+            _set_env(saved_env)
+
+
+def _set_env(value: Optional[str]) -> None:
+    """Set AFFINITY_ENV in this process's environment to ``value`` (None: unset it)."""
+    if value is None:
+        os.environ.pop(AFFINITY_ENV, None)
+    else:
+        os.environ[AFFINITY_ENV] = value
 
 
 def trial_pinning(cfg: DdpbenchConfig) -> TrialPinning:

@@ -26,11 +26,9 @@ def module_found(name: str) -> bool:
 def find_executable(name: str) -> Optional[str]:
     """The full path of executable ``name`` on PATH, else in this Python's scripts folder (a venv used without
     activating it), or None."""
-    dirs = [d for d in os.environ.get("PATH", os.defpath).split(os.pathsep) if d]
-    for extra in (sysconfig.get_path("scripts"), os.path.dirname(sys.executable)):
-        if extra and extra not in dirs:
-            dirs.append(extra)
-    return shutil.which(name, path=os.pathsep.join(dirs))
+    dirs = [*os.environ.get("PATH", os.defpath).split(os.pathsep), sysconfig.get_path("scripts"),
+            os.path.dirname(sys.executable)]
+    return shutil.which(name, path=os.pathsep.join(dict.fromkeys(d for d in dirs if d)))
 
 
 def check_tool(cfg: DdpbenchConfig, arm: Arm) -> None:

@@ -53,12 +53,10 @@ def allocation_script(params: Dict[str, Any], command: List[str], sweep_dir: Pat
              f"#SBATCH --nodes={int(params['nodes'])}", "#SBATCH --ntasks-per-node=1",
              f"#SBATCH --time={minutes}",
              f"#SBATCH --output={slurm_dir}/allocation-%j.out", f"#SBATCH --error={slurm_dir}/allocation-%j.err"]
-    for key, option in (("partition", "partition"), ("cpus_per_task", "cpus-per-task"),
-                        ("gpus_per_node", "gpus-per-node")):
+    for key, option, unit in (("partition", "partition", ""), ("cpus_per_task", "cpus-per-task", ""),
+                              ("gpus_per_node", "gpus-per-node", ""), ("mem_gb", "mem", "GB")):
         if params.get(key) is not None:
-            lines.append(f"#SBATCH --{option}={params[key]}")
-    if params.get("mem_gb") is not None:
-        lines.append(f"#SBATCH --mem={params['mem_gb']}GB")
+            lines.append(f"#SBATCH --{option}={params[key]}{unit}")
     for key, value in (params.get("additional_parameters") or {}).items():
         option = str(key).replace("_", "-")
         if value is True:

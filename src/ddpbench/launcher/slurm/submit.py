@@ -10,7 +10,7 @@ import logging
 import math
 import time
 from collections import deque
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Deque, Dict, List, Optional, Sequence
 
@@ -35,8 +35,6 @@ from ddpbench.trial.summary import summary_of
 
 log = logging.getLogger(__name__)
 
-#: launcher keys that are ddpbench's, not submitit executor parameters
-OWN_KEYS = ("wait_margin_s", "queue_timeout_s", "poll_s")
 #: minutes of SLURM time limit when neither ``timeout_min`` nor a trial timeout says (submitit_slurm's default)
 DEFAULT_TIMEOUT_MIN = 60
 
@@ -84,7 +82,8 @@ class Submitter:
         self.launcher = launcher
         self.params: Dict[str, Any] = dict(launcher.params)
         self.bounds = Bounds.from_params(self.params)
-        params = {k: v for k, v in self.params.items() if k not in (*OWN_KEYS, "_target_")}
+        own = {f.name for f in fields(Bounds)} | {"_target_"}  # ddpbench's keys, not submitit executor parameters
+        params = {k: v for k, v in self.params.items() if k not in own}
         init = {"folder": params.pop("submitit_folder")}
         if "max_num_timeout" in params:
             init["slurm_max_num_timeout"] = params.pop("max_num_timeout")
