@@ -38,17 +38,15 @@ def check_tool(cfg: DdpbenchConfig, arm: Arm) -> None:
     if arm.env is not None:  # an arm at its own version: its environment holds the tool
         check_flags(mode, arm.env)
         return
-    package = mode.requires_package
-    module = mode.requires
+    module, program = mode.requires, mode.requires_executable
     if module and not module_found(str(module)):
-        package = package or module
+        package = mode.requires_package or module
         raise ToolMissingError(
             f"mode={mode.name} needs the Python package '{package}' (module {module}), which is not "
             f"installed: pip install {package}"
         )
-    program = mode.requires_executable
     if program and find_executable(str(program)) is None:
-        package = package or program
+        package = mode.requires_package or program
         raise ToolMissingError(
             f"mode={mode.name} needs the executable '{program}' (package '{package}'), which is not on PATH "
             f"nor beside {sys.executable}: pip install {package}"
