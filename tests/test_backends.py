@@ -60,16 +60,17 @@ def test_every_builtin_kind_is_registered() -> None:
 
 def test_unknown_kind_is_a_one_line_config_error() -> None:
     with pytest.raises(ConfigError, match=r"cluster.kind='pbs': must be local, ray, slurm, static") as error:
-        cluster.validate(_cfg(kind="pbs"))
+        cluster.backend_for(_cfg(kind="pbs")).validate(_cfg(kind="pbs"))
     assert "\n" not in str(error.value)
 
 
 def test_static_backend_owns_its_rules_and_hooks() -> None:
     with pytest.raises(ConfigError, match="rendezvous_timeout_s"):
-        cluster.validate(_cfg(kind="static", rendezvous_timeout_s=5))
+        static = _cfg(kind="static", rendezvous_timeout_s=5)
+        cluster.backend_for(static).validate(static)
     cfg = _cfg(kind="static", shared_dir=False, node_rank=1)
-    assert not cluster.writes_report(cfg) and cluster.writes_report(_cfg(kind="static"))
-    assert cluster.writes_report(_cfg(kind="local"))
+    assert not cluster.backend_for(cfg).writes_report(cfg)
+    assert all(cluster.backend_for(c).writes_report(c) for c in (_cfg(kind="static"), _cfg(kind="local")))
     context = commands.make_context(cfg, resolve_arm(cfg), node_rank=1, master_addr="a", master_port=1,
                                     aggregator_port=2, run_name="r-1", job_dir=Path("/tmp/j"))
     assert "--gather-metrics" in commands.workload_args(cfg, "/tmp/j/metrics")
@@ -85,9 +86,9 @@ def test_a_backend_of_your_own_is_one_module(tmp_path: Path, monkeypatch: pytest
     (tmp_path / "my_site_backend.py").write_text(CUSTOM_BACKEND.format(kind="my_site_backend"))
     monkeypatch.syspath_prepend(str(tmp_path))
     cfg = _cfg(kind="my_site_backend")
-    cluster.validate(cfg)
+    cluster.backend_for(cfg).validate(cfg)
     job = JobInfo(job_dir=tmp_path, sweep_dir=tmp_path, job_num=4, overrides=[], choices={}, multirun=True)
-    plan = cluster.plan_nodes(cfg, job, 12.5)
+    plan = cluster.backend_for(cfg).plan(cfg, job, 12.5)
     assert (plan.master_addr, plan.master_port, plan.run_token) == ("10.0.0.1", 1004, "12.5")
     arm = resolve_arm(cfg)
     context = commands.make_context(cfg, arm, node_rank=0, master_addr="a", master_port=1, aggregator_port=2,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -13,7 +14,7 @@ from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
 from ddpbench.choices import Choice
-from ddpbench.config import ClusterConfig, DdpbenchConfig, register_configs, to_plain, typed
+from ddpbench.config import ClusterConfig, DdpbenchConfig, register_configs, typed
 from ddpbench.errors import ConfigError
 from ddpbench.formats.trial_record import TRIAL_FILE, config_hash
 from ddpbench.sweep.validate import composed_jobs
@@ -46,16 +47,16 @@ def test_every_key_a_trial_recorded_before_the_typed_config_keeps_its_value(tmp_
     value now (the schema has gained keys since, so its hash differs and a resume re-runs it in a new attempt)."""
     written = json.loads((DATA / "trial-v2.json").read_text())
     cfg = _compose(written["overrides"])
-    now = _common(written["config"], to_plain(cfg))
+    now = _common(written["config"], asdict(cfg))
     for group, key in CHANGED_DEFAULTS:  # deliberate changes of a default since
         assert now[group].pop(key) != written["config"][group].pop(key)
     assert now == written["config"]
-    current = {**written, "config": to_plain(cfg), "config_hash": config_hash(to_plain(cfg))}
+    current = {**written, "config": asdict(cfg), "config_hash": config_hash(asdict(cfg))}
     (tmp_path / TRIAL_FILE).write_text(json.dumps(current))
-    previous = previous_ok(tmp_path, config_hash(to_plain(cfg)))
+    previous = previous_ok(tmp_path, config_hash(asdict(cfg)))
     assert previous is not None and previous["config_hash"] == current["config_hash"]
     other = _compose([*written["overrides"], "stop.steps=21"])
-    assert previous_ok(tmp_path, config_hash(to_plain(other))) is None
+    assert previous_ok(tmp_path, config_hash(asdict(other))) is None
 
 
 def test_the_typed_config_is_the_schema_s_dataclasses_with_every_value_resolved() -> None:
@@ -66,7 +67,7 @@ def test_the_typed_config_is_the_schema_s_dataclasses_with_every_value_resolved(
         composed = compose("config", overrides=["model=tiny", "sweep_name=s"], return_hydra_config=True)
     untyped = OmegaConf.masked_copy(composed, [str(k) for k in composed if k != "hydra"])
     assert OmegaConf.get_type(untyped) is dict  # a task config without the schema's type is merged onto it
-    assert to_plain(typed(untyped)) == to_plain(typed(composed)) == OmegaConf.to_container(untyped, resolve=True)
+    assert asdict(typed(untyped)) == asdict(typed(composed)) == OmegaConf.to_container(untyped, resolve=True)
 
 
 def test_a_value_the_schema_cannot_hold_is_one_line_naming_the_key() -> None:

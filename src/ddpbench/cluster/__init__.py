@@ -1,8 +1,8 @@
 """Cluster backends: where a trial's node agents run and how they find each other.
 
 Each built-in backend (``local``, ``static``, ``slurm``, ``ray``) lives in a folder of its own and registers
-itself by its ``cluster.kind`` when this package is imported. Callers ask :func:`backend_for` (or the helpers
-below) and never test the kind themselves.
+itself by its ``cluster.kind`` when this package is imported. Callers ask :func:`backend_for` and never test the
+kind themselves.
 """
 
 from __future__ import annotations
@@ -12,27 +12,9 @@ from ddpbench.cluster.local import backend as _local  # noqa: F401  (each built-
 from ddpbench.cluster.ray import backend as _ray  # noqa: F401
 from ddpbench.cluster.slurm import backend as _slurm  # noqa: F401
 from ddpbench.cluster.static import backend as _static  # noqa: F401
-from ddpbench.config import DdpbenchConfig
 
 #: the backends that ship with ddpbench, by kind
 BUILTIN_KINDS = tuple(sorted(_BACKENDS))
 
-__all__ = [
-    "BUILTIN_KINDS", "NODE_RANK_TOKEN", "Backend", "NodePlan", "TrialSlot", "backend_for",
-    "plan_nodes", "register", "validate", "writes_report",
-]
+__all__ = ["BUILTIN_KINDS", "NODE_RANK_TOKEN", "Backend", "NodePlan", "TrialSlot", "backend_for", "register"]
 
-
-def validate(cfg: DdpbenchConfig) -> None:
-    """Raise ConfigError (one line) when ``cfg.cluster.kind`` names no backend or its backend refuses ``cfg``."""
-    backend_for(cfg).validate(cfg)
-
-
-def plan_nodes(cfg: DdpbenchConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
-    """This driver's plan for trial ``job`` from ``cfg.cluster.kind``'s backend."""
-    return backend_for(cfg).plan(cfg, job, timeout_s)
-
-
-def writes_report(cfg: DdpbenchConfig) -> bool:
-    """Whether this driver writes the sweep's report (static: node 0 only)."""
-    return backend_for(cfg).writes_report(cfg)

@@ -5,7 +5,7 @@ the rules types cannot express (:func:`validate`).
 
 from ddpbench.config.checks import parse_repeat, switches, switching_seed, validate
 from ddpbench.config.cluster import ClusterConfig
-from ddpbench.config.convert import register_configs, to_plain, typed
+from ddpbench.config.convert import register_configs, typed
 from ddpbench.config.mode import ModeConfig, ModeSwitchConfig
 from ddpbench.config.schema import DdpbenchConfig
 from ddpbench.config.sweep import PRECISION_METRICS, PrecisionConfig
@@ -13,4 +13,4 @@ from ddpbench.config.workload import WorkloadConfig
 
 __all__ = ["PRECISION_METRICS", "ClusterConfig", "DdpbenchConfig", "ModeConfig", "ModeSwitchConfig",
            "PrecisionConfig", "WorkloadConfig", "parse_repeat", "register_configs", "switches", "switching_seed",
-           "to_plain", "typed", "validate"]
+           "typed", "validate"]

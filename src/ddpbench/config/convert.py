@@ -1,10 +1,7 @@
-"""The one conversion of a composed config into the schema's dataclasses (:func:`typed`), its way back to plain
-containers (:func:`to_plain`), and the schema's registration with Hydra (:func:`register_configs`)."""
+"""The one conversion of a composed config into the schema's dataclasses (:func:`typed`; back to plain containers:
+``dataclasses.asdict``), and the schema's registration with Hydra (:func:`register_configs`)."""
 
 from __future__ import annotations
-
-from dataclasses import asdict
-from typing import Any, Dict
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
@@ -42,8 +39,3 @@ def typed(cfg: DictConfig) -> DdpbenchConfig:
     if converted.version is not None:  # the arm is named by its tool version: traceml==0.4.2
         converted.mode.name = arm_name(converted.mode.name, converted.version)
     return converted
-
-
-def to_plain(cfg: DdpbenchConfig) -> Dict[str, Any]:
-    """The resolved config as plain Python containers (for trial.json; the same content as the composed config's)."""
-    return asdict(cfg)

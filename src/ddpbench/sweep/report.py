@@ -13,9 +13,9 @@ def write_sweep_report(sweep_dir: Path, cfg: DdpbenchConfig) -> None:
     """Write report.md, plots and results.csv into ``sweep_dir`` with the sweep's settings, if this driver writes
     the report and any trial.json exists; a failure is one line on stderr and makes the sweep exit non-zero."""
     from ddpbench import state
-    from ddpbench.cluster import writes_report
+    from ddpbench.cluster import backend_for
 
-    if not writes_report(cfg):
+    if not backend_for(cfg).writes_report(cfg):
         print(f"ddpbench: node {cfg.cluster.node_rank} done; node 0 writes the report", flush=True)
         return
     if not any(sweep_dir.glob(f"*/{TRIAL_FILE}")):

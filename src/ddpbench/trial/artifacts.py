@@ -1,9 +1,6 @@
-"""Did the tool leave usable output? One check per artifact kind a mode declares (``mode.artifacts``; docs/tools.md).
-
-A trial whose declared artifact is missing, empty or unreadable is ``failed`` with one line saying what is wrong.
-A summary whose format this reader does not know never fails a trial whose ranks finished: its ``tool.format`` is
-``unknown`` and ``tool.problem`` names the tool's version.
-"""
+"""Did the tool leave usable output? One check per artifact kind a mode declares (``mode.artifacts``; docs/tools.md):
+a declared artifact missing, empty or unreadable fails the trial in one line; a summary of a format this reader does
+not know never does (``tool.format`` ``unknown``, ``tool.problem`` names the tool's version)."""
 
 from __future__ import annotations
 
@@ -29,8 +26,6 @@ FOLDER_KINDS = ("torch_trace", "wandb_offline")
 PTRACE_REFUSED = re.compile(
     r"Permission Denied: Try running again|(?:Operation not permitted|Permission denied) \(os error (?:1|13)\)"
 )
-PTRACE_HINT = ("allow it with `sysctl kernel.yama.ptrace_scope=0`, or run with CAP_SYS_PTRACE "
-               "(docker run --cap-add SYS_PTRACE)")
 
 #: the TraceML summary schemas this reader knows (major version 1: 1.x as written by traceml-ai 0.3 to 0.5)
 KNOWN_TRACEML_SCHEMAS = ("1",)
@@ -91,9 +86,8 @@ def prepare(cfg: DdpbenchConfig, context: LaunchContext) -> None:
 
 def inspect(cfg: DdpbenchConfig, context: Optional[LaunchContext], stderr_paths: Sequence[Optional[str]],
             version: Optional[str] = None) -> Optional[ToolOutput]:
-    """Check the mode's declared artifact after the trial (None when it declares none). ``stderr_paths``: the agents'
-    logs, searched for a ptrace refusal; ``version``: the tool's as the ranks imported it (named for an unknown
-    format)."""
+    """Check the mode's declared artifact after the trial (None when it declares none); ``stderr_paths``: the agents'
+    logs (searched for a ptrace refusal), ``version``: the tool's as the ranks imported it."""
     if context is None or cfg.mode.artifacts is None:
         return None
     kind = cfg.mode.artifacts.kind
@@ -119,7 +113,8 @@ def inspect(cfg: DdpbenchConfig, context: Optional[LaunchContext], stderr_paths:
 
 def ptrace_problem(line: str) -> str:
     """The one-line error for py-spy refused by the kernel, quoting py-spy's ``line``."""
-    return f"py-spy was refused access to the ranks by the kernel (ptrace: {line.strip()[:120]}); {PTRACE_HINT}"
+    return (f"py-spy was refused access to the ranks by the kernel (ptrace: {line.strip()[:120]}); allow it with "
+            "`sysctl kernel.yama.ptrace_scope=0`, or run with CAP_SYS_PTRACE (docker run --cap-add SYS_PTRACE)")
 
 
 def verdict(status: str, error: Optional[str], tool: Optional[ToolOutput]) -> Tuple[str, Optional[str]]:
@@ -144,8 +139,7 @@ def _load_json(path: Path) -> Any:
 
 
 def check_traceml_summary(path: Path, cfg: DdpbenchConfig) -> Tuple[List[Path], Optional[str]]:
-    """TraceML's final_summary.json exists and analysed at least one step (a user's own script that marks no steps for
-    TraceML needs only the summary)."""
+    """TraceML's final_summary.json exists and analysed a step (a user's script marking none needs only the file)."""
     if not path.is_file():
         return [], f"no TraceML summary at {path}"
     try:
@@ -198,9 +192,6 @@ def check_speedscope(path: Path, cfg: DdpbenchConfig) -> Tuple[List[Path], Optio
     return [path], None
 
 
-WANDB_MAGIC = b":W&B"
-
-
 def check_wandb_offline(path: Path, cfg: DdpbenchConfig) -> Tuple[List[Path], Optional[str]]:
     """An offline W&B run whose record file holds logged steps; no online run beside it."""
     runs_dir = path / "wandb"
@@ -213,7 +204,7 @@ def check_wandb_offline(path: Path, cfg: DdpbenchConfig) -> Tuple[List[Path], Op
     for run in runs:
         records = sorted(run.glob("run-*.wandb"))
         data = records[0].read_bytes() if records else b""
-        if not data.startswith(WANDB_MAGIC):
+        if not data.startswith(b":W&B"):
             return runs, f"W&B run {run} has no record file (run-*.wandb)"
         if b"step_time_ms" not in data:
             return runs, f"W&B run {run} holds no logged steps"

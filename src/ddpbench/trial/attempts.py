@@ -1,9 +1,6 @@
-"""Attempts of a trial in its job dir: reuse an ok one (resume), else give the new one a folder, ``attempts/<n>/``.
-
-Each folder holds one attempt whole (docs/formats.md): an earlier ``trial.json`` moves into its own attempt's folder,
-and the files of the layout before attempt folders into ``previous/<n>/``. Nodes that share node 0's job dir write
-into the attempt node 0 names in ``attempts/current.json`` (with the launch's run token) before they launch.
-"""
+"""Attempts of a trial in its job dir (docs/formats.md): reuse an ok one (resume), else give the new one a folder,
+``attempts/<n>/``, that holds it whole. Nodes sharing node 0's job dir write into the attempt node 0 names in
+``attempts/current.json`` (with the launch's run token)."""
 
 import contextlib
 import shutil
@@ -56,8 +53,20 @@ def previous_ok(job_dir: Path, config_hash: str) -> Optional[Dict[str, Any]]:
 def start_attempt(job_dir: Path, run_token: str) -> Attempt:
     """Node 0 (the owner): keep what earlier attempts left, claim the next attempt folder, name it for the peers."""
     with _storage(job_dir):
-        _file_last_record(job_dir)
-        set_aside_previous_attempt(job_dir)
+        number = _record_number(job_dir)  # the last attempt's trial.json moves into its own attempt folder
+        filed = job_dir / ATTEMPTS_DIR / str(number) / TRIAL_FILE
+        if number is not None and number >= 1 and not filed.exists():
+            filed.parent.mkdir(parents=True, exist_ok=True)
+            (job_dir / TRIAL_FILE).replace(filed)
+        present = [name for name in ATTEMPT_ENTRIES if (job_dir / name).exists()]  # from before attempt folders
+        if present:
+            previous = 1
+            while (job_dir / "previous" / str(previous)).exists():
+                previous += 1
+            target = job_dir / "previous" / str(previous)
+            target.mkdir(parents=True)
+            for name in present:
+                shutil.move(str(job_dir / name), str(target / name))
     attempt = new_attempt(job_dir)
     write_json_atomic(job_dir / ATTEMPTS_DIR / CURRENT_FILE, {"number": attempt.number, "run_token": run_token})
     return attempt
@@ -67,13 +76,9 @@ def join_attempt(job_dir: Path, run_token: str, node_ranks: Sequence[int], wait_
     """A node sharing node 0's job dir: node 0's attempt of launch ``run_token`` (waited for up to ``wait_s``), else
     one of its own."""
     deadline = time.monotonic() + wait_s
-    while True:
-        launched = _launched(job_dir, run_token, node_ranks)
-        if launched is not None:
-            return launched
-        if time.monotonic() >= deadline:
-            return new_attempt(job_dir)
+    while (launched := _launched(job_dir, run_token, node_ranks)) is None and time.monotonic() < deadline:
         time.sleep(0.2)
+    return launched or new_attempt(job_dir)
 
 
 def attempt_of_launch(job_dir: Path, run_token: str) -> Attempt:
@@ -123,31 +128,7 @@ def new_attempt(job_dir: Path) -> Attempt:
                 number += 1
 
 
-def set_aside_previous_attempt(job_dir: Path) -> None:
-    """Move what an attempt left directly in ``job_dir`` (the layout before attempt folders) into ``previous/<n>/``."""
-    present = [name for name in ATTEMPT_ENTRIES if (job_dir / name).exists()]
-    if not present:
-        return
-    attempt = 1
-    while (job_dir / "previous" / str(attempt)).exists():
-        attempt += 1
-    target = job_dir / "previous" / str(attempt)
-    target.mkdir(parents=True)
-    for name in present:
-        shutil.move(str(job_dir / name), str(target / name))
-
-
-def _file_last_record(job_dir: Path) -> None:
-    """Move the last attempt's ``trial.json`` into its own attempt folder (a record without one stays for previous/)."""
-    number = _record_number(job_dir)
-    if number is None or number < 1 or (job_dir / ATTEMPTS_DIR / str(number) / TRIAL_FILE).exists():
-        return
-    (job_dir / ATTEMPTS_DIR / str(number)).mkdir(parents=True, exist_ok=True)
-    (job_dir / TRIAL_FILE).replace(job_dir / ATTEMPTS_DIR / str(number) / TRIAL_FILE)
-
-
 def _record_number(job_dir: Path) -> Optional[int]:
-    """The attempt number ``job_dir``'s trial.json records, or None."""
     try:
         return int(read_json(job_dir / TRIAL_FILE)["attempt"]["number"])
     except (OSError, ValueError, KeyError, TypeError):

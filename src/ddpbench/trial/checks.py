@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
-from ddpbench.cluster import validate as validate_cluster
+from ddpbench.cluster import backend_for
 from ddpbench.config import DdpbenchConfig, WorkloadConfig, validate
 from ddpbench.errors import ConfigError
 from ddpbench.trial import artifacts, ray_train
@@ -28,7 +28,7 @@ def check_trial_config(cfg: DdpbenchConfig) -> Arm:
     validate(cfg)
     check_script_workload(cfg)
     ray_train.check(cfg)
-    validate_cluster(cfg)
+    backend_for(cfg).validate(cfg)
     arm = resolve_arm(cfg)
     check_tool(cfg, arm)
     check_command(cfg, arm)

@@ -48,15 +48,11 @@ def cpu_model() -> Optional[str]:
     return platform.processor() or None
 
 
-def _tool_version(rank: Mapping[str, Any], package: str) -> Optional[str]:
-    """The version of ``package`` the rank imported (its record's ``tool``), or None."""
-    tool = rank.get("tool")
-    return str(tool["version"]) if isinstance(tool, dict) and tool.get("package") == package and tool.get("version") else None
-
-
 def describe(ranks: Sequence[Mapping[str, Any]], node_hostnames: Sequence[str]) -> Dict[str, Any]:
     """The environment section of a trial record."""
     first = ranks[0] if ranks else {}
+    tool = first.get("tool")
+    traceml = tool.get("version") if isinstance(tool, dict) and tool.get("package") == "traceml-ai" else None
     hostnames = sorted({*node_hostnames, *(str(r["hostname"]) for r in ranks if r.get("hostname"))})
     return {
         "hostnames": hostnames,
@@ -66,8 +62,8 @@ def describe(ranks: Sequence[Mapping[str, Any]], node_hostnames: Sequence[str]) 
         "cuda": first.get("cuda_version"),
         "nccl": first.get("nccl_version"),
         "gpu_names": sorted({str(r["gpu_name"]) for r in ranks if r.get("gpu_name")}),
-        "traceml_ai": _tool_version(first, "traceml-ai") or _version("traceml-ai"),
-        "tool": first.get("tool"),
+        "traceml_ai": str(traceml) if traceml else _version("traceml-ai"),  # as the ranks imported it, else here
+        "tool": tool,
         "ddpbench": ddpbench.__version__,
         "git_commit": git_commit(),
         "cpu_model": cpu_model(),

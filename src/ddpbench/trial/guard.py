@@ -111,9 +111,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     child = subprocess.Popen(command, stdin=subprocess.DEVNULL,  # the command is SIGKILLed when the guard dies
                              preexec_fn=lambda: signal_on_parent_death(signal.SIGKILL))
     code = child.wait()
-    wall_s = time.monotonic() - start
-    exit_epoch = time.time()
-    write_record(exit_epoch, wall_s, code, None, kill_descendants(me))
+    write_record(time.time(), time.monotonic() - start, code, None, kill_descendants(me))
     return code if code >= 0 else 128 - code
 
 

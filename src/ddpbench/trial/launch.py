@@ -10,9 +10,9 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, Optional, Tuple
 
-from ddpbench.cluster import NODE_RANK_TOKEN, NodePlan, backend_for, plan_nodes
+from ddpbench.cluster import NODE_RANK_TOKEN, NodePlan, backend_for
 from ddpbench.config import DdpbenchConfig
 from ddpbench.formats import trial_record
 from ddpbench.formats.layout import AttemptLayout
@@ -23,7 +23,7 @@ from ddpbench.trial import command as commands
 from ddpbench.trial import load as trial_load
 from ddpbench.trial.job import JobInfo
 from ddpbench.trial.pinning import trial_pinning
-from ddpbench.trial.process import AgentResult, WaitOutcome, spawn_agent, stop_agent, tail, wait_agents
+from ddpbench.trial.process import WaitOutcome, spawn_agent, stop_agent, tail, wait_agents
 from ddpbench.versions.arm import Arm
 
 
@@ -49,12 +49,19 @@ def utc_now() -> str:
 
 def launch_agents(cfg: DdpbenchConfig, arm: Arm, job: JobInfo, plan: NodePlan, timeout_s: float,
                   attempt: AttemptLayout) -> Launched:
-    """Tell the other nodes, start this driver's agents (pinned) and wait for them; their node entries."""
+    """Tell the other nodes, start this driver's agents (pinned) and wait for them, relaunching once with fresh ports
+    when a port was taken under us (local only); their node entries."""
     backend_for(cfg).tell_peers(cfg, plan, job, resumed=False)
     started_at = utc_now()
     pins, load_start = trial_pinning(cfg), trial_load.sample()
     with pins.applied():
-        outcome, context = launch_with_retry(cfg, arm, job, plan, timeout_s, attempt)
+        outcome, context = launch(cfg, arm, job, plan, time.monotonic() + timeout_s, attempt)
+        clash = not all(r.exit_code == 0 for r in outcome.results) and any(
+            "address already in use" in tail(r.stderr_path, 80).lower() for r in outcome.results)
+        if outcome.reason != "timeout" and plan.retry_on_port_clash and clash:
+            plan = backend_for(cfg).plan(cfg, job, timeout_s)
+            shutil.rmtree(attempt.metrics, ignore_errors=True)
+            outcome, context = launch(cfg, arm, job, plan, time.monotonic() + timeout_s, attempt)
     load = trial_load.load_section(load_start, trial_load.sample(), n_cpus=len(pins.available),
                                    own_cpus=pins.own_cpus, cpu_affinity=pins.record())
     host = socket.gethostname()
@@ -64,11 +71,12 @@ def launch_agents(cfg: DdpbenchConfig, arm: Arm, job: JobInfo, plan: NodePlan, t
     return Launched(outcome, context, started_at, load, nodes)
 
 
-def launch(cfg: DdpbenchConfig, arm: Arm, plan: NodePlan, run_name: str, deadline: float,
+def launch(cfg: DdpbenchConfig, arm: Arm, job: JobInfo, plan: NodePlan, deadline: float,
            attempt: AttemptLayout) -> Tuple[WaitOutcome, Optional[commands.LaunchContext]]:
-    """Start the plan's agents in ``attempt`` (their working dir and ``{job_dir}``) and wait until ``deadline``
-    (monotonic); the outcome and the last context."""
+    """Start the plan's agents in ``attempt`` (``{job_dir}``) and wait until ``deadline`` (monotonic); the outcome and
+    the last context."""
     attempt.metrics.mkdir(parents=True, exist_ok=True)
+    run_name = f"{cfg.sweep_name}-{job.job_num}-{plan.run_token}"  # TraceML's: new per launch, the same on every node
     handles = []
     context = None
     try:
@@ -91,7 +99,7 @@ def launch(cfg: DdpbenchConfig, arm: Arm, plan: NodePlan, run_name: str, deadlin
     try:
         outcome = wait_agents(handles, deadline, on_tick=progress.tick if progress else None)
     finally:  # every agent and rank of this driver is gone (wait_agents stops them on any exit)
-        _remove_partial_records(attempt.metrics, _own_ranks(cfg, plan))
+        _remove_partial_records(cfg, plan, attempt.metrics)
     if progress is not None:
         progress.clear()
     for result in outcome.results:  # a wrapper (py-spy) exits 0 whatever its command did
@@ -99,31 +107,25 @@ def launch(cfg: DdpbenchConfig, arm: Arm, plan: NodePlan, run_name: str, deadlin
     return outcome, context
 
 
-def _own_ranks(cfg: DdpbenchConfig, plan: NodePlan) -> Optional[Set[int]]:
-    """The global ranks this driver's agents run (node r: ranks r * nproc_per_node ...), or None when every
-    writer in its metrics folder is its own (one agent over every node; a static node without a shared dir)."""
-    if plan.agent_spans_nodes or not plan.peer_records:
-        return None
+def _remove_partial_records(cfg: DdpbenchConfig, plan: NodePlan, metrics_dir: Path) -> None:
+    """Delete the half-written rank records this driver's ranks left when killed (another node's may still write)."""
+    # every writer in the folder is this driver's: one agent over every node, or a static node without a shared dir
+    all_own = plan.agent_spans_nodes or not plan.peer_records
     nproc = cfg.cluster.nproc_per_node
-    return {node * nproc + local for node in plan.node_ranks for local in range(nproc)}
-
-
-def _remove_partial_records(metrics_dir: Path, ranks: Optional[Set[int]]) -> None:
-    """Delete the half-written temporaries of rank records that ranks killed mid-write left (``ranks``: whose;
-    None: all). Finished records are never touched; another node's ranks may still be writing theirs."""
+    own = {node * nproc + local for node in plan.node_ranks for local in range(nproc)}
     for path, target in unfinished_writes(metrics_dir).items():
         rank = rank_of_record_name(target)
-        if ranks is None or (rank is not None and rank in ranks):
+        if all_own or (rank is not None and rank in own):
             path.unlink(missing_ok=True)
 
 
+@dataclass
 class LiveProgress:
     """Shows rank 0's latest ``step=...`` line in place, for a terminal (never written to a pipe)."""
 
-    def __init__(self, stdout_log: Path) -> None:
-        self.stdout_log = stdout_log
-        self.shown = ""
-        self.last_check = 0.0
+    stdout_log: Path
+    shown: str = ""
+    last_check: float = 0.0
 
     def tick(self) -> None:
         now = time.monotonic()
@@ -140,25 +142,3 @@ class LiveProgress:
         if self.shown:
             sys.stdout.write("\r\x1b[K")
             sys.stdout.flush()
-
-
-def launch_with_retry(cfg: DdpbenchConfig, arm: Arm, job: JobInfo, plan: NodePlan, timeout_s: float,
-                      attempt: AttemptLayout) -> Tuple[WaitOutcome, Optional[commands.LaunchContext]]:
-    """Launch in ``attempt`` and wait; relaunch once with fresh ports when a port was taken under us (local only)."""
-    outcome, context = launch(cfg, arm, plan, run_name(cfg, job, plan), time.monotonic() + timeout_s, attempt)
-    if outcome.reason != "timeout" and plan.retry_on_port_clash and _port_clash(outcome.results):
-        plan = plan_nodes(cfg, job, timeout_s)
-        shutil.rmtree(attempt.metrics, ignore_errors=True)
-        outcome, context = launch(cfg, arm, plan, run_name(cfg, job, plan), time.monotonic() + timeout_s, attempt)
-    return outcome, context
-
-
-def run_name(cfg: DdpbenchConfig, job: JobInfo, plan: NodePlan) -> str:
-    """TraceML's --run-name: new for every launch, the same on every node of the trial."""
-    return f"{cfg.sweep_name}-{job.job_num}-{plan.run_token}"
-
-
-def _port_clash(results: Sequence[AgentResult]) -> bool:
-    if all(r.exit_code == 0 for r in results):
-        return False
-    return any("address already in use" in tail(r.stderr_path, 80).lower() for r in results)

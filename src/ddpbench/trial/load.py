@@ -1,8 +1,5 @@
-"""What else ran during a trial: the trial record's ``load`` section, from two samples of /proc.
-
-:func:`sample` is taken just before the node agents start and again just after they end, never inside the timed
-loop. Foreign CPU time and steal, and what they miss, are defined in docs/accuracy.md.
-"""
+"""What else ran during a trial: the trial record's ``load`` section, from two samples of /proc taken just before the
+node agents start and just after they end (foreign CPU time and steal: docs/accuracy.md)."""
 
 from __future__ import annotations
 
@@ -45,14 +42,6 @@ def _read(path: str) -> Optional[str]:
         return None
 
 
-def _steal_ticks(stat_text: Optional[str]) -> Optional[int]:
-    """The ``steal`` column of the aggregate ``cpu`` line of /proc/stat, or None."""
-    if not stat_text:
-        return None
-    fields = stat_text.split("\n", 1)[0].split()
-    return int(fields[8]) if len(fields) > 8 and fields[0] == "cpu" else None
-
-
 def sample(root_pid: Optional[int] = None) -> LoadSample:
     """Read the load now; processes in ``root_pid``'s tree (default: this process's) are the trial's own."""
     t0 = time.perf_counter()
@@ -62,7 +51,9 @@ def sample(root_pid: Optional[int] = None) -> LoadSample:
         load1: Optional[float] = os.getloadavg()[0]
     except OSError:
         load1 = None
-    steal = _steal_ticks(_read("/proc/stat"))
+    stat = _read("/proc/stat")  # steal: a column of its aggregate ``cpu`` line
+    cpu = stat.split("\n", 1)[0].split() if stat else []
+    steal = int(cpu[8]) if len(cpu) > 8 and cpu[0] == "cpu" else None
     stats = process_stats()
     root = os.getpid() if root_pid is None else root_pid
     own = {root, *descendants(root, stats)}

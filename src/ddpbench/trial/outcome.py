@@ -78,8 +78,7 @@ def first_failing_exit_code(nodes: Mapping[int, Mapping[str, Any]]) -> Optional[
 
 
 def slowest_node_wall(nodes: Mapping[int, Mapping[str, Any]]) -> Tuple[float, float]:
-    """The trial's wall (the slowest node's own spawn-to-exit wall, s) and that node's spawn epoch; nodes seen only
-    through their ranks have no wall and are left out."""
+    """The trial's wall (the slowest node's spawn-to-exit, s) and that node's spawn epoch (nodes with a wall only)."""
     timed = [n for n in nodes.values() if n.get("wall_s") is not None]
     slowest = max(timed, key=lambda n: float(n["wall_s"]))
     return float(slowest["wall_s"]), float(slowest["spawn_epoch"])
@@ -98,10 +97,8 @@ def last_matches(lines: Any, patterns: Mapping[str, str]) -> Dict[str, Optional[
 
 
 def _number(text: Optional[str]) -> Optional[float]:
-    if text is None:
-        return None
     try:
-        return float(text)
+        return float(text) if text is not None else None
     except ValueError:
         return None
 
@@ -115,11 +112,10 @@ def apply_metrics(cfg: DdpbenchConfig, nodes: Mapping[int, Mapping[str, Any]], s
         return None, status, error
     stdout = (nodes.get(0) or {}).get("stdout")
     path = Path(stdout) if stdout else None
+    found: Dict[str, Optional[str]] = {name: None for name in patterns}
     if path is not None and path.is_file():
         with open(path, encoding="utf-8", errors="replace") as handle:
             found = last_matches(handle, patterns)
-    else:
-        found = {name: None for name in patterns}
     units = cfg.workload.units
     metrics = {name: {"value": _number(found[name]), "unit": units.get(name), "source": pattern}
                for name, pattern in patterns.items()}

@@ -45,17 +45,6 @@ def skip_node(cfg: DdpbenchConfig, job: JobInfo, plan: NodePlan, attempt: Attemp
     return node_done(cfg, plan, node_ok=False, error=plan.skip_reason)
 
 
-def _await_peer_nodes(attempt: AttemptLayout, expected: Sequence[int], deadline: float) -> Dict[int, Dict[str, Any]]:
-    found: Dict[int, Dict[str, Any]] = {}
-    while True:
-        for node_rank in (r for r in expected if r not in found):
-            with contextlib.suppress(OSError, ValueError):
-                found[node_rank] = read_json(attempt.node_record(node_rank))
-        if len(found) == len(expected) or time.monotonic() >= deadline:
-            return found
-        time.sleep(0.2)
-
-
 def peer_nodes(cfg: DdpbenchConfig, attempt: AttemptLayout, plan: NodePlan, own: Mapping[int, Any],
                ranks: Sequence[Mapping[str, Any]]) -> Dict[int, Dict[str, Any]]:
     """Node 0: the other nodes' entries, from their node records in this attempt's shared folder (waited for, bounded
@@ -65,7 +54,15 @@ def peer_nodes(cfg: DdpbenchConfig, attempt: AttemptLayout, plan: NodePlan, own:
         return {}
     if not plan.peer_records:
         return nodes_from_ranks(ranks, peers, cfg.cluster.nproc_per_node)
-    found = _await_peer_nodes(attempt, peers, time.monotonic() + plan.peer_record_wait_s)
+    found: Dict[int, Dict[str, Any]] = {}
+    deadline = time.monotonic() + plan.peer_record_wait_s
+    while True:
+        for node_rank in (r for r in peers if r not in found):
+            with contextlib.suppress(OSError, ValueError):
+                found[node_rank] = read_json(attempt.node_record(node_rank))
+        if len(found) == len(peers) or time.monotonic() >= deadline:
+            break
+        time.sleep(0.2)
     for node_rank, entry in found.items():  # an srun step's node (slurm one_allocation) recorded its wrapper's code
         entry["exit_code"] = wrapped.exit_code(entry.get("exit_code"), attempt.command_status(node_rank))
     return found

@@ -49,29 +49,28 @@ class TrialPinning:
         saved_mask = current_cpus()
         others = self.plan.others if self.plan is not None else None
         try:
-            if self.env_value is not None:
-                os.environ[AFFINITY_ENV] = self.env_value
-            else:
-                os.environ.pop(AFFINITY_ENV, None)
+            _set_env(self.env_value)
             if others and saved_mask is not None:
                 os.sched_setaffinity(0, others)
             yield
         finally:
             if others and saved_mask is not None:
                 os.sched_setaffinity(0, saved_mask)
-            if saved_env is None:
-                os.environ.pop(AFFINITY_ENV, None)
-            else:
-                os.environ[AFFINITY_ENV] = saved_env
+            _set_env(saved_env)
+
+
+def _set_env(value: Optional[str]) -> None:
+    """Set AFFINITY_ENV in this process's environment to ``value`` (None: unset it)."""
+    if value is None:
+        os.environ.pop(AFFINITY_ENV, None)
+    else:
+        os.environ[AFFINITY_ENV] = value
 
 
 def trial_pinning(cfg: DdpbenchConfig) -> TrialPinning:
     """The affinity of a trial of ``cfg`` on this host. ConfigError (one line) when a listed CPU is not here."""
     cluster = cfg.cluster
-    try:
-        setting = parse_setting(cluster.cpu_affinity)
-    except ValueError as error:
-        raise ConfigError(f"cluster.cpu_affinity={cluster.cpu_affinity!r}: {error}") from None
+    setting = parse_setting(cluster.cpu_affinity)  # parses: config.validate checked it
     text = setting if isinstance(setting, str) else ",".join(str(c) for c in setting)
     available = tuple(current_cpus() or range(os.cpu_count() or 1))
     if setting == "none":

@@ -18,7 +18,6 @@ from typing import Callable, Dict, List, Optional, Sequence
 from ddpbench.formats.layout import AttemptLayout
 from ddpbench.trial.guard import descendants
 
-POLL_S = 0.05
 #: seconds the guard gets to clean up after SIGTERM before its session is SIGKILLed
 GUARD_GRACE_S = 5.0
 
@@ -141,7 +140,7 @@ def wait_agents(handles: Sequence[AgentHandle], deadline_monotonic: float, peer_
                 break
             if on_tick is not None:
                 on_tick()
-            time.sleep(POLL_S)
+            time.sleep(0.05)
     except BaseException:
         for handle in handles:
             stop_agent(handle)

@@ -14,8 +14,6 @@ from ddpbench.trial.tool import module_found
 
 #: cluster kinds a Ray Train workload runs on
 KINDS = ("local", "ray")
-#: the driver's module (run as ``python -m``)
-DRIVER = "ddpbench.workload.ray_train"
 
 
 def is_ray_train(cfg: DdpbenchConfig) -> bool:
@@ -74,14 +72,6 @@ def _filled(value: Any, fill: Any) -> Any:
     return value
 
 
-def placement(cfg: DdpbenchConfig) -> str:
-    """ScalingConfig.placement_strategy: every worker on one node (one node), one per node, or spread."""
-    c = cfg.cluster
-    if c.nnodes == 1:
-        return "STRICT_PACK"
-    return "STRICT_SPREAD" if c.nproc_per_node == 1 else "SPREAD"
-
-
 def driver_command(cfg: DdpbenchConfig, python: str, storage: Path, run_name: str, fill: Any,
                    workload_args: List[str]) -> List[str]:
     """The driver's argv: the mode's trainer (placeholders filled by ``fill``), the scaling, then the harness's args;
@@ -94,9 +84,11 @@ def driver_command(cfg: DdpbenchConfig, python: str, storage: Path, run_name: st
     cpus = float(c.ray.cpus_per_node) / c.nproc_per_node if c.ray.cpus_per_node is not None else 1.0
     backend = c.backend if c.backend != "auto" else ("nccl" if c.device == "cuda" else "gloo")
     address = resolve_address(str(c.ray.address)) if c.kind == "ray" else "local"
-    argv = [python, "-m", DRIVER, f"--trains={cfg.workload.trains}",
+    # ScalingConfig.placement_strategy: every worker on one node (one node), one per node, or spread
+    placement = "STRICT_PACK" if c.nnodes == 1 else "STRICT_SPREAD" if c.nproc_per_node == 1 else "SPREAD"
+    argv = [python, "-m", "ddpbench.workload.ray_train", f"--trains={cfg.workload.trains}",
             f"--trainer={json.dumps(_filled(dict(cfg.mode.ray_trainer), fill))}", f"--num-workers={world}",
-            f"--cpus-per-worker={cpus:g}", f"--placement={placement(cfg)}", f"--backend={backend}",
+            f"--cpus-per-worker={cpus:g}", f"--placement={placement}", f"--backend={backend}",
             f"--collective-timeout-sec={cfg.trial.collective_timeout_s:g}", f"--address={address}",
             f"--storage={storage}", f"--name={run_name}"]
     if c.device == "cuda":

@@ -3,8 +3,8 @@ the record's identity (where the trial sits in its sweep and the condition it pa
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Dict, Mapping, Optional
+import contextlib
+from typing import Any, Dict
 
 from ddpbench import __version__
 from ddpbench.cluster import NodePlan
@@ -67,7 +67,13 @@ def owner_record(cfg: DdpbenchConfig, arm: Arm, job: JobInfo, plan: NodePlan, ti
     tool = artifacts.inspect(cfg, context, [n.get("stderr") for n in nodes.values()], version=imported)
     status, error = artifacts.verdict(status, error, tool)
     wall_s, spawn_epoch = slowest_node_wall(nodes)
+    ordered = [nodes[k] for k in sorted(nodes)]
+    stderr_paths = [n.get("stderr") for n in ordered]
     summary_file = commands.summary_path(cfg, context) if context is not None else None
+    summary = None
+    if summary_file is not None:
+        with contextlib.suppress(OSError, ValueError):
+            summary = read_json(summary_file)
     meta = trial_meta(cfg, job, started_at=launched.started_at, ended_at=utc_now(), timeout_s=timeout_s)
     return trial_record.build_trial_record(
         meta={**meta, "arm": arm.section(cfg.mode.name, ranks)},
@@ -78,29 +84,13 @@ def owner_record(cfg: DdpbenchConfig, arm: Arm, job: JobInfo, plan: NodePlan, ti
         wall_s=wall_s,
         spawn_epoch=spawn_epoch,
         ranks=ranks,
-        nodes=[nodes[k] for k in sorted(nodes)],
-        traceml=artifacts.summary_section(_read_optional_json(summary_file), str(summary_file) if summary_file else None),
+        nodes=ordered,
+        traceml=artifacts.summary_section(summary, str(summary_file) if summary_file else None),
         environment=environment.describe(ranks, [str(n.get("hostname")) for n in nodes.values()]),
-        logs=_logs_section(nodes, status),
+        logs={"stdout": [n.get("stdout") for n in ordered], "stderr": stderr_paths,
+              "tail": None if status == "ok" else "\n".join(tail(p, 20) for p in stderr_paths if p)},
         metrics=metrics,
         tool=tool.to_record() if tool is not None else None,
         attempt=attempt.section(),
         load=launched.load,
     )
-
-
-def _read_optional_json(path: Optional[Path]) -> Optional[Dict[str, Any]]:
-    try:
-        return read_json(path) if path is not None else None
-    except (OSError, ValueError):
-        return None
-
-
-def _logs_section(nodes: Mapping[int, Mapping[str, Any]], status: str) -> Dict[str, Any]:
-    ordered = [nodes[k] for k in sorted(nodes)]
-    stderr_paths = [n.get("stderr") for n in ordered]
-    return {
-        "stdout": [n.get("stdout") for n in ordered],
-        "stderr": stderr_paths,
-        "tail": None if status == "ok" else "\n".join(tail(p, 20) for p in stderr_paths if p),
-    }

@@ -1,15 +1,13 @@
-"""Run one trial, the body of one Hydra job: the flow from the checks to node 0's trial.json (a module per step).
-
-A crash, hang or timeout becomes a ``failed``/``timeout`` record, so a sweep goes on; only bad input raises
-(:class:`~ddpbench.errors.DdpbenchError`), before anything is launched.
-"""
+"""Run one trial, the body of one Hydra job: the flow from the checks to node 0's trial.json (a module per step). A
+crash, hang or timeout becomes a ``failed``/``timeout`` record; only bad input raises, before anything launches."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any, Mapping, Optional
 
-from ddpbench.cluster import NodePlan, backend_for, plan_nodes
-from ddpbench.config import DdpbenchConfig, to_plain
+from ddpbench.cluster import NodePlan, backend_for
+from ddpbench.config import DdpbenchConfig
 from ddpbench.formats.trial_record import TRIAL_FILE, config_hash
 from ddpbench.io import write_json_atomic
 from ddpbench.trial.attempts import attempt_for, previous_ok
@@ -34,14 +32,13 @@ def trial_timeout_s(cfg: DdpbenchConfig) -> float:
 
 
 def run_trial(cfg: DdpbenchConfig, job: JobInfo) -> TrialOutcome:
-    """Run the trial ``cfg`` describes in ``job.job_dir``: node 0's trial record (also on disk), or a peer's
-    NodeDone."""
+    """Run the trial ``cfg`` describes in ``job.job_dir``: node 0's trial record (on disk too) or a peer's NodeDone."""
     arm = check_trial_config(cfg)
     cfg = arm.configured(cfg)
-    plain = to_plain(cfg)
+    plain = asdict(cfg)
     job.job_dir.mkdir(parents=True, exist_ok=True)
     timeout_s = trial_timeout_s(cfg)
-    plan = plan_nodes(cfg, job, timeout_s)
+    plan = backend_for(cfg).plan(cfg, job, timeout_s)
     resumed = resume(cfg, job, plan, plain)
     if resumed is not None:
         return resumed

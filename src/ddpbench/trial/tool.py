@@ -26,11 +26,9 @@ def module_found(name: str) -> bool:
 def find_executable(name: str) -> Optional[str]:
     """The full path of executable ``name`` on PATH, else in this Python's scripts folder (a venv used without
     activating it), or None."""
-    dirs = [d for d in os.environ.get("PATH", os.defpath).split(os.pathsep) if d]
-    for extra in (sysconfig.get_path("scripts"), os.path.dirname(sys.executable)):
-        if extra and extra not in dirs:
-            dirs.append(extra)
-    return shutil.which(name, path=os.pathsep.join(dirs))
+    dirs = [*os.environ.get("PATH", os.defpath).split(os.pathsep), sysconfig.get_path("scripts"),
+            os.path.dirname(sys.executable)]
+    return shutil.which(name, path=os.pathsep.join(dict.fromkeys(d for d in dirs if d)))
 
 
 def check_tool(cfg: DdpbenchConfig, arm: Arm) -> None:
@@ -40,17 +38,15 @@ def check_tool(cfg: DdpbenchConfig, arm: Arm) -> None:
     if arm.env is not None:  # an arm at its own version: its environment holds the tool
         check_flags(mode, arm.env)
         return
-    package = mode.requires_package
-    module = mode.requires
+    module, program = mode.requires, mode.requires_executable
     if module and not module_found(str(module)):
-        package = package or module
+        package = mode.requires_package or module
         raise ToolMissingError(
             f"mode={mode.name} needs the Python package '{package}' (module {module}), which is not "
             f"installed: pip install {package}"
         )
-    program = mode.requires_executable
     if program and find_executable(str(program)) is None:
-        package = package or program
+        package = mode.requires_package or program
         raise ToolMissingError(
             f"mode={mode.name} needs the executable '{program}' (package '{package}'), which is not on PATH "
             f"nor beside {sys.executable}: pip install {package}"

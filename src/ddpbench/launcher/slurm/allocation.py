@@ -1,9 +1,6 @@
-"""``cluster.slurm.one_allocation=true``: the whole sweep as ONE SLURM job, so every trial runs on the same nodes.
-
-The submitting driver writes ``<sweep>/.slurm/allocation.sbatch`` and submits it; its batch step runs the same sweep
-with the basic launcher in the same sweep dir. The submitter waits (bounded), adds the job to every trial.json the
-job wrote and prints the inner sweep's progress lines (docs/slurm.md).
-"""
+"""``cluster.slurm.one_allocation=true``: the whole sweep as ONE SLURM job (``<sweep>/.slurm/allocation.sbatch``) so
+every trial runs on the same nodes; its batch step runs the same sweep with the basic launcher in the same sweep dir,
+and the submitter waits (bounded), adds the job to each trial.json it wrote and prints its progress (docs/slurm.md)."""
 
 from __future__ import annotations
 
@@ -49,10 +46,6 @@ def wanted(launcher: Any, cfgs: Sequence[DdpbenchConfig]) -> bool:
     return True
 
 
-def _hydra_quote(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def allocation_script(params: Dict[str, Any], command: List[str], sweep_dir: Path, minutes: int, cwd: Path) -> str:
     """The sbatch script of a one-allocation sweep: its batch step (first node) runs ``command``."""
     slurm_dir = sweep_dir / ".slurm"
@@ -60,12 +53,10 @@ def allocation_script(params: Dict[str, Any], command: List[str], sweep_dir: Pat
              f"#SBATCH --nodes={int(params['nodes'])}", "#SBATCH --ntasks-per-node=1",
              f"#SBATCH --time={minutes}",
              f"#SBATCH --output={slurm_dir}/allocation-%j.out", f"#SBATCH --error={slurm_dir}/allocation-%j.err"]
-    for key, option in (("partition", "partition"), ("cpus_per_task", "cpus-per-task"),
-                        ("gpus_per_node", "gpus-per-node")):
+    for key, option, unit in (("partition", "partition", ""), ("cpus_per_task", "cpus-per-task", ""),
+                              ("gpus_per_node", "gpus-per-node", ""), ("mem_gb", "mem", "GB")):
         if params.get(key) is not None:
-            lines.append(f"#SBATCH --{option}={params[key]}")
-    if params.get("mem_gb") is not None:
-        lines.append(f"#SBATCH --mem={params['mem_gb']}GB")
+            lines.append(f"#SBATCH --{option}={params[key]}{unit}")
     for key, value in (params.get("additional_parameters") or {}).items():
         option = str(key).replace("_", "-")
         if value is True:
@@ -79,8 +70,7 @@ def allocation_script(params: Dict[str, Any], command: List[str], sweep_dir: Pat
 
 
 def run(params: Dict[str, Any], config: DictConfig, sweep_name: str, trial_timeouts_s: Sequence[float]) -> int:
-    """Submit the whole sweep as one job (``params``: the launcher's) and wait for it (bounded); its exit
-    status (1 when it left none)."""
+    """Submit the whole sweep as one job (``params``: the launcher's), wait (bounded); its exit status (1: none)."""
     bounds = Bounds.from_params(params)
     sweep_dir = Path(str(config.hydra.sweep.dir)).resolve()
     slurm_dir = sweep_dir / ".slurm"
@@ -89,8 +79,9 @@ def run(params: Dict[str, Any], config: DictConfig, sweep_name: str, trial_timeo
     minutes = params.get("timeout_min") or max(1, math.ceil((total_s + bounds.wait_margin_s) / 60.0))
     given = [str(o) for o in [*config.hydra.overrides.task, *config.hydra.overrides.hydra]]
     keep = [text for text, o in zip(given, parse_overrides(given)) if not o.key_or_group.startswith(OUTER_ONLY)]
+    quoted = str(sweep_dir).replace("\\", "\\\\").replace("'", "\\'")  # a Hydra quoted string
     command = [sys.executable, "-m", "ddpbench", "-m", *keep, "hydra/launcher=basic", f"sweep_name={sweep_name}",
-               f"hydra.sweep.dir={_hydra_quote(str(sweep_dir))}"]
+               f"hydra.sweep.dir='{quoted}'"]
     script = slurm_dir / "allocation.sbatch"
     script.write_text(allocation_script(params, command, sweep_dir, int(minutes), Path.cwd()))
     submitted_epoch = time.time()

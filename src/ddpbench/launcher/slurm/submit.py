@@ -1,9 +1,6 @@
-"""One SLURM job per Hydra job, every wait bounded: ``hydra/launcher=ddpbench_slurm`` (docs/slurm.md).
-
-Each job is submitted on its own, at most ``array_parallelism`` of a batch at once, and awaited with
-:func:`ddpbench.cluster.slurm.wait.await_job`. For a ddpbench trial it also skips an ok trial (resume), sizes the time
-limit from the trial's timeout, and writes a ``failed``/``timeout`` ``trial.json`` for a job that left no result.
-"""
+"""One SLURM job per Hydra job, at most ``array_parallelism`` at once, every wait bounded (``hydra/launcher=
+ddpbench_slurm``, docs/slurm.md). For a ddpbench trial it also skips an ok trial (resume), sizes the time limit from
+the trial's timeout, and writes a ``failed``/``timeout`` ``trial.json`` for a job that left no result."""
 
 from __future__ import annotations
 
@@ -13,7 +10,7 @@ import logging
 import math
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Deque, Dict, List, Optional, Sequence
 
@@ -23,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from ddpbench.cluster.slurm.wait import (SLURM_CALL_TIMEOUT_S, Bounds, JobWait, SlurmStateError, await_job,
                                          is_terminal, job_state, scancel)
-from ddpbench.config import DdpbenchConfig, to_plain, typed
+from ddpbench.config import DdpbenchConfig, typed
 from ddpbench.formats.trial_record import TRIAL_FILE, build_trial_record, config_hash
 from ddpbench.io import read_json, write_json_atomic
 from ddpbench.launcher.slurm.allocation import add_slurm_logs
@@ -38,8 +35,6 @@ from ddpbench.trial.summary import summary_of
 
 log = logging.getLogger(__name__)
 
-#: launcher keys that are ddpbench's, not submitit executor parameters
-OWN_KEYS = ("wait_margin_s", "queue_timeout_s", "poll_s")
 #: minutes of SLURM time limit when neither ``timeout_min`` nor a trial timeout says (submitit_slurm's default)
 DEFAULT_TIMEOUT_MIN = 60
 
@@ -78,8 +73,7 @@ class Submitted:
 
 
 class Submitter:
-    """Runs one batch of a launcher's jobs on SLURM. ``launcher``: the set-up BoundedSlurmLauncher, which is
-    also the callable each job runs (submitit pickles it)."""
+    """Runs one batch of a launcher's jobs on SLURM; ``launcher`` (BoundedSlurmLauncher) is also what a job runs."""
 
     def __init__(self, launcher: Any) -> None:
         import submitit
@@ -88,7 +82,8 @@ class Submitter:
         self.launcher = launcher
         self.params: Dict[str, Any] = dict(launcher.params)
         self.bounds = Bounds.from_params(self.params)
-        params = {k: v for k, v in self.params.items() if k not in (*OWN_KEYS, "_target_")}
+        own = {f.name for f in fields(Bounds)} | {"_target_"}  # ddpbench's keys, not submitit executor parameters
+        params = {k: v for k, v in self.params.items() if k not in own}
         init = {"folder": params.pop("submitit_folder")}
         if "max_num_timeout" in params:
             init["slurm_max_num_timeout"] = params.pop("max_num_timeout")
@@ -157,7 +152,7 @@ class Submitter:
         if item.trial is None or not item.trial.trial.resume:
             return None
         try:
-            previous = previous_ok(item.job_dir, config_hash(to_plain(item.trial)))
+            previous = previous_ok(item.job_dir, config_hash(asdict(item.trial)))
         except Exception:  # an unreadable old record: just run the trial
             return None
         return None if previous is None else summary_of({**previous, "resumed": True})
@@ -203,18 +198,6 @@ def from_result(item: Submitted) -> JobReturn:
                      f"{lines[-1] if lines else 'no traceback'}")
 
 
-def written_by_job(item: Submitted) -> Optional[Dict[str, Any]]:
-    """The trial.json node 0 wrote for this job (newer than the submission), else None."""
-    path = item.job_dir / TRIAL_FILE
-    try:
-        if item.trial is None or path.stat().st_mtime < item.submitted_epoch:
-            return None
-        trial = read_json(path)
-    except (OSError, ValueError):
-        return None
-    return trial if isinstance(trial, dict) and trial.get("status") else None
-
-
 def annotate(item: Submitted) -> None:
     """Add the SLURM job id, state and submitit log paths to the ``logs`` of the trial.json the job wrote."""
     if item.trial is not None:
@@ -228,8 +211,11 @@ def no_result(item: Submitted, status: str, error: str) -> JobReturn:
         ret = job_return(item, None)
         ret.status, ret.return_value = JobStatus.FAILED, RuntimeError(error)
         return ret
-    written = written_by_job(item)
-    if written is not None:
+    path, written = item.job_dir / TRIAL_FILE, None  # the trial.json node 0 wrote for this job
+    with contextlib.suppress(OSError, ValueError):
+        if path.stat().st_mtime >= item.submitted_epoch:
+            written = read_json(path)
+    if isinstance(written, dict) and written.get("status"):
         annotate(item)
         return job_return(item, summary_of(written))
     return job_return(item, summary_of(failed_record(item, status, error)))
@@ -245,7 +231,7 @@ def failed_record(item: Submitted, status: str, error: str) -> Dict[str, Any]:
     item.job_dir.mkdir(parents=True, exist_ok=True)
     attempt = attempt_of_launch(item.job_dir, str(item.job.job_id))  # SLURM's run token is the job id
     trial = build_trial_record(
-        meta=meta, config=to_plain(item.trial), status=status, exit_code=None, error=error, wall_s=None,
+        meta=meta, config=asdict(item.trial), status=status, exit_code=None, error=error, wall_s=None,
         spawn_epoch=item.submitted_epoch, ranks=[], nodes=[], traceml=None,
         environment=environment.describe([], []),
         logs={"stdout": slurm["slurm_stdout"], "stderr": slurm["slurm_stderr"],
