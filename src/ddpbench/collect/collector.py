@@ -21,8 +21,6 @@ from ddpbench.formats.rank_record import INJECT_KEYS, PHASES, STEP_STAT_KEYS, re
 from ddpbench.formats.trial_record import LOAD_KEYS, TRIAL_FILE, read_trial_record
 from ddpbench.io import atomic_path, write_text_atomic
 
-__all__ = ["CollectResult", "collect_trials", "find_trial_files", "flatten_trial", "load_step_times", "write_results"]
-
 _SCALAR_FIELDS = (
     "schema", "schema_version", "ddpbench_version", "sweep_dir", "job_dir", "job_num", "mode",
     "repeat", "pair_position", "condition_id", "config_hash", "status", "exit_code", "error",

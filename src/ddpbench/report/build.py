@@ -27,8 +27,6 @@ from ddpbench.report.plots import plot_condition, save_figure, tool_plot
 from ddpbench.analysis.versions import VersionStep, compare_versions, unknown_formats, version_lists, versions_to_dict
 from ddpbench.report.versions import version_plot, versions_section
 
-__all__ = ["ReportInputError", "ReportOutcome", "write_report"]
-
 EXIT_OK, EXIT_OVER, EXIT_BAD_INPUT, EXIT_INCONCLUSIVE = 0, 1, 2, 3
 
 

@@ -21,8 +21,6 @@ from ddpbench.report.history_plots import history_plot, png_base64, series_plot
 from ddpbench.report.plots import save_figure
 from ddpbench.report.versions import interval
 
-__all__ = ["HistoryFiles", "esc", "history_markdown", "render_history_page", "write_history"]
-
 _CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 _STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2em auto;max-width:1280px;

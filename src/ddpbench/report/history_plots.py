@@ -22,8 +22,6 @@ from ddpbench.analysis.history import HistoryPoint  # noqa: E402
 from ddpbench.analysis.stats import PairedSummary  # noqa: E402
 from ddpbench.report.style import RC, colors  # noqa: E402
 
-__all__ = ["history_plot", "literal", "png_base64", "series_plot"]
-
 
 def literal(text: str) -> str:
     """``text`` as matplotlib draws it literally (no math mode)."""

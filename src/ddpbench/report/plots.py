@@ -30,8 +30,6 @@ from ddpbench.formats.rank_record import PHASES  # noqa: E402
 from ddpbench.io import atomic_path  # noqa: E402
 from ddpbench.report.style import RC, colors  # noqa: E402
 
-__all__ = ["plot_condition", "save_figure", "slug", "tool_plot"]
-
 
 #: longest slug, characters: a plot's file name stays well under the 255-byte limit of file systems
 SLUG_MAX = 120

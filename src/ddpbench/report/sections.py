@@ -19,9 +19,6 @@ from ddpbench.analysis.verdict import FIGURE_NAMES, LOWER_BOUND, Figure
 from ddpbench.choices import Role
 from ddpbench.report.tables import ci, robust_text
 
-__all__ = ["artifacts", "calibration_line", "details", "disturbed", "efficiency_line", "method", "setup",
-           "switching_lines", "verdict_line"]
-
 
 def setup(prov: Provenance) -> list[str]:
     lines = ["## Setup", ""]

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-__all__ = ["PALETTE", "RC", "colors"]
-
 #: seaborn's "deep" palette, in its order
 PALETTE: List[str] = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3",
                       "#937860", "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd"]

@@ -12,8 +12,6 @@ from ddpbench.analysis.results import Comparison, RobustInterval
 from ddpbench.analysis.stats import PairedSummary
 from ddpbench.choices import Role
 
-__all__ = ["ci", "figure_rows_table", "headline", "pm", "robust_text", "tool_table", "verdict_cell"]
-
 UNKNOWN = "unknown"
 
 
