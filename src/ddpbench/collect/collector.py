@@ -1,8 +1,7 @@
-"""Read every ``trial.json`` below one or more paths into one table, one row per trial (columns:
-docs/results-columns.md).
+"""Every ``trial.json`` below one or more paths as one table, one row per trial (docs/results-columns.md).
 
-A file is used when :func:`ddpbench.formats.trial_record.read_trial_record` accepts it (earlier versions are
-upgraded in memory); anything else is skipped with its reason, never fatal. Hidden folders are not searched.
+A file :func:`ddpbench.formats.trial_record.read_trial_record` does not accept is skipped with its reason, never
+fatal. Hidden folders are not searched.
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""``ddpbench-report --history``: the history across sweeps as ``history.md``, ``plots/history.png`` and
-``index.html`` (figures from :mod:`ddpbench.analysis.history`; every file written atomically).
+"""``ddpbench-report --history``: ``history.md``, ``plots/history.png`` and ``index.html``, written atomically.
 
 The page is self-contained: inline PNGs and style, no script, a CSP that forbids every fetch but ``data:``
 images. Every string from a record goes through :func:`esc`.

@@ -129,8 +129,7 @@ def _half_violin(ax: Axes, values: list[float], x: float, width: float, side: st
 
 
 def step_distribution_plot(steps: pd.DataFrame, baseline: str) -> Figure:
-    """Every timed step (ms) per repeat and mode, as violins (split when two modes) clipped at the 99.5th
-    percentile, each scaled to the same width."""
+    """Every timed step (ms) per repeat and mode, as violins (split for two modes) clipped at the 99.5th percentile."""
     modes = _mode_order(steps["mode"].tolist(), baseline)
     cap = float(steps["step_ms"].quantile(0.995))
     shown = steps[steps["step_ms"] <= cap]

@@ -82,9 +82,8 @@ def method(analysis: Analysis) -> list[str]:
 
 
 def verdict_line(c: Comparison, job_hours: float) -> str:
-    """The headline of one tool comparison: its verdict and the figure that decided it, the per-step cost and the
-    fixed cost apart, their projection onto a ``job_hours`` job, the within-trial lower bound where the trials
-    switched, and the trials' own wall overhead."""
+    """The headline of one tool comparison: its verdict, the figures that decided it and their projection onto a
+    ``job_hours`` job."""
     m, v = c.metrics, c.verdict
     per = v.per_metric
     step_pct = "—" if "step_overhead_pct" in c.pct_notes else ci(m.get("step_overhead_pct"), " %")

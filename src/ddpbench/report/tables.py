@@ -80,11 +80,9 @@ def headline(comparisons: Sequence[Comparison], job_hours: float) -> list[str]:
 
 
 def _memory_cell(c: Comparison) -> str:
-    parts = []
-    for row in c.rows:
-        if row.group == "memory":
-            pct = "" if row.pct is None else f" ({fmt(row.pct.mean, 1, True)} %)"
-            parts.append(f"{row.name}: {ci(row.diff, ' MB', 1)}{pct}")
+    parts = [f"{row.name}: {ci(row.diff, ' MB', 1)}"
+             + ("" if row.pct is None else f" ({fmt(row.pct.mean, 1, True)} %)")
+             for row in c.rows if row.group == "memory"]
     return "; ".join(parts) or UNKNOWN
 
 
