@@ -67,12 +67,8 @@ def commit_range(repo: Path, good: Commit, bad: Commit) -> List[Commit]:
     if ancestor.returncode != 0:
         raise ConfigError(f"bisect: the good commit {good.short} is not an ancestor of the bad commit {bad.short}")
     lines = _git(repo, "rev-list", "--first-parent", "--reverse", "--format=%H %s", f"{good.commit}..{bad.commit}")
-    commits = []
-    for line in lines.splitlines():
-        if line.startswith("commit "):
-            continue
-        sha, _, subject = line.partition(" ")
-        commits.append(Commit(sha, subject))
+    commits = [Commit(sha, subject) for line in lines.splitlines() if not line.startswith("commit ")
+               for sha, _, subject in [line.partition(" ")]]
     if not commits or commits[-1].commit != bad.commit:
         raise ConfigError(f"bisect: the bad commit {bad.short} is not on the first-parent line after {good.short}")
     return commits

@@ -43,7 +43,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return error_line(f"cannot write to {out}: {exc.strerror or exc}", prog=PROG)
     print(f"{len(result.frame)} trials collected, {len(result.skipped)} skipped -> " + ", ".join(map(str, written)))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

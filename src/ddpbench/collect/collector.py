@@ -1,8 +1,7 @@
-"""Read every ``trial.json`` below one or more paths into one table, one row per trial (columns:
-docs/results-columns.md).
+"""Every ``trial.json`` below one or more paths as one table, one row per trial (docs/results-columns.md).
 
-A file is used when :func:`ddpbench.formats.trial_record.read_trial_record` accepts it (earlier versions are
-upgraded in memory); anything else is skipped with its reason, never fatal. Hidden folders are not searched.
+A file :func:`ddpbench.formats.trial_record.read_trial_record` does not accept is skipped with its reason, never
+fatal. Hidden folders are not searched.
 """
 
 from __future__ import annotations
@@ -20,8 +19,6 @@ from ddpbench.formats.rank_loop import GPU_TIME_KEYS, STARTUP_PARTS
 from ddpbench.formats.rank_record import INJECT_KEYS, PHASES, STEP_STAT_KEYS, read_rank_record
 from ddpbench.formats.trial_record import LOAD_KEYS, TRIAL_FILE, read_trial_record
 from ddpbench.io import atomic_path, write_text_atomic
-
-__all__ = ["CollectResult", "collect_trials", "find_trial_files", "flatten_trial", "load_step_times", "write_results"]
 
 _SCALAR_FIELDS = (
     "schema", "schema_version", "ddpbench_version", "sweep_dir", "job_dir", "job_num", "mode",
@@ -49,8 +46,7 @@ FLOAT_COLUMNS = (
 
 @dataclass(frozen=True)
 class CollectResult:
-    """One row per accepted trial in ``frame``; ``(path, reason)`` in ``skipped`` for every file or argument
-    not used."""
+    """``frame``: one row per accepted trial; ``skipped``: ``(path, reason)`` of each file or argument not used."""
 
     frame: pd.DataFrame
     skipped: list[tuple[str, str]] = field(default_factory=list)
@@ -195,16 +191,16 @@ def collect_trials(paths: Iterable[str | os.PathLike[str]]) -> CollectResult:
         trial, reason = read_trial_record(path)
         if trial is None:
             skipped.append((path, reason or "unusable"))
-            continue
-        rows.append(flatten_trial(trial, path))
-    frame = pd.DataFrame.from_records(rows) if rows else pd.DataFrame(columns=["source_path", *_SCALAR_FIELDS])
-    if rows:
-        for col in [*FLOAT_COLUMNS, *(c for c in frame.columns if c.startswith("metric_"))]:
-            if col in frame.columns:
-                frame[col] = pd.to_numeric(frame[col], errors="coerce").astype("float64")
-        frame = frame.sort_values(["sweep_dir", "job_num", "source_path"], kind="stable", na_position="last")
-        frame = frame.reset_index(drop=True)
-    return CollectResult(frame=frame, skipped=skipped, files_seen=len(files))
+        else:
+            rows.append(flatten_trial(trial, path))
+    if not rows:
+        return CollectResult(pd.DataFrame(columns=["source_path", *_SCALAR_FIELDS]), skipped, len(files))
+    frame = pd.DataFrame.from_records(rows)
+    for col in [*FLOAT_COLUMNS, *(c for c in frame.columns if c.startswith("metric_"))]:
+        if col in frame.columns:
+            frame[col] = pd.to_numeric(frame[col], errors="coerce").astype("float64")
+    frame = frame.sort_values(["sweep_dir", "job_num", "source_path"], kind="stable", na_position="last")
+    return CollectResult(frame.reset_index(drop=True), skipped, len(files))
 
 
 def write_results(frame: pd.DataFrame, out_dir: str | os.PathLike[str]) -> list[Path]:
@@ -224,13 +220,13 @@ def write_results(frame: pd.DataFrame, out_dir: str | os.PathLike[str]) -> list[
 
 def load_step_times(frame: pd.DataFrame, rank: int = 0) -> pd.DataFrame:
     """Every timed step's duration (ms) of each ok trial, from ``rank``'s record of that trial's own attempt
-    (``attempt_dir``; ``job_dir`` for a version 1 record), as columns ``mode``, ``repeat``, ``step_ms``.
-
-    Trials without a rank record or its ``step_times_ms`` (``trial.save_step_times=false``) are left out.
-    """
+    (``attempt_dir``; ``job_dir`` for a version 1 record), as columns ``mode``, ``repeat``, ``step_ms``; trials
+    without a rank record or its ``step_times_ms`` (``trial.save_step_times=false``) are left out."""
     parts = []
     ok = frame[frame["status"] == "ok"] if "status" in frame.columns else frame
-    for mode, repeat, folder in zip(ok.get("mode", []), ok.get("repeat", []), _attempt_dirs(ok)):
+    attempts = ok["attempt_dir"] if "attempt_dir" in ok.columns else [None] * len(ok)
+    folders = [Path(a) if isinstance(a, str) and a else Path(str(j)) for a, j in zip(attempts, ok.get("job_dir", []))]
+    for mode, repeat, folder in zip(ok.get("mode", []), ok.get("repeat", []), folders):
         record, _ = read_rank_record(AttemptLayout(folder).rank_record(rank))
         steps = record.get("step_times_ms") if record is not None else None
         if steps:
@@ -238,9 +234,3 @@ def load_step_times(frame: pd.DataFrame, rank: int = 0) -> pd.DataFrame:
     if not parts:
         return pd.DataFrame(columns=["mode", "repeat", "step_ms"])
     return pd.concat(parts, ignore_index=True)
-
-
-def _attempt_dirs(frame: pd.DataFrame) -> list[Path]:
-    """Each row's attempt folder: ``attempt_dir`` when the record names one, else its ``job_dir`` (version 1)."""
-    attempt_dirs = frame["attempt_dir"] if "attempt_dir" in frame.columns else [None] * len(frame)
-    return [Path(a) if isinstance(a, str) and a else Path(str(j)) for a, j in zip(attempt_dirs, frame.get("job_dir", []))]

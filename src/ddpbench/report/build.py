@@ -27,8 +27,6 @@ from ddpbench.report.plots import plot_condition, save_figure, tool_plot
 from ddpbench.analysis.versions import VersionStep, compare_versions, unknown_formats, version_lists, versions_to_dict
 from ddpbench.report.versions import version_plot, versions_section
 
-__all__ = ["ReportInputError", "ReportOutcome", "write_report"]
-
 EXIT_OK, EXIT_OVER, EXIT_BAD_INPUT, EXIT_INCONCLUSIVE = 0, 1, 2, 3
 
 
@@ -98,11 +96,8 @@ def write_report(
     regression_pct: float = 1.0,
 ) -> ReportOutcome:
     """Collect every trial.json under ``sweep_dirs``, analyse the pairs and write the report into ``out_dir``
-    (default: the first sweep dir).
-
-    ``job_hours``: the job length the verdict projects onto (hours of training); ``regression_pct``: the per-step
-    threshold between consecutive versions. :class:`ReportInputError` for a nonexistent or empty sweep dir, no
-    usable trial.json, an unwritable ``out_dir``, or ``job_hours`` not > 0.
+    (default: the first sweep dir). ``job_hours``: the job the verdict projects onto (hours of training);
+    ``regression_pct``: the per-step threshold between consecutive versions. :class:`ReportInputError` for bad input.
     """
     try:
         job_seconds(job_hours)

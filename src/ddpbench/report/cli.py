@@ -7,7 +7,6 @@ Exit codes: 0 written; 1 over budget (``--fail-over-budget``) or a version regre
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Sequence
 
@@ -104,7 +103,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     code = outcome.exit_code(args.fail_over_budget)
     regression = regression_exit_from_record(outcome.analysis_path) if args.fail_on_regression else 0
     return max(code, regression, key=lambda c: {0: 0, 3: 1, 1: 2}.get(c, 3))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

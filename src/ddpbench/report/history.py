@@ -1,5 +1,4 @@
-"""``ddpbench-report --history``: the history across sweeps as ``history.md``, ``plots/history.png`` and
-``index.html`` (figures from :mod:`ddpbench.analysis.history`; every file written atomically).
+"""``ddpbench-report --history``: ``history.md``, ``plots/history.png`` and ``index.html``, written atomically.
 
 The page is self-contained: inline PNGs and style, no script, a CSP that forbids every fetch but ``data:``
 images. Every string from a record goes through :func:`esc`.
@@ -20,8 +19,6 @@ from ddpbench.io import write_text_atomic
 from ddpbench.report.history_plots import history_plot, png_base64, series_plot
 from ddpbench.report.plots import save_figure
 from ddpbench.report.versions import interval
-
-__all__ = ["HistoryFiles", "esc", "history_markdown", "render_history_page", "write_history"]
 
 _CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 _STYLE = """

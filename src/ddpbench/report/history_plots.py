@@ -20,9 +20,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from ddpbench.analysis.changepoint import ChangePoints  # noqa: E402
 from ddpbench.analysis.history import HistoryPoint  # noqa: E402
 from ddpbench.analysis.stats import PairedSummary  # noqa: E402
-from ddpbench.report.style import RC, colors  # noqa: E402
-
-__all__ = ["history_plot", "literal", "png_base64", "series_plot"]
+from ddpbench.report.plots import RC, colors  # noqa: E402
 
 
 def literal(text: str) -> str:

@@ -20,8 +20,6 @@ from ddpbench.report.sections import (artifacts, calibration_line, details, dist
                                       stopping_section, switching_lines, verdict_line)
 from ddpbench.report.tables import ci, figure_rows_table, headline, tool_table
 
-__all__ = ["ranked_tools", "render_report"]
-
 GPU_NOTE = ("Per step on the GPU's own clock (CUDA events at each step's device boundaries, no synchronisation in "
             "the loop): *GPU busy* runs from the step's first device work to its last (gaps between its own kernels "
             "included), *GPU idle* is the time between two steps with none of the loop's work queued. A tool whose "

@@ -1,4 +1,4 @@
-"""The report's PNG plots (matplotlib, Agg backend; the look in :mod:`.style`; each file written atomically).
+"""The report's PNG plots (matplotlib, Agg backend; each file written atomically).
 
 Per condition: ``slope_<mode>``, ``step_time``, ``wall_decomposition``, ``throughput``, with ``timing=phase``
 ``phases``, with ``switching=blocks`` ``blocks``; across conditions: the tools compared.
@@ -12,7 +12,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Any, Literal, Sequence
 
 import matplotlib
 
@@ -28,15 +28,29 @@ from ddpbench.analysis.paired import Comparison  # noqa: E402
 from ddpbench.collect.collector import load_step_times  # noqa: E402
 from ddpbench.formats.rank_record import PHASES  # noqa: E402
 from ddpbench.io import atomic_path  # noqa: E402
-from ddpbench.report.style import RC, colors  # noqa: E402
 
-__all__ = ["plot_condition", "save_figure", "slug", "tool_plot"]
-
+#: seaborn's "deep" palette, in its order, and the rc settings of its whitegrid style in its notebook context
+#: (sizes in points): seaborn's look without importing it (and through it scipy.stats: a second of start-up)
+PALETTE = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3",
+           "#937860", "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd"]
+RC: dict[Any, Any] = {
+    "axes.axisbelow": True, "axes.edgecolor": ".8", "axes.grid": True, "axes.labelcolor": ".15",
+    "axes.labelsize": 12.0, "axes.linewidth": 1.25, "axes.titlesize": 12.0,
+    "font.size": 12.0, "grid.color": ".8", "grid.linewidth": 1.0, "legend.fontsize": 11.0,
+    "legend.title_fontsize": 12.0, "lines.solid_capstyle": "round", "patch.edgecolor": "w",
+    "patch.force_edgecolor": True, "text.color": ".15", "xtick.bottom": False, "xtick.color": ".15",
+    "xtick.labelsize": 11.0, "ytick.color": ".15", "ytick.labelsize": 11.0, "ytick.left": False,
+}
 
 #: longest slug, characters: a plot's file name stays well under the 255-byte limit of file systems
 SLUG_MAX = 120
 #: the collected table's column of a switched trial's blocks, and the column every timing=phase trial fills
 _BLOCKS_COLUMN, _PHASE_COLUMN = "switch_blocks_json", f"phase_time_ms_{PHASES[0]}_mean"
+
+
+def colors(n: int) -> list[str]:
+    """``n`` colours of the palette, in order (it repeats past ten)."""
+    return [PALETTE[i % len(PALETTE)] for i in range(n)]
 
 
 def slug(text: str) -> str:
@@ -59,8 +73,7 @@ def save_figure(fig: Figure, path: Path) -> Path:
 
 
 def _measured(trials: pd.DataFrame, column: str) -> bool:
-    """Whether some ok trial has a figure in ``column`` (a plot without data, e.g. of a script without records,
-    is not drawn)."""
+    """Whether some ok trial has a figure in ``column`` (a plot without data is not drawn)."""
     return column in trials.columns and bool(trials.loc[trials["status"] == "ok", column].notna().any())
 
 
@@ -88,8 +101,7 @@ def slope_plot(comparison: Comparison) -> Figure:
 
 
 def _half_violin(ax: Axes, values: list[float], x: float, width: float, side: str, color: str) -> None:
-    """One violin of ``values`` at ``x`` (``side``: "both", "left" or "right" half), its quartiles dashed (a line
-    where all values are one)."""
+    """One violin of ``values`` at ``x`` (``side``: "both", "left" or "right" half), its quartiles dashed."""
     def span(half: float) -> tuple[float, float]:  # a horizontal line across the drawn side(s)
         return (x - half if side != "right" else x, x + half if side != "left" else x)
 
@@ -117,8 +129,7 @@ def _half_violin(ax: Axes, values: list[float], x: float, width: float, side: st
 
 
 def step_distribution_plot(steps: pd.DataFrame, baseline: str) -> Figure:
-    """Every timed step (ms) per repeat and mode, as violins (split when two modes) clipped at the 99.5th
-    percentile, each scaled to the same width."""
+    """Every timed step (ms) per repeat and mode, as violins (split for two modes) clipped at the 99.5th percentile."""
     modes = _mode_order(steps["mode"].tolist(), baseline)
     cap = float(steps["step_ms"].quantile(0.995))
     shown = steps[steps["step_ms"] <= cap]
@@ -278,11 +289,9 @@ def block_plot(trials: pd.DataFrame, baseline: str) -> Figure:
     return fig
 
 
-def plot_condition(
-    trials: pd.DataFrame, comparisons: list[Comparison], out_dir: Path, baseline: str
-) -> dict[str, Path]:
-    """Write every plot of one condition (``trials``: its rows of the collected table) into ``out_dir``;
-    ``{name: path}``."""
+def plot_condition(trials: pd.DataFrame, comparisons: list[Comparison], out_dir: Path,
+                   baseline: str) -> dict[str, Path]:
+    """Write every plot of one condition (``trials``: its rows of the collected table) into ``out_dir``."""
     cond = comparisons[0].condition_id if comparisons else str(trials["condition_id"].iloc[0])
     stem = slug(cond)
     written: dict[str, Path] = {}
@@ -294,14 +303,10 @@ def plot_condition(
         if not steps.empty or _measured(trials, "step_time_ms_median"):
             figure = step_distribution_plot(steps, baseline) if not steps.empty else step_time_plot(trials, baseline)
             written["step_time"] = save_figure(figure, out_dir / f"{stem}-step-time.png")
-        if _measured(trials, "train_s"):
-            written["wall_decomposition"] = save_figure(
-                wall_decomposition_plot(trials, baseline), out_dir / f"{stem}-wall-decomposition.png"
-            )
-        if _measured(trials, "steps_per_s"):
-            written["throughput"] = save_figure(throughput_plot(trials, baseline), out_dir / f"{stem}-throughput.png")
-        if _measured(trials, _PHASE_COLUMN):
-            written["phases"] = save_figure(phase_plot(trials, baseline), out_dir / f"{stem}-phases.png")
-        if _measured(trials, _BLOCKS_COLUMN):
-            written["blocks"] = save_figure(block_plot(trials, baseline), out_dir / f"{stem}-blocks.png")
+        for name, column, draw in (("wall_decomposition", "train_s", wall_decomposition_plot),
+                                   ("throughput", "steps_per_s", throughput_plot),
+                                   ("phases", _PHASE_COLUMN, phase_plot), ("blocks", _BLOCKS_COLUMN, block_plot)):
+            if _measured(trials, column):
+                file = out_dir / f"{stem}-{name.replace('_', '-')}.png"
+                written[name] = save_figure(draw(trials, baseline), file)
     return written

@@ -19,9 +19,6 @@ from ddpbench.analysis.verdict import FIGURE_NAMES, LOWER_BOUND, Figure
 from ddpbench.choices import Role
 from ddpbench.report.tables import ci, robust_text
 
-__all__ = ["artifacts", "calibration_line", "details", "disturbed", "efficiency_line", "method", "setup",
-           "switching_lines", "verdict_line"]
-
 
 def setup(prov: Provenance) -> list[str]:
     lines = ["## Setup", ""]
@@ -85,9 +82,8 @@ def method(analysis: Analysis) -> list[str]:
 
 
 def verdict_line(c: Comparison, job_hours: float) -> str:
-    """The headline of one tool comparison: its verdict and the figure that decided it, the per-step cost and the
-    fixed cost apart, their projection onto a ``job_hours`` job, the within-trial lower bound where the trials
-    switched, and the trials' own wall overhead."""
+    """The headline of one tool comparison: its verdict, the figures that decided it and their projection onto a
+    ``job_hours`` job."""
     m, v = c.metrics, c.verdict
     per = v.per_metric
     step_pct = "—" if "step_overhead_pct" in c.pct_notes else ci(m.get("step_overhead_pct"), " %")
@@ -239,29 +235,22 @@ def artifacts(analysis: Analysis) -> list[str]:
     return lines + [""]
 
 
-#: the stopping section's sentence on disturbed pairs, per ``precision.disturbed``
-DISTURBED_RULE = {
-    "rerun": "A pair whose trials' load shows other work disturbed it was re-run, not counted (it still used up "
-             "max_pairs and max_minutes).",
-    "count": "Disturbed pairs were counted like the others (precision.disturbed=count).",
-}
-
-
-#: what the stopping section adds about the metric a sweep decided on
-DECIDED_ON = {PROJECTED: " (the verdict's figure: the per-step cost plus the fixed cost over the sweep's "
-                         "`report.job_hours`)"}
-
-
 def stopping_section(record: Mapping[str, Any]) -> list[str]:
     """``## Why the sweep stopped``: the repeat=auto rule and, per condition, its pairs and reason."""
     rule = record.get("rule", {})
+    decided_on = (" (the verdict's figure: the per-step cost plus the fixed cost over the sweep's `report.job_hours`)"
+                  if str(rule.get("metric")) == PROJECTED else "")
+    disturbed_rule = {
+        "rerun": "A pair whose trials' load shows other work disturbed it was re-run, not counted (it still used up "
+                 "max_pairs and max_minutes).",
+        "count": "Disturbed pairs were counted like the others (precision.disturbed=count).",
+    }.get(str(rule.get("disturbed", "count")), "")
     lines = ["## Why the sweep stopped (repeat=auto)", "",
-             f"Pairs were added until `{rule.get('metric')}`{DECIDED_ON.get(str(rule.get('metric')), '')} was decided "
-             f"against the budget of "
+             f"Pairs were added until `{rule.get('metric')}`{decided_on} was decided against the budget of "
              f"{rule.get('budget')} ({rule.get('spending')} alpha spending over at most {rule.get('max_pairs')} "
              f"looks, {float(rule.get('confidence', 0.95)) * 100:g} % overall; at least {rule.get('min_pairs')} "
              f"pairs; half-width target {rule.get('halfwidth')}; at most {rule.get('max_minutes')} min). "
-             + DISTURBED_RULE.get(str(rule.get("disturbed", "count")), ""), "",
+             + disturbed_rule, "",
              "| condition | pairs run (counted) | stopped because | per mode |", "|---|---|---|---|"]
     reruns = []
     for condition in record.get("conditions", []):
@@ -273,15 +262,6 @@ def stopping_section(record: Mapping[str, Any]) -> list[str]:
         reruns += [f"- {shown}: {rerun_reason(int(e['repeat']), str(e.get('why')))}."
                    for e in condition.get("excluded") or []]
     return lines + ([""] + reruns if reruns else []) + [""]
-
-
-WHICH_ANSWERS_WHAT = (
-    "Two per-step figures answer two questions. **Within-trial** (`switching=blocks`: blocks of steps with the "
-    "tool's switchable per-step work off and on inside the same processes, ABBA order): what the instrumentation "
-    "the switch turns off costs per step, free of the process-to-process variance. **Between-trial** (paired "
-    "trials): what the tool costs in all, including what its switch leaves on (threads, aggregator, start-up). "
-    "The baseline's switch is a no-op: its within-trial interval is the method's own noise floor."
-)
 
 
 def _interval(sw: SwitchedEstimate) -> str:
@@ -304,12 +284,17 @@ def switching_lines(comparisons: Sequence[Comparison]) -> list[str]:
     switched = [c for c in comparisons if c.switched is not None]
     if not switched:
         return []
-    lines = [WHICH_ANSWERS_WHAT, ""]
+    lines = ["Two per-step figures answer two questions. **Within-trial** (`switching=blocks`: blocks of steps with "
+             "the tool's switchable per-step work off and on inside the same processes, ABBA order): what the "
+             "instrumentation the switch turns off costs per step, free of the process-to-process variance. "
+             "**Between-trial** (paired trials): what the tool costs in all, including what its switch leaves on "
+             "(threads, aggregator, start-up). The baseline's switch is a no-op: its within-trial interval is the "
+             "method's own noise floor.", ""]
     for c in switched:
         sw = c.switched
         assert sw is not None
         floor = c.switched_base
-        floor_text = (f"; no-op switch ({c.baseline}, noise floor): {_interval(floor)}" if floor is not None else "")
+        floor_text = f"; no-op switch ({c.baseline}, noise floor): {_interval(floor)}" if floor is not None else ""
         lines.append(
             f"- {c.label}: within-trial (switch `{sw.what}`, {sw.n_trials} trial(s), {sw.quads} quads, {sw.method}): "
             f"per-step {_interval(sw)}; between-trial, the same trials' on-blocks against the baseline's "

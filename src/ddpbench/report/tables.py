@@ -12,8 +12,6 @@ from ddpbench.analysis.results import Comparison, RobustInterval
 from ddpbench.analysis.stats import PairedSummary
 from ddpbench.choices import Role
 
-__all__ = ["ci", "figure_rows_table", "headline", "pm", "robust_text", "tool_table", "verdict_cell"]
-
 UNKNOWN = "unknown"
 
 
@@ -82,11 +80,9 @@ def headline(comparisons: Sequence[Comparison], job_hours: float) -> list[str]:
 
 
 def _memory_cell(c: Comparison) -> str:
-    parts = []
-    for row in c.rows:
-        if row.group == "memory":
-            pct = "" if row.pct is None else f" ({fmt(row.pct.mean, 1, True)} %)"
-            parts.append(f"{row.name}: {ci(row.diff, ' MB', 1)}{pct}")
+    parts = [f"{row.name}: {ci(row.diff, ' MB', 1)}"
+             + ("" if row.pct is None else f" ({fmt(row.pct.mean, 1, True)} %)")
+             for row in c.rows if row.group == "memory"]
     return "; ".join(parts) or UNKNOWN
 
 
