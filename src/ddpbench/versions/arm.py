@@ -125,12 +125,6 @@ def sweep_packages(package: str) -> Dict[str, str]:
     return _SWEEP_PACKAGES[sys.executable]
 
 
-def _site_fingerprint(env: envs.ToolEnv) -> List[Any]:
-    """The modification times of every site-packages folder either side sees (unchanged: same package lists)."""
-    folders = [*envs.shared_site_dirs(), *map(str, env.dir.glob("lib/python*/site-packages"))]
-    return [[folder, os.stat(folder).st_mtime_ns if os.path.isdir(folder) else None] for folder in folders]
-
-
 def diff_of(env: envs.ToolEnv) -> List[str]:
     """How the environment's packages, the tool left out, differ from the sweep's ([] = identical).
 
@@ -139,7 +133,10 @@ def diff_of(env: envs.ToolEnv) -> List[str]:
     key = env.spec.key
     if key in _DIFFS:
         return _DIFFS[key]
-    stored, fingerprint = env.dir / "packages-check.json", _site_fingerprint(env)
+    # every site-packages folder either side sees, with its modification time: unchanged, same package lists
+    folders = [*envs.shared_site_dirs(), *map(str, env.dir.glob("lib/python*/site-packages"))]
+    fingerprint = [[folder, os.stat(folder).st_mtime_ns if os.path.isdir(folder) else None] for folder in folders]
+    stored = env.dir / "packages-check.json"
     try:
         kept = json.loads(stored.read_text())
     except (OSError, ValueError):

@@ -15,10 +15,9 @@ import subprocess
 import sys
 import sysconfig
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from ddpbench.errors import ConfigError
 from ddpbench.io import write_json_atomic
@@ -174,18 +173,6 @@ def _create(spec: ToolSpec, folder: Path, uv: Optional[str]) -> None:
               "--no-warn-script-location", spec.target], spec, "install")
 
 
-@contextmanager
-def _locked(spec: ToolSpec) -> Iterator[None]:
-    root = cache_root()
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / f"{spec.key}.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def check_module(env: ToolEnv, module: str) -> None:
     """Raise ConfigError when ``module`` (the mode's ``requires``) is not the environment's own copy: an import
     would find the sweep's (a release whose module has another name), and the arm would not run its version."""
@@ -212,7 +199,9 @@ def build(spec: ToolSpec, label: str, say: Callable[[str], None] = print, module
 
 
 def _build(spec: ToolSpec, label: str, say: Callable[[str], None]) -> ToolEnv:
-    with _locked(spec):
+    cache_root().mkdir(parents=True, exist_ok=True)
+    with open(cache_root() / f"{spec.key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         found = ready(spec)  # another driver built it while this one waited
         if found is not None:
             return found

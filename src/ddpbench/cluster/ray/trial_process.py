@@ -172,22 +172,13 @@ def _write_peer_records(trial: TrialProcess, results: Dict[int, Dict[str, Any]],
             spawn_epoch=node["spawn_epoch"], exit_epoch=node["exit_epoch"], **logs, **extra))
 
 
-def _copy_node0_output(trial: TrialProcess) -> None:
-    for stream, sink in (("stdout", sys.stdout), ("stderr", sys.stderr)):
-        path = trial.node_log(0, stream)
-        if path.is_file():
-            sink.write(path.read_text(errors="replace"))
-            sink.flush()
-
-
 def main(argv: Optional[List[str]] = None) -> int:
     """The trial process: place, run and wait for every node agent of one trial; its exit code is node 0's."""
-    args_in = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog="python -m ddpbench.cluster.ray.trial_process")
     parser.add_argument("--job-dir", required=True)
     parser.add_argument("--spec", required=True)
     parser.add_argument("command", nargs=argparse.REMAINDER)
-    args = parser.parse_args(args_in)
+    args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     spec = json.loads(args.spec)
     trial = TrialProcess(AttemptLayout(Path(args.job_dir)), spec, command)
@@ -219,7 +210,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             signal.signal(signum, signal.SIG_IGN)
         trial.close()
     _write_peer_records(trial, results, len(spec["bundles"]), error, started)
-    _copy_node0_output(trial)
+    for stream, sink in (("stdout", sys.stdout), ("stderr", sys.stderr)):  # node 0's output is this process's
+        if trial.node_log(0, stream).is_file():
+            sink.write(trial.node_log(0, stream).read_text(errors="replace"))
+            sink.flush()
     if error:
         error_line(error)
     node0 = results.get(0)

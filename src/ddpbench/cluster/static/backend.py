@@ -68,11 +68,6 @@ def trial_ports(cfg: DdpbenchConfig, job_num: int) -> Tuple[int, int]:
     return ports[0], ports[1]
 
 
-def run_token(sweep_name: str, job_num: int) -> str:
-    """The launch token every node computes alike for trial ``job_num`` of ``sweep_name``."""
-    return hashlib.sha256(f"{sweep_name}/{job_num}".encode()).hexdigest()[:8]
-
-
 class StaticBackend(Backend):
     """One driver per node, no scheduler; node 0 coordinates and writes the trial records and the report."""
 
@@ -93,6 +88,7 @@ class StaticBackend(Backend):
         master_port, aggregator_port = trial_ports(cfg, trial)
         port = coordinator_port(cfg)
         owner = c.node_rank == 0
+        token = hashlib.sha256(f"{cfg.sweep_name}/{trial}".encode()).hexdigest()[:8]  # alike on every node
         if owner:
             coordinator_for(cfg.sweep_name, port, c.master_addr)
             skip_reason = None
@@ -101,7 +97,7 @@ class StaticBackend(Backend):
             skip_reason = wait_for_owner(c.master_addr, port, cfg.sweep_name, c.node_rank, trial, join_s, behind_s)
         return NodePlan(node_ranks=[c.node_rank], master_addr=c.master_addr, master_port=master_port,
                         aggregator_port=aggregator_port, owner=owner, retry_on_port_clash=False,
-                        run_token=run_token(cfg.sweep_name, trial), peer_record_wait_s=peer_wait_s,
+                        run_token=token, peer_record_wait_s=peer_wait_s,
                         peer_records=c.shared_dir, resume=c.shared_dir, skip_reason=skip_reason)
 
     def tell_peers(self, cfg: DdpbenchConfig, plan: NodePlan, job: TrialSlot, resumed: bool) -> None:
