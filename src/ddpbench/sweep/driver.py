@@ -23,7 +23,7 @@ from ddpbench.sweep import adaptive
 from ddpbench.sweep.order import SweepOrderError
 from ddpbench.sweep.progress import Progress, succeeded, summary_from
 from ddpbench.sweep.report import write_sweep_report
-from ddpbench.sweep.signals import signal_of, stop_signals
+from ddpbench.sweep.signals import stop_signals
 from ddpbench.sweep.validate import check_baseline, check_jobs
 
 
@@ -125,8 +125,8 @@ class SweepDriver:
                           f"{sweep_dir / 'stopping.json'}", flush=True)
             except DdpbenchError as error:
                 fail(str(error))
-            except KeyboardInterrupt as stop:
-                self.stopped(signal_of(stop), progress, sweep_dir, settings)
+            except KeyboardInterrupt as stop:  # a plain one is SIGINT's
+                self.stopped(int(getattr(stop, "signum", signal.SIGINT)), progress, sweep_dir, settings)
             except OSError as error:  # Hydra's own job files (.hydra/) on a full or read-only disk
                 fail(str(storage_error(error.filename or sweep_dir, error)))
         return returns

@@ -1,9 +1,7 @@
-"""The Ray trial process: one trial's node agents placed, run and awaited on the Ray cluster.
+"""The Ray trial process (``python -m ddpbench.cluster.ray.trial_process --job-dir DIR --spec JSON -- COMMAND...``).
 
-``python -m ddpbench.cluster.ray.trial_process --job-dir DIR --spec JSON -- COMMAND...`` (the agent the Ray backend
-wraps each trial in) reserves one bundle per node in a placement group, runs one
-:class:`~ddpbench.cluster.ray.node.NodeAgent` per bundle with the node rank and bundle 0's address filled in,
-ends the trial at the first lost node, and removes the group on every exit (docs/ray.md).
+The agent the Ray backend wraps each trial in: one bundle per node in a placement group, one ``NodeAgent`` per bundle
+(node rank and bundle 0's address filled in), the trial ended at its first lost node, the group removed on every exit.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""Waiting on a SLURM job, every wait bounded, through the controller: no accounting needed (no ``sacct``).
+"""Waiting on a SLURM job through the controller (``scontrol``; no ``sacct``), every wait bounded (docs/slurm.md).
 
-A job's state comes from ``scontrol show job -o`` (each call bounded); the controller forgets a job ``MinJobAge``
-seconds after it ends, and :func:`job_state` then returns ``None``: "ended, state no longer known".
-:func:`await_job` (both submission styles) polls it under the deadlines docs/slurm.md describes, cancels a job
-past one, and cancels it on any exception (Ctrl-C, SIGTERM) before that propagates.
+The controller forgets a job ``MinJobAge`` seconds after it ends: :func:`job_state` is then ``None``, "ended, state no
+longer known". :func:`await_job` cancels a job past a deadline, and on any exception before that propagates.
 """
 
 from __future__ import annotations
