@@ -82,12 +82,10 @@ class SweepDriver:
         try:  # what the backends hold for the whole sweep (static node 0: its coordinator port)
             for cfg in cfgs:
                 backend_for(cfg).prepare_sweep(cfg)
-        except DdpbenchError as error:  # static node 0's port is taken: by a live driver of this sweep, name it
-            fail(str(live_holder_refusal(sweep_dir, settings.cluster.node_rank) or error))
-        try:  # one driver per sweep dir (per node rank), held until this process ends
+            # one driver per sweep dir (per node rank), held until this process ends
             self.sweep_lock = hold_sweep_lock(sweep_dir, settings.cluster.node_rank)
-        except DdpbenchError as error:
-            fail(str(error))
+        except DdpbenchError as error:  # static node 0's port or the lock is taken: by a live driver? name it
+            fail(str(live_holder_refusal(sweep_dir, settings.cluster.node_rank) or error))
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
         upto = "up to " if auto else ""
         print(f"ddpbench: sweep of {upto}{len(jobs)} trials -> {sweep_dir}", flush=True)
