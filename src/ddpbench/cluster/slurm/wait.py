@@ -10,7 +10,7 @@ import logging
 import re
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, List, Mapping, Optional
 
 log = logging.getLogger(__name__)
@@ -121,12 +121,8 @@ class Bounds:
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> "Bounds":
         """From the launcher's keys; missing ones take the defaults; ``poll_s`` is at least 0.1 s."""
-        defaults = cls()
-        return cls(
-            queue_timeout_s=float(params.get("queue_timeout_s", defaults.queue_timeout_s)),
-            wait_margin_s=float(params.get("wait_margin_s", defaults.wait_margin_s)),
-            poll_s=max(0.1, float(params.get("poll_s", defaults.poll_s))),
-        )
+        values = {name: float(params.get(name, default)) for name, default in asdict(cls()).items()}
+        return cls(**{**values, "poll_s": max(0.1, values["poll_s"])})
 
 
 @dataclass
