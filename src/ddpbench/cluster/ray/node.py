@@ -1,8 +1,5 @@
-"""The node side of the Ray backend: each node's actor (:class:`NodeAgent`) and its keeper (:func:`main`).
-
-The actor runs ``python -m ddpbench.cluster.ray.node RECORD -- CMD`` (the keeper, a session of its own), which
-runs the node command under ddpbench's guard (why: docs/ray.md). Nothing of Ray is imported here: Ray imports
-this module on each node by reference.
+"""The node side of the Ray backend: each node's actor (:class:`NodeAgent`) and its keeper (:func:`main`, in a
+session of its own: docs/ray.md). Nothing of Ray is imported here: Ray imports this module on each node by reference.
 """
 
 from __future__ import annotations

@@ -81,7 +81,6 @@ class StaticBackend(Backend):
             coordinator_for(cfg.sweep_name, coordinator_port(cfg), cfg.cluster.master_addr)
 
     def plan(self, cfg: DdpbenchConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
-        """This node's plan for trial ``job.job_num``; ``timeout_s`` is node 0's watchdog limit."""
         c, trial = cfg.cluster, job.job_num
         join_s = c.rendezvous_timeout_s
         peer_wait_s = join_s + PEER_RECORD_MARGIN_S if c.shared_dir else 0.0
