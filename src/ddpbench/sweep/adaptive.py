@@ -20,8 +20,6 @@ from ddpbench.errors import ConfigError
 from ddpbench.formats.condition import is_condition_override, parse_overrides
 from ddpbench.formats.trial_record import TRIAL_FILE
 
-#: the value of ``repeat`` that asks for adaptive stopping
-AUTO = "auto"
 #: seconds a driver waits for a pair's trial records to appear (a peer node's driver waits for node 0's)
 RECORD_WAIT_S = 120.0
 #: the within-trial per-step cost (ms), known only when the trials switch (switching=blocks)
@@ -30,7 +28,7 @@ SWITCHED_METRIC = "switched_step_overhead_ms"
 
 def expand_auto(arguments: Sequence[str], max_pairs: int) -> Tuple[List[str], bool]:
     """``arguments`` with ``repeat=auto`` replaced by ``repeat=range(1,max_pairs+1)``; whether it was there."""
-    auto = [argument.replace(" ", "") == f"repeat={AUTO}" for argument in arguments]
+    auto = [argument.replace(" ", "") == "repeat=auto" for argument in arguments]
     expanded = [f"repeat=range(1,{int(max_pairs) + 1})" if is_auto else argument
                 for argument, is_auto in zip(arguments, auto)]
     return expanded, any(auto)
@@ -117,7 +115,9 @@ class AdaptiveStop:
         key = condition_key(overrides)
         state = self.conditions.setdefault(key, ConditionState(key))
         state.pairs += 1
-        _await_records(job_dirs)
+        deadline = time.monotonic() + RECORD_WAIT_S  # a peer node's driver finishes before node 0 writes the records
+        while time.monotonic() < deadline and not all((Path(d) / TRIAL_FILE).exists() for d in job_dirs):
+            time.sleep(0.2)
         frame = collect_trials([self.sweep_dir]).frame
         condition_ids = {str(c) for c in frame[frame["job_dir"].isin([str(Path(d).resolve()) for d in job_dirs])]
                          ["condition_id"]} if len(frame) and "job_dir" in frame else set()
@@ -170,13 +170,6 @@ class AdaptiveStop:
 def _decision_dict(decision: Any) -> Dict[str, Any]:
     data = asdict(decision)
     return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in data.items()}
-
-
-def _await_records(job_dirs: Sequence[str]) -> None:
-    """Wait (bounded) until every job dir holds its trial.json: a peer node's driver finishes before node 0 writes."""
-    deadline = time.monotonic() + RECORD_WAIT_S
-    while time.monotonic() < deadline and not all((Path(d) / TRIAL_FILE).exists() for d in job_dirs):
-        time.sleep(0.2)
 
 
 def pair_groups(jobs: Sequence[Sequence[str]]) -> Mapping[Tuple[Tuple[str, ...], int], int]:

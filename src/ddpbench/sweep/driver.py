@@ -23,7 +23,7 @@ from ddpbench.sweep import adaptive
 from ddpbench.sweep.order import SweepOrderError
 from ddpbench.sweep.progress import Progress, succeeded, summary_from
 from ddpbench.sweep.report import write_sweep_report
-from ddpbench.sweep.signals import signal_of, stop_signals
+from ddpbench.sweep.signals import stop_signals
 from ddpbench.sweep.validate import check_baseline, check_jobs
 
 
@@ -82,12 +82,10 @@ class SweepDriver:
         try:  # what the backends hold for the whole sweep (static node 0: its coordinator port)
             for cfg in cfgs:
                 backend_for(cfg).prepare_sweep(cfg)
-        except DdpbenchError as error:  # static node 0's port is taken: by a live driver of this sweep, name it
-            fail(str(live_holder_refusal(sweep_dir, settings.cluster.node_rank) or error))
-        try:  # one driver per sweep dir (per node rank), held until this process ends
+            # one driver per sweep dir (per node rank), held until this process ends
             self.sweep_lock = hold_sweep_lock(sweep_dir, settings.cluster.node_rank)
-        except DdpbenchError as error:
-            fail(str(error))
+        except DdpbenchError as error:  # static node 0's port or the lock is taken: by a live driver? name it
+            fail(str(live_holder_refusal(sweep_dir, settings.cluster.node_rank) or error))
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
         upto = "up to " if auto else ""
         print(f"ddpbench: sweep of {upto}{len(jobs)} trials -> {sweep_dir}", flush=True)
@@ -125,8 +123,8 @@ class SweepDriver:
                           f"{sweep_dir / 'stopping.json'}", flush=True)
             except DdpbenchError as error:
                 fail(str(error))
-            except KeyboardInterrupt as stop:
-                self.stopped(signal_of(stop), progress, sweep_dir, settings)
+            except KeyboardInterrupt as stop:  # a plain one is SIGINT's
+                self.stopped(int(getattr(stop, "signum", signal.SIGINT)), progress, sweep_dir, settings)
             except OSError as error:  # Hydra's own job files (.hydra/) on a full or read-only disk
                 fail(str(storage_error(error.filename or sweep_dir, error)))
         return returns

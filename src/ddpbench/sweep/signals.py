@@ -26,11 +26,6 @@ class SweepStopped(KeyboardInterrupt):
         self.signum = signum
 
 
-def signal_of(stop: BaseException) -> int:
-    """The signal behind a KeyboardInterrupt (SIGINT for a plain one)."""
-    return int(getattr(stop, "signum", signal.SIGINT))
-
-
 @contextmanager
 def stop_signals() -> Iterator[None]:
     """Within the block, every stop signal raises :class:`SweepStopped`; a second one exits at once."""

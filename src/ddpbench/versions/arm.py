@@ -7,6 +7,7 @@ its arm once (:func:`resolve_arm`). A trial without ``version`` is the sweep's o
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -23,8 +24,7 @@ from ddpbench.io import launch_dir, write_json_atomic
 from ddpbench.versions import envs
 from ddpbench.versions.spec import ToolSpec, parse_spec
 
-#: the sweep's own package list and each environment's difference from it (computed once per process)
-_SWEEP_PACKAGES: Dict[str, Dict[str, str]] = {}
+#: each environment's difference from the sweep's packages (computed once per process)
 _DIFFS: Dict[str, List[str]] = {}
 
 
@@ -118,17 +118,10 @@ def check_flags(mode: ModeConfig, env: envs.ToolEnv) -> None:
                               f"command template passes it; adapt it with mode.command_by_version)")
 
 
+@functools.lru_cache(maxsize=None)
 def sweep_packages(package: str) -> Dict[str, str]:
-    """The sweep interpreter's own package list (first found wins, as imports do)."""
-    if sys.executable not in _SWEEP_PACKAGES:
-        _SWEEP_PACKAGES[sys.executable] = dict(envs.probe(sys.executable, package)["packages"])
-    return _SWEEP_PACKAGES[sys.executable]
-
-
-def _site_fingerprint(env: envs.ToolEnv) -> List[Any]:
-    """The modification times of every site-packages folder either side sees (unchanged: same package lists)."""
-    folders = [*envs.shared_site_dirs(), *map(str, env.dir.glob("lib/python*/site-packages"))]
-    return [[folder, os.stat(folder).st_mtime_ns if os.path.isdir(folder) else None] for folder in folders]
+    """The sweep interpreter's own package list (first found wins, as imports do), probed once per process."""
+    return dict(envs.probe(sys.executable, package)["packages"])
 
 
 def diff_of(env: envs.ToolEnv) -> List[str]:
@@ -139,7 +132,10 @@ def diff_of(env: envs.ToolEnv) -> List[str]:
     key = env.spec.key
     if key in _DIFFS:
         return _DIFFS[key]
-    stored, fingerprint = env.dir / "packages-check.json", _site_fingerprint(env)
+    # every site-packages folder either side sees, with its modification time: unchanged, same package lists
+    folders = [*envs.shared_site_dirs(), *map(str, env.dir.glob("lib/python*/site-packages"))]
+    fingerprint = [[folder, os.stat(folder).st_mtime_ns if os.path.isdir(folder) else None] for folder in folders]
+    stored = env.dir / "packages-check.json"
     try:
         kept = json.loads(stored.read_text())
     except (OSError, ValueError):

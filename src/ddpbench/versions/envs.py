@@ -15,10 +15,9 @@ import subprocess
 import sys
 import sysconfig
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from ddpbench.errors import ConfigError
 from ddpbench.io import write_json_atomic
@@ -144,9 +143,10 @@ def _last_line(text: str) -> str:
     return ((errors or lines or ["no output"])[-1])[:300]
 
 
-def _run(argv: List[str], spec: ToolSpec, what: str, env: Optional[Dict[str, str]] = None) -> None:
+def _run(argv: List[str], spec: ToolSpec, what: str) -> None:
     try:
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, env=env)
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S,
+                             env=dict(os.environ, UV_PYTHON_DOWNLOADS="never"))
     except (OSError, subprocess.TimeoutExpired) as error:
         raise ConfigError(f"versions: {spec.raw}: {what} failed: {error}") from None
     if out.returncode != 0:
@@ -156,34 +156,17 @@ def _run(argv: List[str], spec: ToolSpec, what: str, env: Optional[Dict[str, str
 def _create(spec: ToolSpec, folder: Path, uv: Optional[str]) -> None:
     """Create the bare venv, point it at the shared site-packages, install the tool alone into it."""
     base = getattr(sys, "_base_executable", None) or sys.executable
-    quiet = dict(os.environ, UV_PYTHON_DOWNLOADS="never")
-    if uv:
-        _run([uv, "venv", "-q", "--python", base, str(folder)], spec, "create a venv for", quiet)
-    else:
-        _run([base, "-m", "venv", "--without-pip", str(folder)], spec, "create a venv for")
-    out = subprocess.run([str(folder / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+    python = str(folder / "bin" / "python")
+    _run([uv, "venv", "-q", "--python", base, str(folder)] if uv else
+         [base, "-m", "venv", "--without-pip", str(folder)], spec, "create a venv for")
+    out = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                          capture_output=True, text=True, timeout=60)
     site = Path(out.stdout.strip())
     lines = "".join(f"import site; site.addsitedir({d!r})\n" for d in shared_site_dirs())
     (site / SHARED_PTH).write_text(lines)
-    if uv:
-        _run([uv, "pip", "install", "-q", "--python", str(folder / "bin" / "python"), "--no-deps", spec.target],
-             spec, "install", quiet)
-    else:
-        _run([str(folder / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--ignore-installed",
-              "--no-warn-script-location", spec.target], spec, "install")
-
-
-@contextmanager
-def _locked(spec: ToolSpec) -> Iterator[None]:
-    root = cache_root()
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / f"{spec.key}.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    _run([uv, "pip", "install", "-q", "--python", python, "--no-deps", spec.target] if uv else
+         [python, "-m", "pip", "install", "-q", "--no-deps", "--ignore-installed", "--no-warn-script-location",
+          spec.target], spec, "install")
 
 
 def check_module(env: ToolEnv, module: str) -> None:
@@ -212,7 +195,9 @@ def build(spec: ToolSpec, label: str, say: Callable[[str], None] = print, module
 
 
 def _build(spec: ToolSpec, label: str, say: Callable[[str], None]) -> ToolEnv:
-    with _locked(spec):
+    cache_root().mkdir(parents=True, exist_ok=True)
+    with open(cache_root() / f"{spec.key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         found = ready(spec)  # another driver built it while this one waited
         if found is not None:
             return found

@@ -1,10 +1,8 @@
 """A tool version spec (``versions={traceml:[0.4.2, dist/x.whl, ../checkout, ../repo@v2]}``) as what pip installs.
 
-Kinds: ``pypi`` (a bare version, ``0.4.2`` -> ``traceml-ai==0.4.2``, or a requirement ``traceml-ai<0.5``),
-``wheel`` (a ``.whl`` file), ``tree`` (a source tree: a folder with pyproject.toml or setup.py) and ``git``
-(``path@ref`` of a local git repository, installed at the commit ``ref`` names then). Each spec has a
-``key``: the hash its environment is cached under, which changes when what it installs changes (the
-wheel's bytes, the tree's files, the commit) or when the sweep's interpreter does.
+Kinds: ``pypi`` (``0.4.2`` -> ``traceml-ai==0.4.2``, or a requirement ``traceml-ai<0.5``), ``wheel`` (a ``.whl``
+file), ``tree`` (a folder with pyproject.toml or setup.py) and ``git`` (``path@ref`` of a local repository, at the
+commit ``ref`` names then); each spec's ``key`` caches its environment (docs/versions.md).
 """
 
 from __future__ import annotations
@@ -100,8 +98,8 @@ def parse_spec(raw: str, package: str, base_dir: Path) -> ToolSpec:
             commit = _git_commit(repo, ref)
             return ToolSpec(text, "git", package, f"{package} @ git+file://{repo}@{commit}", commit)
         raise ConfigError(f"versions: {text}: {repo} is not a git repository (path@ref needs one)")
-    if any(op in text for op in "<>=!~") or text.lower().replace("_", "-").startswith(package.lower()):
-        requirement = text if text.lower().replace("_", "-").startswith(package.lower()) else f"{package}{text}"
-        return ToolSpec(text, "pypi", package, requirement, "")
+    named = text.lower().replace("_", "-").startswith(package.lower())
+    if named or any(op in text for op in "<>=!~"):
+        return ToolSpec(text, "pypi", package, text if named else f"{package}{text}", "")
     raise ConfigError(f"versions: {text!r} is not a version, a requirement, a wheel file, a source tree or "
                       f"path@ref of a git repository")

@@ -5,7 +5,7 @@ signals and reports. Only Hydra, OmegaConf and the standard library are imported
 it in every Hydra app's plugin scan.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -42,22 +42,20 @@ class PairedSweeperConf:
 ConfigStore.instance().store(group="hydra/sweeper", name="paired", node=PairedSweeperConf, provider="ddpbench")
 
 
+@dataclass
 class PairedSweeper(Sweeper):
-    """Launches the paired, alternating order in batches of ``max_batch_size`` jobs."""
+    """Launches the paired, alternating order in batches of ``max_batch_size`` jobs (settings: PairedSweeperConf)."""
 
-    def __init__(self, max_batch_size: Optional[int] = 1, params: Optional[Dict[str, str]] = None,
-                 mode_key: str = "mode", repeat_key: str = "repeat", driver: Optional[str] = None,
-                 versions_key: str = "versions", version_key: str = "version") -> None:
-        self.max_batch_size = max_batch_size
-        self.params = dict(params or {})
-        self.mode_key = mode_key
-        self.repeat_key = repeat_key
-        self.driver_path = driver
-        self.versions_key = versions_key
-        self.version_key = version_key
-        self.hydra_context: Optional[HydraContext] = None
-        self.config: Optional[DictConfig] = None
-        self.launcher: Optional[Launcher] = None
+    max_batch_size: Optional[int] = 1
+    params: Optional[Dict[str, str]] = None
+    mode_key: str = "mode"
+    repeat_key: str = "repeat"
+    driver: Optional[str] = None
+    versions_key: str = "versions"
+    version_key: str = "version"
+    hydra_context: Optional[HydraContext] = field(default=None, init=False)
+    config: Optional[DictConfig] = field(default=None, init=False)
+    launcher: Optional[Launcher] = field(default=None, init=False)
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.hydra_context = hydra_context
@@ -78,7 +76,8 @@ class PairedSweeper(Sweeper):
         parser = OverridesParser.create(config_loader=loader)
         swept: Dict[str, List[str]] = {}
         versions: Dict[str, List[str]] = {}
-        for override in parser.parse_overrides([f"{k}={v}" for k, v in self.params.items()] + list(arguments)):
+        params = [f"{key}={value}" for key, value in (self.params or {}).items()]
+        for override in parser.parse_overrides(params + list(arguments)):
             key = override.get_key_element()
             if key in skip:
                 continue
@@ -111,11 +110,10 @@ class PairedSweeper(Sweeper):
 
     def sweep(self, arguments: List[str]) -> Any:
         assert self.config is not None and self.launcher is not None and self.hydra_context is not None
-        if self.driver_path:
+        if self.driver:
             from hydra.utils import get_class
 
-            driver = get_class(self.driver_path)(self)
-            return driver.sweep(arguments)
+            return get_class(self.driver)(self).sweep(arguments)
         from ddpbench.sweep.order import SweepOrderError
 
         try:

@@ -49,36 +49,13 @@ def resolve_address(address: str, env: Optional[Dict[str, str]] = None) -> str:
     return value
 
 
-def check_answers(address: str, timeout_s: float) -> None:
-    """Raise DdpbenchError (one line) when nothing listens at ``address`` within ``timeout_s`` seconds."""
-    host, _, port = address.rpartition(":")
-    try:
-        with socket.create_connection((host, int(port)), timeout=timeout_s):
-            pass
-    except OSError as error:
-        raise DdpbenchError(f"cluster.kind=ray: the Ray cluster at {address} does not answer "
-                            f"({error.strerror or error}); start it (eval \"$(scripts/ray-local.sh start)\") or fix "
-                            "cluster.ray.address") from None
-
-
 def bundles(cfg: DdpbenchConfig) -> List[Dict[str, float]]:
     """One placement-group bundle per node rank: its CPUs, its GPUs (cuda) and ``node_resources[r]``."""
     c = cfg.cluster
     cpus = float(c.ray.cpus_per_node if c.ray.cpus_per_node is not None else c.nproc_per_node)
-    out = []
-    for node_rank in range(c.nnodes):
-        bundle: Dict[str, float] = {"CPU": cpus}
-        if c.device == Device.cuda:
-            bundle["GPU"] = float(c.nproc_per_node)
-        if node_rank < len(c.ray.node_resources):
-            bundle.update({str(k): float(v) for k, v in dict(c.ray.node_resources[node_rank]).items()})
-        out.append(bundle)
-    return out
-
-
-def places_itself(cfg: DdpbenchConfig) -> bool:
-    """Whether the workload's own driver places its workers on the cluster (workload=ray_train: Ray Train does)."""
-    return cfg.workload.trains is not None
+    gpus = {"GPU": float(c.nproc_per_node)} if c.device == Device.cuda else {}
+    extra = [{str(k): float(v) for k, v in dict(resources).items()} for resources in c.ray.node_resources]
+    return [{"CPU": cpus, **gpus, **(extra[r] if r < len(extra) else {})} for r in range(c.nnodes)]
 
 
 class RayBackend(Backend):
@@ -104,7 +81,15 @@ class RayBackend(Backend):
         resolve_address(c.ray.address)
 
     def prepare_sweep(self, cfg: DdpbenchConfig) -> None:
-        check_answers(resolve_address(cfg.cluster.ray.address), cfg.cluster.ray.connect_timeout_s)
+        address = resolve_address(cfg.cluster.ray.address)
+        host, _, port = address.rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)), timeout=cfg.cluster.ray.connect_timeout_s):
+                pass
+        except OSError as error:
+            raise DdpbenchError(f"cluster.kind=ray: the Ray cluster at {address} does not answer "
+                                f"({error.strerror or error}); start it (eval \"$(scripts/ray-local.sh start)\") or "
+                                "fix cluster.ray.address") from None
         try:
             import ray  # noqa: F401
         except ImportError:
@@ -113,7 +98,7 @@ class RayBackend(Backend):
     def plan(self, cfg: DdpbenchConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
         token = uuid.uuid4().hex[:8]
         master_port, aggregator_port = derived_ports(f"ray-{token}", 2, cfg.cluster.base_port)
-        if places_itself(cfg):  # Ray Train places its workers: one driver here; the nodes are known from the ranks
+        if cfg.workload.trains is not None:  # workload=ray_train: Ray Train places its workers, one driver here
             return NodePlan(node_ranks=[0], master_addr="127.0.0.1", master_port=master_port,
                             aggregator_port=aggregator_port, owner=True, retry_on_port_clash=False, run_token=token,
                             peer_records=False)
@@ -122,7 +107,7 @@ class RayBackend(Backend):
                         peer_record_wait_s=10.0, agent_spans_nodes=True)
 
     def wrap_agent(self, cfg: DdpbenchConfig, plan: NodePlan, argv: List[str], attempt: AttemptLayout) -> List[str]:
-        if places_itself(cfg):
+        if cfg.workload.trains is not None:
             return argv
         spec = {"address": resolve_address(cfg.cluster.ray.address), "bundles": bundles(cfg),
                 "placement_timeout_s": float(cfg.cluster.ray.placement_timeout_s),

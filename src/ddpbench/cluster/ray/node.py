@@ -1,8 +1,5 @@
-"""The node side of the Ray backend: each node's actor (:class:`NodeAgent`) and its keeper (:func:`keep`).
-
-The actor runs ``python -m ddpbench.cluster.ray.node RECORD -- CMD`` (the keeper, a session of its own), which
-runs the node command under ddpbench's guard (why: docs/ray.md). Nothing of Ray is imported here: Ray imports
-this module on each node by reference.
+"""The node side of the Ray backend: each node's actor (:class:`NodeAgent`) and its keeper (:func:`main`, in a
+session of its own: docs/ray.md). Nothing of Ray is imported here: Ray imports this module on each node by reference.
 """
 
 from __future__ import annotations
@@ -64,24 +61,20 @@ class NodeAgent:
         return ended
 
 
-def keep(record: str, command: List[str]) -> int:
-    """A node's keeper, the actor's child: runs ``command`` under the guard, forwards SIGTERM/SIGINT to it.
+def main(argv: Optional[List[str]] = None) -> int:
+    """``python -m ddpbench.cluster.ray.node RECORD -- CMD...``: a node's keeper, the actor's child, which runs CMD
+    under the guard (record at RECORD) and forwards SIGTERM/SIGINT to it.
 
     It takes the SIGKILL Ray sends a dying worker's children; the guard below it then gets SIGTERM
     (``PR_SET_PDEATHSIG``) and kills everything its command started.
     """
-    signal_on_parent_death(signal.SIGTERM)  # not Linux: nothing; the guard's own parent check still holds
-    if os.getppid() == 1:
-        return 143
-    return exit_status(run_guarded(record, command))
-
-
-def main(argv: Optional[List[str]] = None) -> int:
-    """``python -m ddpbench.cluster.ray.node RECORD -- CMD...``: a node's keeper (:func:`keep`)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) < 3 or args[1] != "--":
         return error_line("usage: RECORD -- CMD...", prog="ddpbench.cluster.ray.node")
-    return keep(args[0], args[2:])
+    signal_on_parent_death(signal.SIGTERM)  # not Linux: nothing; the guard's own parent check still holds
+    if os.getppid() == 1:
+        return 143
+    return exit_status(run_guarded(args[0], args[2:]))
 
 
 if __name__ == "__main__":

@@ -1,9 +1,7 @@
-"""The Ray trial process: one trial's node agents placed, run and awaited on the Ray cluster.
+"""The Ray trial process (``python -m ddpbench.cluster.ray.trial_process --job-dir DIR --spec JSON -- COMMAND...``).
 
-``python -m ddpbench.cluster.ray.trial_process --job-dir DIR --spec JSON -- COMMAND...`` (the agent the Ray backend
-wraps each trial in) reserves one bundle per node in a placement group, runs one
-:class:`~ddpbench.cluster.ray.node.NodeAgent` per bundle with the node rank and bundle 0's address filled in,
-ends the trial at the first lost node, and removes the group on every exit (docs/ray.md).
+The agent the Ray backend wraps each trial in: one bundle per node in a placement group, one ``NodeAgent`` per bundle
+(node rank and bundle 0's address filled in), the trial ended at its first lost node, the group removed on every exit.
 """
 
 from __future__ import annotations
@@ -172,22 +170,13 @@ def _write_peer_records(trial: TrialProcess, results: Dict[int, Dict[str, Any]],
             spawn_epoch=node["spawn_epoch"], exit_epoch=node["exit_epoch"], **logs, **extra))
 
 
-def _copy_node0_output(trial: TrialProcess) -> None:
-    for stream, sink in (("stdout", sys.stdout), ("stderr", sys.stderr)):
-        path = trial.node_log(0, stream)
-        if path.is_file():
-            sink.write(path.read_text(errors="replace"))
-            sink.flush()
-
-
 def main(argv: Optional[List[str]] = None) -> int:
     """The trial process: place, run and wait for every node agent of one trial; its exit code is node 0's."""
-    args_in = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog="python -m ddpbench.cluster.ray.trial_process")
     parser.add_argument("--job-dir", required=True)
     parser.add_argument("--spec", required=True)
     parser.add_argument("command", nargs=argparse.REMAINDER)
-    args = parser.parse_args(args_in)
+    args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     spec = json.loads(args.spec)
     trial = TrialProcess(AttemptLayout(Path(args.job_dir)), spec, command)
@@ -219,7 +208,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             signal.signal(signum, signal.SIG_IGN)
         trial.close()
     _write_peer_records(trial, results, len(spec["bundles"]), error, started)
-    _copy_node0_output(trial)
+    for stream, sink in (("stdout", sys.stdout), ("stderr", sys.stderr)):  # node 0's output is this process's
+        if trial.node_log(0, stream).is_file():
+            sink.write(trial.node_log(0, stream).read_text(errors="replace"))
+            sink.flush()
     if error:
         error_line(error)
     node0 = results.get(0)

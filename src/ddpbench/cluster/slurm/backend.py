@@ -1,9 +1,8 @@
 """SLURM backend (``cluster.kind: slurm``): this driver runs inside a SLURM job (docs/slurm.md).
 
-One job per trial, a task per node: node rank = ``SLURM_NODEID``, master = the allocation's first host, ports
-derived from the job id; node 0 prepares the job dir and tells the others in ``.slurm/<job id>.ready``. With
-``cluster.slurm.one_allocation=true`` each trial is one srun step over every node
-(:mod:`ddpbench.cluster.slurm.steps`).
+One job per trial, a task per node: node rank = ``SLURM_NODEID``, ports derived from the job id; node 0 prepares
+the job dir, then tells the others in ``.slurm/<job id>.ready``. ``cluster.slurm.one_allocation``: each trial is
+one srun step over every node (:mod:`ddpbench.cluster.slurm.steps`).
 """
 
 from __future__ import annotations
@@ -63,10 +62,6 @@ class SlurmTask:
             raise DdpbenchError(f"cluster.nnodes={nnodes} but SLURM job {self.job_id} has {self.num_nodes} "
                                 f"node(s)" + (f": {hint}" if hint else ""))
 
-    def master_addr(self) -> str:
-        """The allocation's first host (loopback when SLURM names no node list)."""
-        return allocation_hosts(self.nodelist)[0] if self.nodelist else "127.0.0.1"
-
 
 def allocation_hosts(nodelist: str, timeout: float = SCONTROL_TIMEOUT_S) -> List[str]:
     """The hosts of a SLURM node list (``n[1-2]`` -> ``["n1", "n2"]``), via ``scontrol`` (bounded)."""
@@ -117,7 +112,8 @@ class SlurmBackend(Backend):
                                     "(hydra.launcher.tasks_per_node=1)")
             node_rank, port_key = task.node_rank, task.job_id
         ports = derived_ports(port_key, 2, cfg.cluster.base_port)
-        return NodePlan(node_ranks=[node_rank], master_addr=task.master_addr(), master_port=ports[0],
+        master_addr = allocation_hosts(task.nodelist)[0] if task.nodelist else "127.0.0.1"  # the first host
+        return NodePlan(node_ranks=[node_rank], master_addr=master_addr, master_port=ports[0],
                         aggregator_port=ports[1], owner=node_rank == 0, retry_on_port_clash=False,
                         run_token=task.job_id, peer_record_wait_s=cfg.cluster.slurm.peer_record_wait_s,
                         agent_spans_nodes=one_allocation)

@@ -1,9 +1,8 @@
-"""One node's task of a trial's srun step (``cluster.slurm.one_allocation``): ``python -m ddpbench.cluster.slurm.steps``.
+"""One node's task of a trial's srun step (``cluster.slurm.one_allocation``; ``SlurmBackend.wrap_agent``).
 
-``srun ... python -m ddpbench.cluster.slurm.steps --job-dir DIR -- CMD`` (:meth:`SlurmBackend.wrap_agent
-<ddpbench.cluster.slurm.backend.SlurmBackend.wrap_agent>`): each node's task replaces
-:data:`~ddpbench.cluster.base.NODE_RANK_TOKEN` in CMD with its ``SLURM_NODEID``. Node 0's output goes to the
-agent's own logs; every other node writes ``logs/node<r>.{stdout,stderr}.log`` and ``nodes/node<r>.json``.
+``srun ... python -m ddpbench.cluster.slurm.steps --job-dir DIR -- CMD``: CMD with its ``SLURM_NODEID`` for
+:data:`~ddpbench.cluster.base.NODE_RANK_TOKEN`. Node 0's output goes to the agent's own logs; every other node
+writes ``logs/node<r>.{stdout,stderr}.log`` and ``nodes/node<r>.json``.
 """
 
 from __future__ import annotations
@@ -40,15 +39,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     start = time.monotonic()
     record = str(attempt.step_guard_record(node_rank))
     if node_rank == 0:  # node 0 writes to the step's output: the agent's own logs
-        code = run_guarded(record, command, env=env)
-    else:
-        with open(stdout, "wb") as out, open(stderr, "wb") as err:
-            code = run_guarded(record, command, env=env, stdout=out, stderr=err)
+        return exit_status(run_guarded(record, command, env=env))
+    with open(stdout, "wb") as out, open(stderr, "wb") as err:
+        code = run_guarded(record, command, env=env, stdout=out, stderr=err)
     wall_s = time.monotonic() - start
-    if node_rank != 0:
-        write_json_atomic(attempt.node_record(node_rank), node_entry(
-            node_rank, socket.gethostname(), wall_s=wall_s, exit_code=code, spawn_epoch=spawn_epoch,
-            exit_epoch=spawn_epoch + wall_s, stdout=stdout, stderr=stderr))
+    write_json_atomic(attempt.node_record(node_rank), node_entry(
+        node_rank, socket.gethostname(), wall_s=wall_s, exit_code=code, spawn_epoch=spawn_epoch,
+        exit_epoch=spawn_epoch + wall_s, stdout=stdout, stderr=stderr))
     return exit_status(code)
 
 

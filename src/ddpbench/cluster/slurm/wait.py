@@ -1,9 +1,7 @@
-"""Waiting on a SLURM job, every wait bounded, through the controller: no accounting needed (no ``sacct``).
+"""Waiting on a SLURM job through the controller (``scontrol``; no ``sacct``), every wait bounded (docs/slurm.md).
 
-A job's state comes from ``scontrol show job -o`` (each call bounded); the controller forgets a job ``MinJobAge``
-seconds after it ends, and :func:`job_state` then returns ``None``: "ended, state no longer known".
-:func:`await_job` (both submission styles) polls it under the deadlines docs/slurm.md describes, cancels a job
-past one, and cancels it on any exception (Ctrl-C, SIGTERM) before that propagates.
+The controller forgets a job ``MinJobAge`` seconds after it ends: :func:`job_state` is then ``None``, "ended, state no
+longer known". :func:`await_job` cancels a job past a deadline, and on any exception before that propagates.
 """
 
 from __future__ import annotations
@@ -12,7 +10,7 @@ import logging
 import re
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, List, Mapping, Optional
 
 log = logging.getLogger(__name__)
@@ -123,12 +121,8 @@ class Bounds:
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> "Bounds":
         """From the launcher's keys; missing ones take the defaults; ``poll_s`` is at least 0.1 s."""
-        defaults = cls()
-        return cls(
-            queue_timeout_s=float(params.get("queue_timeout_s", defaults.queue_timeout_s)),
-            wait_margin_s=float(params.get("wait_margin_s", defaults.wait_margin_s)),
-            poll_s=max(0.1, float(params.get("poll_s", defaults.poll_s))),
-        )
+        values = {name: float(params.get(name, default)) for name, default in asdict(cls()).items()}
+        return cls(**{**values, "poll_s": max(0.1, values["poll_s"])})
 
 
 @dataclass

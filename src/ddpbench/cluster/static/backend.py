@@ -68,11 +68,6 @@ def trial_ports(cfg: DdpbenchConfig, job_num: int) -> Tuple[int, int]:
     return ports[0], ports[1]
 
 
-def run_token(sweep_name: str, job_num: int) -> str:
-    """The launch token every node computes alike for trial ``job_num`` of ``sweep_name``."""
-    return hashlib.sha256(f"{sweep_name}/{job_num}".encode()).hexdigest()[:8]
-
-
 class StaticBackend(Backend):
     """One driver per node, no scheduler; node 0 coordinates and writes the trial records and the report."""
 
@@ -86,13 +81,13 @@ class StaticBackend(Backend):
             coordinator_for(cfg.sweep_name, coordinator_port(cfg), cfg.cluster.master_addr)
 
     def plan(self, cfg: DdpbenchConfig, job: TrialSlot, timeout_s: float) -> NodePlan:
-        """This node's plan for trial ``job.job_num``; ``timeout_s`` is node 0's watchdog limit."""
         c, trial = cfg.cluster, job.job_num
         join_s = c.rendezvous_timeout_s
         peer_wait_s = join_s + PEER_RECORD_MARGIN_S if c.shared_dir else 0.0
         master_port, aggregator_port = trial_ports(cfg, trial)
         port = coordinator_port(cfg)
         owner = c.node_rank == 0
+        token = hashlib.sha256(f"{cfg.sweep_name}/{trial}".encode()).hexdigest()[:8]  # alike on every node
         if owner:
             coordinator_for(cfg.sweep_name, port, c.master_addr)
             skip_reason = None
@@ -101,7 +96,7 @@ class StaticBackend(Backend):
             skip_reason = wait_for_owner(c.master_addr, port, cfg.sweep_name, c.node_rank, trial, join_s, behind_s)
         return NodePlan(node_ranks=[c.node_rank], master_addr=c.master_addr, master_port=master_port,
                         aggregator_port=aggregator_port, owner=owner, retry_on_port_clash=False,
-                        run_token=run_token(cfg.sweep_name, trial), peer_record_wait_s=peer_wait_s,
+                        run_token=token, peer_record_wait_s=peer_wait_s,
                         peer_records=c.shared_dir, resume=c.shared_dir, skip_reason=skip_reason)
 
     def tell_peers(self, cfg: DdpbenchConfig, plan: NodePlan, job: TrialSlot, resumed: bool) -> None:
