@@ -90,6 +90,20 @@ def test_cli_writes_csv_and_parquet(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert (tmp_path / "o" / "results.csv").stat().st_size > 0
 
 
+def test_parquet_holds_a_column_whose_kinds_differ_between_trials(tmp_path: Path) -> None:
+    """One trial's record lists its log paths, another's names one: results.parquet is still written, both as text."""
+    pytest.importorskip("pyarrow")
+    listed, named = make_trial(job_num=0), make_trial(job_num=1, mode="traceml")
+    listed["logs"]["stdout"] = ["/job/logs/node0.stdout.log", "/job/logs/node1.stdout.log"]
+    for trial in (listed, named):
+        write_trial(tmp_path / "sw", trial)
+    assert main([str(tmp_path / "sw")]) == 0
+    stdout = pd.read_parquet(tmp_path / "sw" / "results.parquet").set_index("mode")["logs_stdout"]
+    assert json.loads(stdout["native"]) == listed["logs"]["stdout"]
+    assert stdout["traceml"] == named["logs"]["stdout"]
+    assert pd.read_csv(tmp_path / "sw" / "results.csv")["logs_stdout"].notna().all()
+
+
 def test_cli_bad_input_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([str(tmp_path / "missing")]) == 2
     assert capsys.readouterr().err.startswith("ddpbench-collect: error: no such path")

@@ -203,6 +203,21 @@ def collect_trials(paths: Iterable[str | os.PathLike[str]]) -> CollectResult:
     return CollectResult(frame.reset_index(drop=True), skipped, len(files))
 
 
+def _as_text(value: Any) -> Any:
+    if isinstance(value, (list, dict)):
+        return json.dumps(value)
+    return value if value is None or value != value else str(value)
+
+
+def _one_kind_a_column(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame as Parquet can hold it: a column whose values are of more than one kind (a list in one trial's
+    record, text in another's) holds them as text, lists and mappings as JSON."""
+    mixed = [c for c in frame.columns[frame.dtypes == object] if len({type(v) for v in frame[c].dropna()}) > 1]
+    if not mixed:
+        return frame
+    return frame.assign(**{c: frame[c].map(_as_text) for c in mixed})
+
+
 def write_results(frame: pd.DataFrame, out_dir: str | os.PathLike[str]) -> list[Path]:
     """Write ``results.csv`` (and ``results.parquet`` when pyarrow imports) atomically into ``out_dir``."""
     out = Path(out_dir)
@@ -213,7 +228,7 @@ def write_results(frame: pd.DataFrame, out_dir: str | os.PathLike[str]) -> list[
         return written
     target = out / "results.parquet"
     with atomic_path(target) as tmp:
-        frame.to_parquet(tmp, index=False)
+        _one_kind_a_column(frame).to_parquet(tmp, index=False)
     written.append(target)
     return written
 

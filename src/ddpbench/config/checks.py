@@ -10,6 +10,7 @@ from typing import Any
 from ddpbench.choices import Device, GcMode, HostSyncPattern, StopKind, SwitchingKind
 from ddpbench.config.mode import ModeConfig, ToolConfig
 from ddpbench.config.schema import DdpbenchConfig
+from ddpbench.config.workload import WorkloadConfig
 from ddpbench.errors import ConfigError
 from ddpbench.formats.rank_loop import HARNESS_HOST_SYNCS
 from ddpbench.workload.affinity import parse_setting as parse_cpu_affinity
@@ -18,7 +19,8 @@ from ddpbench.workload.affinity import parse_setting as parse_cpu_affinity
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
-def _require(condition: bool, key: str, rule: str, value: Any) -> None:
+def require(condition: bool, key: str, rule: str, value: Any) -> None:
+    """Refuse `key=value` in one line, naming `rule`, unless `condition` holds."""
     if not condition:
         raise ConfigError(f"{key}={value!r}: {rule}")
 
@@ -26,7 +28,7 @@ def _require(condition: bool, key: str, rule: str, value: Any) -> None:
 def _at_least(low: int, part: Any, prefix: str, *keys: str) -> None:
     """Require each of ``part``'s ``keys`` (named ``prefix.key``) to be at least ``low``."""
     for key in keys:
-        _require(getattr(part, key) >= low, f"{prefix}.{key}", f"must be >= {low}", getattr(part, key))
+        require(getattr(part, key) >= low, f"{prefix}.{key}", f"must be >= {low}", getattr(part, key))
 
 
 def parse_repeat(value: Any) -> int:
@@ -37,7 +39,7 @@ def parse_repeat(value: Any) -> int:
             f"repeat={value!r}: must be an integer label, or a range A-B / range(A,B+1) / A,B,... in a -m sweep"
         )
     number = int(text)
-    _require(number >= 1, "repeat", "must be >= 1", value)
+    require(number >= 1, "repeat", "must be >= 1", value)
     return number
 
 
@@ -45,52 +47,68 @@ def validate(cfg: DdpbenchConfig) -> None:
     """Check every rule types cannot express; raise ConfigError naming the first broken key."""
     m, s, c, f, t, inj = cfg.model, cfg.stop, cfg.cluster, cfg.fault, cfg.trial, cfg.inject
     _at_least(1, m, "model", "batch_size", "input_dim", "hidden_dim", "hidden_layers", "num_classes", "num_samples")
-    _require(m.lr > 0, "model.lr", "must be > 0", m.lr)
+    require(m.lr > 0, "model.lr", "must be > 0", m.lr)
     for group in ("transformer", "convnet"):
         _at_least(1, getattr(m, group), f"model.{group}", *asdict(getattr(m, group)))
-    _require(m.transformer.d_model % m.transformer.heads == 0, "model.transformer.d_model",
+    require(m.transformer.d_model % m.transformer.heads == 0, "model.transformer.d_model",
              f"must be a multiple of model.transformer.heads={m.transformer.heads}", m.transformer.d_model)
     _at_least(1, cfg.data, "data", "workers", "prefetch_factor")
     if s.kind == StopKind.steps:
-        _require(s.steps is not None and s.steps >= 1, "stop.steps", "must be >= 1 with stop=steps", s.steps)
+        require(s.steps is not None and s.steps >= 1, "stop.steps", "must be >= 1 with stop=steps", s.steps)
     else:
-        _require(s.duration_sec is not None and s.duration_sec > 0, "stop.duration_sec",
+        require(s.duration_sec is not None and s.duration_sec > 0, "stop.duration_sec",
                  "must be > 0 with stop=duration", s.duration_sec)
     _at_least(0, s, "stop", "warmup_steps")
     _at_least(1, s, "stop", "check_every")
     _at_least(1, c, "cluster", "nnodes", "nproc_per_node")
     _at_least(0, c, "cluster", "threads_per_rank")
-    _require(0 <= c.node_rank < c.nnodes, "cluster.node_rank", f"must be in [0, {c.nnodes - 1}]", c.node_rank)
-    _require(c.base_port == 0 or 1024 <= c.base_port <= 65000, "cluster.base_port", "must be 0 or in [1024, 65000]",
+    require(0 <= c.node_rank < c.nnodes, "cluster.node_rank", f"must be in [0, {c.nnodes - 1}]", c.node_rank)
+    require(c.base_port == 0 or 1024 <= c.base_port <= 65000, "cluster.base_port", "must be 0 or in [1024, 65000]",
              c.base_port)
     try:
         parse_cpu_affinity(c.cpu_affinity)
     except ValueError as error:
         raise ConfigError(f"cluster.cpu_affinity={c.cpu_affinity!r}: {error}") from None
     world = c.nnodes * c.nproc_per_node
-    _require(m.num_samples >= m.batch_size * world, "model.num_samples",
+    require(m.num_samples >= m.batch_size * world, "model.num_samples",
              f"must be >= one global batch (batch_size * world size = {m.batch_size * world})", m.num_samples)
     for key in ("crash_at_step", "hang_at_step"):
         value = getattr(f, key)
-        _require(value is None or value >= 1, f"fault.{key}", "must be null or >= 1 (a timed step number)", value)
-    _require(f.rank is None or 0 <= f.rank < world, "fault.rank", f"must be null or in [0, {world - 1}]", f.rank)
-    _require(f.clock_skew_sec >= 0, "fault.clock_skew_sec", "must be >= 0", f.clock_skew_sec)
+        require(value is None or value >= 1, f"fault.{key}", "must be null or >= 1 (a timed step number)", value)
+    require(f.rank is None or 0 <= f.rank < world, "fault.rank", f"must be null or in [0, {world - 1}]", f.rank)
+    require(f.clock_skew_sec >= 0, "fault.clock_skew_sec", "must be >= 0", f.clock_skew_sec)
     _at_least(0, inj, "inject", "step_ms", "device_step_ms", "startup_s", "teardown_s")
     validate_loop(cfg)
-    _require(t.timeout_s is None or t.timeout_s > 0, "trial.timeout_s", "must be null or > 0", t.timeout_s)
-    _require(t.collective_timeout_s > 0, "trial.collective_timeout_s", "must be > 0", t.collective_timeout_s)
+    require(t.timeout_s is None or t.timeout_s > 0, "trial.timeout_s", "must be null or > 0", t.timeout_s)
+    require(t.collective_timeout_s > 0, "trial.collective_timeout_s", "must be > 0", t.collective_timeout_s)
     _at_least(0, t, "trial", "log_every")
-    _require(bool(cfg.mode.command), "mode.command", "must be a non-empty list", cfg.mode.command)
-    _require(bool(_NAME_RE.match(cfg.sweep_name)), "sweep_name", "must use letters, digits, '.', '_', '-'",
+    require(bool(cfg.mode.command), "mode.command", "must be a non-empty list", cfg.mode.command)
+    require(bool(_NAME_RE.match(cfg.sweep_name)), "sweep_name", "must use letters, digits, '.', '_', '-'",
              cfg.sweep_name)
-    _require(cfg.budget_pct > 0, "budget_pct", "must be > 0", cfg.budget_pct)
-    _require(cfg.report.job_hours > 0, "report.job_hours", "must be > 0", cfg.report.job_hours)
-    _require(cfg.regression_pct > 0, "regression_pct", "must be > 0", cfg.regression_pct)
-    _require(cfg.version is None or bool(cfg.mode.requires_package), "version",
+    require(cfg.budget_pct > 0, "budget_pct", "must be > 0", cfg.budget_pct)
+    require(cfg.report.job_hours > 0, "report.job_hours", "must be > 0", cfg.report.job_hours)
+    require(cfg.regression_pct > 0, "regression_pct", "must be > 0", cfg.regression_pct)
+    require(cfg.version is None or bool(cfg.mode.requires_package), "version",
              f"mode={cfg.mode.name} names no requires_package: its tool has no version to choose", cfg.version)
     validate_tool(cfg.tool)
     parse_repeat(cfg.repeat)
     validate_switching(cfg)
+    validate_metrics(cfg.workload)
+
+
+def validate_metrics(w: WorkloadConfig) -> None:
+    """``workload.metrics`` patterns (any workload) each have exactly one capture group; ``units`` name them."""
+    for name, pattern in w.metrics.items():
+        require(bool(_NAME_RE.match(str(name))), f"workload.metrics.{name}",
+                 "name must use letters, digits, '.', '_', '-'", pattern)
+        try:
+            groups = re.compile(str(pattern)).groups
+        except re.error:
+            raise ConfigError(f"workload.metrics.{name}={pattern!r}: is not a valid regular expression") from None
+        require(groups == 1, f"workload.metrics.{name}",
+                 f"must have exactly one capture group (it has {groups}); use (?:...) for other groups", pattern)
+    for name in w.units:
+        require(name in w.metrics, f"workload.units.{name}", "names no figure in workload.metrics", w.units[name])
 
 
 def mode_flag_value(mode: ModeConfig, flag: str) -> float:
@@ -98,7 +116,8 @@ def mode_flag_value(mode: ModeConfig, flag: str) -> float:
     args = [str(a) for a in mode.workload_args]
     value = 0.0
     for i, arg in enumerate(args):
-        text = arg.split("=", 1)[1] if arg.startswith(flag + "=") else args[i + 1] if arg == flag and i + 1 < len(args) else None
+        text = (arg.split("=", 1)[1] if arg.startswith(flag + "=")
+                else args[i + 1] if arg == flag and i + 1 < len(args) else None)
         if text is not None:
             try:
                 value = float(text)
@@ -135,7 +154,7 @@ def validate_tool(tool: ToolConfig) -> None:
     _at_least(0, tool.torch_profiler, "tool.torch_profiler", "wait", "warmup", "repeat")
     _at_least(1, tool.torch_profiler, "tool.torch_profiler", "active")
     _at_least(1, tool.pyspy, "tool.pyspy", "rate")
-    _require(bool(_NAME_RE.match(str(tool.wandb.project))), "tool.wandb.project",
+    require(bool(_NAME_RE.match(str(tool.wandb.project))), "tool.wandb.project",
              "must use letters, digits, '.', '_', '-'", tool.wandb.project)
 
 
@@ -153,7 +172,7 @@ def validate_switching(cfg: DdpbenchConfig) -> None:
     """Check switching.*; with switching=blocks, refuse a mode or workload that cannot be switched (one line)."""
     sw, mode = cfg.switching, cfg.mode
     _at_least(1, sw, "switching", "block_steps")
-    _require(0 <= sw.washout_steps < sw.block_steps, "switching.washout_steps",
+    require(0 <= sw.washout_steps < sw.block_steps, "switching.washout_steps",
              f"must be >= 0 and < switching.block_steps={sw.block_steps}", sw.washout_steps)
     if sw.kind != SwitchingKind.blocks:
         return

@@ -3,12 +3,12 @@ Ray Train, cluster backend, tool, command templates and CPU pinning; each refusa
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 from ddpbench.cluster import backend_for
-from ddpbench.config import DdpbenchConfig, WorkloadConfig, validate
+from ddpbench.config import DdpbenchConfig, validate
+from ddpbench.config.checks import require
 from ddpbench.errors import ConfigError
 from ddpbench.trial import artifacts, ray_train
 from ddpbench.trial import command as commands
@@ -18,9 +18,6 @@ from ddpbench.trial.script_workload import (FRAMEWORKS, is_user_script, records_
 from ddpbench.trial.tool import check_tool, module_found
 from ddpbench.versions.arm import Arm, resolve_arm
 from ddpbench.workload.frameworks import ENV_TOOL, ENV_TRACEML_CALLBACK
-
-_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
-
 
 def check_trial_config(cfg: DdpbenchConfig) -> Arm:
     """Every check that can fail before a trial launches: values, the cluster backend, the tool, the command
@@ -46,26 +43,6 @@ def check_command(cfg: DdpbenchConfig, arm: Arm) -> None:
     commands.node_environment(cfg, arm, context, base={})
     commands.summary_path(cfg, context)
     artifacts.artifact_path(cfg, context)
-
-
-def _require(condition: bool, key: str, rule: str, value: Any) -> None:
-    if not condition:
-        raise ConfigError(f"{key}={value!r}: {rule}")
-
-
-def _check_metrics(w: WorkloadConfig) -> None:
-    """``workload.metrics`` patterns (any workload) each have exactly one capture group; ``units`` name them."""
-    for name, pattern in w.metrics.items():
-        _require(bool(_NAME_RE.match(str(name))), f"workload.metrics.{name}",
-                 "name must use letters, digits, '.', '_', '-'", pattern)
-        try:
-            groups = re.compile(str(pattern)).groups
-        except re.error:
-            raise ConfigError(f"workload.metrics.{name}={pattern!r}: is not a valid regular expression") from None
-        _require(groups == 1, f"workload.metrics.{name}",
-                 f"must have exactly one capture group (it has {groups}); use (?:...) for other groups", pattern)
-    for name in w.units:
-        _require(name in w.metrics, f"workload.units.{name}", "names no figure in workload.metrics", w.units[name])
 
 
 def _script_refusal(cfg: DdpbenchConfig) -> Optional[str]:
@@ -96,17 +73,16 @@ def _script_refusal(cfg: DdpbenchConfig) -> Optional[str]:
 def check_script_workload(cfg: DdpbenchConfig) -> None:
     """The rules of ``workload.path/args/metrics/units/records``: patterns, the script file, what a script cannot do."""
     w = cfg.workload
-    _check_metrics(w)
     if not is_user_script(cfg):
-        _require(bool(w.script), "workload.path", "workload=script needs workload.path=PATH (your training script)",
+        require(bool(w.script), "workload.path", "workload=script needs workload.path=PATH (your training script)",
                  w.path)
-        _require(not script_args(cfg), "workload.args", "only applies with workload=script", w.args)
-        _require(not w.records, "workload.records", "only applies with workload=script", w.records)
+        require(not script_args(cfg), "workload.args", "only applies with workload=script", w.args)
+        require(not w.records, "workload.records", "only applies with workload=script", w.records)
     else:
-        _require(not w.script, "workload.path",
+        require(not w.script, "workload.path",
                  f"a built-in workload runs workload.script={w.script!r}; use workload=script", w.path)
         script_args(cfg)
-        _require(script_file(cfg).is_file(), "workload.path", f"no such file: {script_file(cfg)}", w.path)
+        require(script_file(cfg).is_file(), "workload.path", f"no such file: {script_file(cfg)}", w.path)
     check_frameworks(cfg)
     refusal = _script_refusal(cfg) if is_user_script(cfg) else None
     if refusal is not None:
