@@ -1,9 +1,6 @@
-"""The driver of ``workload=ray_train``: one process per trial that trains a built-in model with Ray Train.
-
-``python -m ddpbench.workload.ray_train --trains=mlp --trainer=JSON --num-workers=W ... -- <harness args>`` checks
+"""The driver of ``workload=ray_train``, one process per trial that trains a built-in model with Ray Train: checks
 the harness's arguments (exit 2), connects to Ray (``--address``, or ``local``: an instance of its own on loopback),
-builds the mode's trainer and calls ``fit()``; exit 0 when every worker finished, else one line and 1. docs/ray.md.
-"""
+builds the mode's trainer and calls ``fit()``; exit 0 when every worker finished, else one line and 1. docs/ray.md."""
 
 from __future__ import annotations
 
