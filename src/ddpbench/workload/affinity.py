@@ -1,7 +1,5 @@
-"""CPU affinity of the ranks (``cluster.cpu_affinity``): parse the setting, plan the cores, pin a rank.
-
-Torch-free and pure except :func:`pin_from_environment`. The settings, the plan and the host slots: docs/accuracy.md.
-"""
+"""CPU affinity of the ranks (``cluster.cpu_affinity``): parse the setting, plan the cores, pin a rank. Torch-free and
+pure except :func:`pin_from_environment`. The settings, the plan and the host slots: docs/accuracy.md."""
 
 from __future__ import annotations
 
@@ -15,9 +13,6 @@ AFFINITY_ENV = "DDPBENCH_CPU_AFFINITY"
 
 PLAN_PREFIX = "plan:"
 """Start of an :data:`AFFINITY_ENV` value that is a host plan (else it is ``auto``)."""
-
-SETTINGS = ("auto", "none")
-"""The named settings; anything else must be a CPU list."""
 
 
 def parse_cpu_list(text: str) -> tuple[int, ...]:
@@ -39,7 +34,7 @@ def parse_setting(value: object) -> str | tuple[int, ...]:
     if isinstance(value, Sequence) and not isinstance(value, str):
         value = ",".join(str(v) for v in value)
     text = str(value).strip()
-    if text in SETTINGS:
+    if text in ("auto", "none"):
         return text
     try:
         return parse_cpu_list(text)
@@ -135,14 +130,9 @@ def slot_cpus(value: str, environ: Mapping[str, str]) -> tuple[int, ...] | None:
     return groups[slot % len(groups)]
 
 
-def pin_from_environment(environ: Mapping[str, str] | None = None) -> tuple[int, ...] | None:
-    """Pin this process to its slot's CPUs when :data:`AFFINITY_ENV` asks (before torch starts its threads); them, or
-    None."""
-    env = os.environ if environ is None else environ
-    value = env.get(AFFINITY_ENV, "")
-    if not value or not hasattr(os, "sched_setaffinity"):
-        return None
-    cpus = slot_cpus(value, env)
+def pin_from_environment() -> None:
+    """Pin this process to its slot's CPUs when :data:`AFFINITY_ENV` asks (before torch starts its threads)."""
+    value = os.environ.get(AFFINITY_ENV, "")
+    cpus = slot_cpus(value, os.environ) if value and hasattr(os, "sched_setaffinity") else None
     if cpus is not None:
         os.sched_setaffinity(0, cpus)
-    return cpus

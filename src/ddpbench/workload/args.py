@@ -9,7 +9,7 @@ import dataclasses
 import json
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Dict, Generic, NoReturn, Optional, Sequence, Tuple, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Dict, Generic, Optional, Sequence, Tuple, TypeVar, cast
 
 from ddpbench.choices import (Device, DistBackend, GcMode, HostSyncPattern, Loader, Precision, ProfilerHandler,
                               SwitchWhat, Timing)
@@ -124,19 +124,6 @@ class RankArgs(Generic[S]):
         return {key: list(value) if isinstance(value, tuple) else value for key, value in values.items()}
 
 
-def usage_error(prog: str, message: str) -> NoReturn:
-    """End the rank with one line ``<prog>: error: <message>`` and exit status 2 (bad input)."""
-    OneLineParser(prog=prog).error(message)
-
-
-def env_world_size() -> int:
-    """World size the launcher announced (``WORLD_SIZE``), 1 when run without torchrun."""
-    try:
-        return max(1, int(os.environ.get("WORLD_SIZE", "1")))
-    except ValueError:
-        return 1
-
-
 def _problem(args: RankArgs[S], world: int) -> Optional[str]:
     """What is wrong with ``args`` together (each flag alone parsed), or None."""
     if (args.steps is None) == (args.duration_sec is None):
@@ -179,7 +166,11 @@ def parse_args(workload: "Workload[S]", argv: Sequence[str] | None = None) -> Ra
     args: RankArgs[S] = RankArgs(sizes=sizes, **{
         **values_of(RankArgs, parsed, skip=("sizes",)), "traceml_mode": parsed.traceml_mode or env_mode,
         "tool_dir": parsed.tool_dir or os.environ.get(TOOL_DIR_ENV) or None})
-    problem = _problem(args, env_world_size()) or workload.check_arguments(args)
+    try:  # the world size the launcher announced, 1 without torchrun
+        world = max(1, int(os.environ.get("WORLD_SIZE", "1")))
+    except ValueError:
+        world = 1
+    problem = _problem(args, world) or workload.check_arguments(args)
     if problem:
         parser.error(problem)
     return args

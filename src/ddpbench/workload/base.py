@@ -1,7 +1,5 @@
-"""What a model must provide for the harness to train it: the :class:`Workload` interface (docs/workload.md).
-
-Methods that build things import torch themselves: the harness parses the arguments before torch is imported.
-"""
+"""What a model must provide for the harness to train it: the :class:`Workload` interface (docs/workload.md). Methods
+that build things import torch themselves: the harness parses the arguments before torch is imported."""
 
 from __future__ import annotations
 

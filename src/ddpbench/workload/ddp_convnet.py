@@ -1,8 +1,6 @@
-"""DDP convnet: a ResNet-style image classifier on synthetic uint8 images, run by the workload harness.
-
-A 3x3 stem, ``--stages`` stages of ``--blocks`` residual basic blocks (each stage after the first halves the
-resolution and doubles the width), global average pooling and a Linear classifier. Run it like ``ddp_mlp.py``.
-"""
+"""DDP convnet, run by the workload harness like ``ddp_mlp.py``: a ResNet-style classifier on synthetic uint8 images
+(a 3x3 stem, ``--stages`` stages of ``--blocks`` residual basic blocks, each stage after the first halving the
+resolution and doubling the width, global average pooling, a Linear classifier)."""
 
 from __future__ import annotations
 

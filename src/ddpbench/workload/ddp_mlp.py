@@ -1,8 +1,6 @@
-"""DDP MLP: the reference workload (seeded Linear+GELU blocks on synthetic features), run by the harness.
-
-Run it as a file (``torchrun src/ddpbench/workload/ddp_mlp.py ...``, ``traceml run ... --args ...``) or as a module
-(``python -m ddpbench.workload.ddp_mlp ...``: without torchrun, a world of one); docs/workload.md.
-"""
+"""DDP MLP, the reference workload (seeded Linear+GELU blocks on synthetic features), run by the harness as a file
+(``torchrun src/ddpbench/workload/ddp_mlp.py ...``, ``traceml run ... --args ...``) or as a module (``python -m
+ddpbench.workload.ddp_mlp ...``: without torchrun, a world of one); docs/workload.md."""
 
 from __future__ import annotations
 

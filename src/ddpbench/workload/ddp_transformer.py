@@ -1,9 +1,7 @@
-"""DDP transformer: a decoder-only language model on synthetic tokens, run by the workload harness.
-
-Token + position embeddings, ``--layers`` pre-norm blocks of causal self-attention and a GELU MLP, a final LayerNorm
-and a vocabulary head; next-token cross-entropy. Many small modules per step: what automatic instrumentation that
-hooks modules pays most for. Run it like ``ddp_mlp.py``.
-"""
+"""DDP transformer, run by the workload harness like ``ddp_mlp.py``: a decoder-only LM on synthetic tokens (token +
+position embeddings, ``--layers`` pre-norm blocks of causal self-attention and a GELU MLP, a final LayerNorm, a
+vocabulary head; next-token cross-entropy). Many small modules per step: what automatic instrumentation that hooks
+modules pays most for."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""The device side of the timed loop on CUDA: GPU-busy and GPU-idle ms per step (:class:`DeviceStepClock`) and a
-device-side wait of known length (:class:`DeviceWait`, calibration). Nothing here runs on CPU.
-
-The clock's events, what busy and idle mean and what it costs: docs/gpu.md, ``benchmarks/gpu_clock_cost.py``.
-"""
+"""The device side of the timed loop on CUDA (nothing here runs on CPU): GPU-busy and GPU-idle ms per step
+(:class:`DeviceStepClock`; its events, what busy and idle mean and what it costs: docs/gpu.md,
+``benchmarks/gpu_clock_cost.py``) and a device-side wait of known length (:class:`DeviceWait`, calibration)."""
 
 from __future__ import annotations
 
@@ -126,10 +124,3 @@ class DeviceWait:
 
         torch.cuda._sleep(self.cycles)
 
-
-def device_wait_problem(ms: float, device: str) -> Optional[str]:
-    """Why a device wait of ``ms`` per step cannot run on ``device`` (one line), or None."""
-    if ms > 0 and device != "cuda":
-        return (f"--inject-device-step-ms {ms:g}: a device-side wait is a GPU kernel; this rank runs on {device} "
-                "(use --inject-step-ms for a host wait)")
-    return None

@@ -1,9 +1,6 @@
-"""The workload harness: runs any :class:`~ddpbench.workload.base.Workload` the same way on a rank.
-
-Parse the arguments (before torch), pin the rank, set up its process groups, ``traceml_ai.init`` under
-``traceml run``, build the model and the loader, warm up, run the timed loop, write the rank record
-(docs/workload.md). A model file calls :func:`run` from its ``__main__``.
-"""
+"""The workload harness: runs any :class:`~ddpbench.workload.base.Workload` the same way on a rank (docs/workload.md):
+parse the arguments (before torch), pin the rank, set up its process groups, ``traceml_ai.init`` under ``traceml
+run``, build the model and the loader, warm up, run the timed loop, write the rank record."""
 
 from __future__ import annotations
 
@@ -14,10 +11,11 @@ from typing import Any, Mapping, Sequence
 
 from ddpbench.formats.rank_loop import STARTUP_PARTS
 from ddpbench.workload.affinity import current_cpus, pin_from_environment
-from ddpbench.workload.args import RankArgs, parse_args, usage_error
+from ddpbench.workload.args import RankArgs, parse_args
 from ddpbench.workload.base import Workload
 from ddpbench.workload.data import build_loader, endless_batches, loader_description
-from ddpbench.workload.device_time import DeviceWait, cycles_per_ms, device_wait_problem
+from ddpbench.workload.device_time import DeviceWait, cycles_per_ms
+from ddpbench.workload.flags import OneLineParser
 from ddpbench.workload.lifetime import signal_on_parent_death
 from ddpbench.workload.loop import Trainer, run_timed, run_warmup
 from ddpbench.workload.record import build_record, gather_records, write_record
@@ -39,8 +37,6 @@ class StartupClock:
 
     def mark(self, part: str, now: float | None = None) -> None:
         """``part`` ends now (or at epoch ``now``): it gets the time since the previous mark."""
-        if part not in self.parts:
-            raise ValueError(f"unknown start-up part {part!r}")
         now = time.time() if now is None else now
         self.parts[part] += max(0.0, now - self.last)
         self.last = max(self.last, now)
@@ -51,17 +47,15 @@ class StartupClock:
 
 
 def run(workload: Workload[Any], argv: Sequence[str] | None = None, *, process_start_epoch: float | None = None) -> int:
-    """Parse, train, record ``workload`` on this rank; the process exit status (0 on success).
-
-    ``process_start_epoch``: the ``time.time()`` of the script's first statement (``timestamps.process_start``).
-    """
+    """Parse, train, record ``workload`` on this rank; the process exit status (0 on success). ``process_start_epoch``:
+    the ``time.time()`` of the script's first statement (``timestamps.process_start``)."""
     started = time.time() if process_start_epoch is None else process_start_epoch
     signal_on_parent_death(signal.SIGKILL)  # a rank whose launcher is gone could only hang in its next collective
     args = parse_args(workload, argv)
     try:
         pin_from_environment()  # before torch starts its threads
     except (ValueError, OSError) as exc:
-        usage_error(workload.prog, f"CPU affinity: {exc}")
+        OneLineParser(prog=workload.prog).error(f"CPU affinity: {exc}")
     ensure_single_process_env()
     startup = StartupClock(started)
     startup.mark("script")
@@ -77,11 +71,9 @@ def train(
     workload: Workload[Any], args: RankArgs[Any], trace_step: TraceStep | None, *, process_start_epoch: float,
     extra_record: Mapping[str, Any] | None = None, startup: StartupClock | None = None,
 ) -> int:
-    """Every step of :func:`run` after TraceML's init; 0.
-
-    Creates the default process group unless the launcher made it (Ray Train), and destroys only one it created.
-    ``extra_record``: fields added to the rank record; ``startup``: :func:`run`'s clock (else one started here).
-    """
+    """Every step of :func:`run` after TraceML's init; 0. Creates the default process group unless the launcher made
+    it (Ray Train), and destroys only one it created. ``extra_record``: fields added to the rank record; ``startup``:
+    :func:`run`'s clock (else one started here)."""
     if startup is None:
         startup = StartupClock(process_start_epoch)
         startup.mark("script")
@@ -93,12 +85,12 @@ def train(
         torch.set_num_threads(args.threads)
     try:
         rt = Runtime(args.device, args.backend, args.precision)
-        problem = device_wait_problem(args.inject_device_step_ms, rt.device)
-        if problem is not None:
-            raise ValueError(problem)
+        if args.inject_device_step_ms > 0 and rt.device != "cuda":
+            raise ValueError(f"--inject-device-step-ms {args.inject_device_step_ms:g}: a device-side wait is a GPU "
+                             f"kernel; this rank runs on {rt.device} (use --inject-step-ms for a host wait)")
         rt.init_device()
     except ValueError as exc:
-        usage_error(workload.prog, str(exc))
+        OneLineParser(prog=workload.prog).error(str(exc))
     startup.mark("device_init")
     own_group = not dist.is_initialized()
     stop_group = init_process_group(args, rt)

@@ -1,15 +1,14 @@
-"""One rank's training: the DDP step and its host-sync pattern, the warmup, the timed loop with its host timestamps.
-
-Host ``time.perf_counter`` at step boundaries, no device synchronisation inside the timed loop (one before the first
-timed step and one after the last, whose time joins the last step); ``--timing phase`` also times each step's phases,
-each closed by a synchronize. What a step includes, and what switching turns off: docs/workload.md.
-"""
+"""One rank's training: the DDP step and its host-sync pattern, the warmup, the timed loop with its host timestamps
+(``time.perf_counter`` at step boundaries; no device synchronisation inside the loop but one before the first timed
+step and one after the last, whose time joins the last step; ``--timing phase`` synchronises after each phase). What
+a step includes, and what switching turns off: docs/workload.md."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 import gc
+import itertools
 import time
 from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator
 
@@ -33,17 +32,11 @@ class HostSync:
     def __init__(self, pattern: str, synchronize: Callable[[], None]) -> None:
         if pattern not in HARNESS_HOST_SYNCS:
             raise ValueError(f"host sync {pattern!r} is not one of {', '.join(HARNESS_HOST_SYNCS)}")
-        # the pattern's name
-        self.pattern = pattern
-        # the device synchronize of this rank (nothing on CPU)
         self._synchronize = synchronize
-        # synchronize before each step
         self.sync_before = pattern == "seed"
         # the host-to-device copy runs inside the step marker
         self.copy_inside_marker = pattern == "seed"
-        # read the loss to the host after each step
         self.read_loss = pattern in ("loss", "seed")
-        # the last loss read (a Python float), NaN before the first
         self.last_loss = float("nan")
 
     def before_step(self) -> None:
@@ -211,9 +204,7 @@ def run_timed(
         clock.start()
         trainer.clock = clock
     loss = None
-    step = 0
-    while True:
-        step += 1
+    for step in itertools.count(1):
         if faults.armed:
             faults.at_step(step)
         inject = True
@@ -242,8 +233,7 @@ def run_timed(
         if done:
             break
     rt.synchronize()
-    end = time.perf_counter()
-    res.durations_s[-1] += end - boundary  # the closing synchronize belongs to the last step
+    res.durations_s[-1] += time.perf_counter() - boundary  # the closing synchronize belongs to the last step
     res.gc = _gc_exit(args.gc, collections)
     if clock is not None:
         clock.finish()

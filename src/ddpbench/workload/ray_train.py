@@ -1,9 +1,6 @@
-"""The driver of ``workload=ray_train``: one process per trial that trains a built-in model with Ray Train.
-
-``python -m ddpbench.workload.ray_train --trains=mlp --trainer=JSON --num-workers=W ... -- <harness args>`` checks
+"""The driver of ``workload=ray_train``, one process per trial that trains a built-in model with Ray Train: checks
 the harness's arguments (exit 2), connects to Ray (``--address``, or ``local``: an instance of its own on loopback),
-builds the mode's trainer and calls ``fit()``; exit 0 when every worker finished, else one line and 1. docs/ray.md.
-"""
+builds the mode's trainer and calls ``fit()``; exit 0 when every worker finished, else one line and 1. docs/ray.md."""
 
 from __future__ import annotations
 
@@ -23,12 +20,8 @@ from typing import Any, Dict, List, Optional, Sequence  # noqa: E402
 
 from ddpbench.errors import error_line  # noqa: E402
 
-#: the driver's environment variables every worker gets (the mode's settings for the harness)
-FORWARDED_PREFIX = "DDPBENCH_"
 #: the value of ``--address`` that starts a Ray instance of the driver's own
 LOCAL = "local"
-#: the token a new local Ray instance writes when none exists (Ray >= 2.60 enables token auth by default)
-RAY_TOKEN_FILE = Path.home() / ".ray" / "auth_token"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -90,8 +83,9 @@ def connect(address: str, num_cpus: float) -> None:
     common: Dict[str, Any] = {"log_to_driver": True, "logging_level": logging.ERROR, "include_dashboard": False}
     if address == LOCAL:
         os.environ.pop("RAY_ADDRESS", None)  # a local instance, never a cluster named elsewhere
-        if not RAY_TOKEN_FILE.exists():  # a new local Ray (2.60) would write a token there, and every later
-            os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # `ray start` on this host would then demand it
+        # a new local Ray (>= 2.60: token auth by default) would write a token, every later `ray start` here demand it
+        if not (Path.home() / ".ray" / "auth_token").exists():
+            os.environ.setdefault("RAY_AUTH_MODE", "disabled")
         ray.init(num_cpus=max(1, int(num_cpus + 0.999)), _node_ip_address="127.0.0.1", **common)
     else:
         ray.init(address=address, **common)
@@ -107,7 +101,7 @@ def fit(args: argparse.Namespace, harness: List[str]) -> Any:
     spec = json.loads(args.trainer)
     kwargs = {k: build_object(v) for k, v in spec.items() if k != "_target_"}
     resources = {"CPU": args.cpus_per_worker, **({"GPU": 1.0} if args.use_gpu else {})}
-    env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_PREFIX)}
+    env = {k: v for k, v in os.environ.items() if k.startswith("DDPBENCH_")}  # the mode's settings for the harness
     trainer = import_target(spec["_target_"])(
         train_loop_per_worker,
         train_loop_config={"trains": args.trains, "argv": harness, "env": env, "driver_start": _PROCESS_START_EPOCH},

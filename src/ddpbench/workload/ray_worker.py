@@ -1,7 +1,6 @@
-"""One Ray Train worker of ``workload=ray_train``: ddpbench's harness loop inside ``train_loop_per_worker``, on
-the process group Ray Train made; its rank record adds ``ray_startup_s`` (the driver's start to this worker's loop).
-docs/ray.md.
-"""
+"""One Ray Train worker of ``workload=ray_train``: ddpbench's harness loop inside ``train_loop_per_worker``, on the
+process group Ray Train made; its rank record adds ``ray_startup_s`` (the driver's start to this worker's loop;
+docs/ray.md)."""
 
 from __future__ import annotations
 

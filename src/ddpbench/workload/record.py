@@ -77,10 +77,10 @@ def tool_record() -> dict[str, Any] | None:
 def build_record(
     args: RankArgs[Any], rt: Runtime, res: LoopResult, *, workload: str, data: dict[str, Any],
     process_start_epoch: float, pg_ready_epoch: float, traceml_active: bool, stop_reason: str,
-    startup: dict[str, float] | None = None, device_wait: DeviceWait | None = None, host_sync: str | None = None,
+    startup: dict[str, float] | None = None, device_wait: DeviceWait | None = None,
 ) -> dict[str, Any]:
     """The rank JSON (fields: docs/formats.md). ``startup``: the start-up parts (s; None outside ddpbench's loop);
-    ``device_wait``: the injected device wait, if any; ``host_sync``: the loop's pattern (default ``args.host_sync``)."""
+    ``device_wait``: the injected device wait, if any."""
     timed = len(res.durations_s)
     train_s = res.last_step_end_epoch - res.first_step_start_epoch
     train_s = train_s if train_s > 0 else sum(res.durations_s)
@@ -116,7 +116,7 @@ def build_record(
             "device_step_ms": device_wait.ms if device_wait is not None else 0.0,
             "device_cycles_per_ms": device_wait.cycles_per_ms if device_wait is not None else None,
         },
-        "host_sync": host_sync or args.host_sync,
+        "host_sync": args.host_sync,
         "gpu_time_ms": res.gpu.record() if res.gpu is not None else None,
         "startup_s": startup, "gc": res.gc,
         # within-trial switching (the harness fills them in when the loop switched)

@@ -1,10 +1,6 @@
-"""ddpbench's recorder for a user's own training script: step times, the lockstep stop, the rank record.
-
-A script run with ``workload=script workload.records=true`` creates a :class:`Recorder` after its process group and
-marks its steps (``with recorder.step():`` or ``recorder.step_done()``, ``recorder.should_stop()``,
-``recorder.finish()``); ddpbench tells it what to do through the environment below. Without
-``DDPBENCH_METRICS_DIR`` it records nothing. No Hydra here. docs/workload.md ("Your own script").
-"""
+"""ddpbench's recorder for a user's own training script (``workload=script workload.records=true``): step times, the
+lockstep stop and the rank record, as the environment below asks (without ``DDPBENCH_METRICS_DIR``: nothing). No
+Hydra here. How a script marks its steps: :class:`Recorder`, docs/workload.md ("Your own script")."""
 
 from __future__ import annotations
 

@@ -60,22 +60,16 @@ class Runtime:
             torch.cuda.synchronize()
 
 
-def _free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now (for a world of one without torchrun)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def ensure_single_process_env() -> None:
-    """Without torchrun, make ``env://`` rendezvous work as a world of one."""
+    """Without torchrun, make ``env://`` rendezvous work as a world of one (on a port free right now)."""
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
         return
-    os.environ.setdefault("RANK", "0")
-    os.environ.setdefault("LOCAL_RANK", "0")
-    os.environ.setdefault("WORLD_SIZE", "1")
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", str(_free_port()))
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    for name, value in (("RANK", 0), ("LOCAL_RANK", 0), ("WORLD_SIZE", 1), ("MASTER_ADDR", "127.0.0.1"),
+                        ("MASTER_PORT", port)):
+        os.environ.setdefault(name, str(value))
 
 
 def init_process_group(args: RankArgs[Any], rt: Runtime) -> Any:
@@ -98,15 +92,11 @@ def init_process_group(args: RankArgs[Any], rt: Runtime) -> Any:
     return dist.new_group(backend="gloo", timeout=kwargs.get("timeout"))
 
 
-def traceml_requested() -> bool:
-    """True when running under ``traceml run`` with telemetry on."""
-    return bool(os.environ.get("TRACEML_SESSION_ID")) and os.environ.get("TRACEML_DISABLED") != "1"
-
-
 def init_traceml(args: RankArgs[Any], *, init: bool = True) -> TraceStep | None:
-    """Under ``traceml run``: ``traceml_ai.init(mode)`` unless ``init`` is False (a Ray Train trainer did it; call it
-    before the data loader exists, so auto mode can patch it), ``trace_step``; else None (no import)."""
-    if not traceml_requested():
+    """Under ``traceml run`` with telemetry on: ``traceml_ai.init(mode)`` unless ``init`` is False (a Ray Train
+    trainer did it; call it before the data loader exists, so auto mode can patch it), ``trace_step``; else None (no
+    import)."""
+    if not os.environ.get("TRACEML_SESSION_ID") or os.environ.get("TRACEML_DISABLED") == "1":
         return None
     import traceml_ai
 

@@ -1,8 +1,6 @@
-"""When the timed loop ends (``--steps``, or the lockstep ``--duration-sec`` stop), and the fault knobs.
-
-Faults fire at the start of timed step N on ``--fault-rank`` (else every rank): a crash is ``os._exit(3)`` (no
-rank record), a hang sleeps forever. docs/workload.md has the rules.
-"""
+"""When the timed loop ends (``--steps``, or the lockstep ``--duration-sec`` stop), and the fault knobs: at the start
+of timed step N on ``--fault-rank`` (else every rank) a crash is ``os._exit(3)`` (no rank record), a hang sleeps
+forever. docs/workload.md has the rules."""
 
 from __future__ import annotations
 
@@ -12,9 +10,6 @@ import time
 from typing import Any
 
 from ddpbench.workload.args import RankArgs
-
-CRASH_EXIT_CODE = 3
-"""Exit status of a rank killed by ``--fault-crash-at-step``."""
 
 
 def targeted(args: RankArgs[Any], rank: int) -> bool:
@@ -50,7 +45,6 @@ class StopRule:
         self._flag = torch.zeros(1, dtype=torch.int32)
 
     def _local_expired(self) -> bool:
-        """This rank's own clock (plus skew) says the duration has passed."""
         assert self.duration_s is not None
         return time.perf_counter() + self.skew_s - self.t0 >= self.duration_s
 
@@ -83,7 +77,7 @@ class Faults:
         """Crash or hang now if timed step ``step`` is the configured one."""
         if self.crash_at == step:
             print(f"[rank{self.rank}] fault: crash at timed step {step}", file=sys.stderr, flush=True)
-            os._exit(CRASH_EXIT_CODE)
+            os._exit(3)
         if self.hang_at == step:
             print(f"[rank{self.rank}] fault: hang at timed step {step}", file=sys.stderr, flush=True)
             while True:

@@ -1,11 +1,10 @@
-"""The timed loop's switch (``--switch-block-steps``): which timed steps run the tool's per-step work.
-
-The schedule is :mod:`ddpbench.formats.switching`'s pure function of the step and the seed, so every rank switches
-on the same step with no collective; what ``--switch`` turns off: docs/workload.md. Torch-free.
-"""
+"""The timed loop's switch (``--switch-block-steps``): which timed steps run the tool's per-step work, by
+:mod:`ddpbench.formats.switching`'s pure function of the step and the seed, so every rank switches on the same step
+with no collective; what ``--switch`` turns off: docs/workload.md. Torch-free."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
 
@@ -16,22 +15,21 @@ TRACEML_DISABLED_ENV = "TRACEML_DISABLED"
 """TraceML's kill switch, read on every call by its step capture and timed regions."""
 
 
+@dataclasses.dataclass
 class Switch:
-    """One rank's switch: settings from the arguments, the current side, and the record's ``switching``."""
+    """One rank's switch: settings from the arguments (``--switch``, ``--switch-*``), the current side, and the
+    record's ``switching``."""
 
-    def __init__(self, what: str, block_steps: int, washout_steps: int, seed: int) -> None:
-        # what is switched (ddpbench.formats.switching.SWITCH_WHAT)
-        self.what = what
-        # timed steps per block
-        self.block_steps = block_steps
-        # steps left out at the start of each block
-        self.washout_steps = washout_steps
-        # seed of the first block's side
-        self.seed = seed
+    what: str
+    block_steps: int
+    washout_steps: int
+    seed: int
+    # whether the switchable work is on in the current step
+    on: bool = True
+
+    def __post_init__(self) -> None:
         # "on" or "off": the first block's side
-        self.first = first_side(seed)
-        # whether the switchable work is on in the current step
-        self.on = True
+        self.first = first_side(self.seed)
         # the environment's TRACEML_DISABLED before the loop (restored after it)
         self._env_before = os.environ.get(TRACEML_DISABLED_ENV)
 

@@ -1,8 +1,6 @@
 """Seeded synthetic tensors, filled in parallel chunks: the built-in workloads' datasets in a fraction of the time.
-
 Each chunk of :data:`CHUNK_ELEMENTS` along the first dimension has its own generator (seeded from the seed, the
-stream and the chunk), so the values do not depend on the number of threads. Start-up figures: docs/gpu.md.
-"""
+stream and the chunk), so the values do not depend on the number of threads. Start-up figures: docs/gpu.md."""
 
 from __future__ import annotations
 
@@ -27,30 +25,24 @@ def chunk_seed(seed: int, stream: int, chunk: int) -> int:
     return (int(seed) * 1_000_003 + int(stream) * 7_919 + int(chunk)) % (1 << 63)
 
 
-def _threads() -> int:
-    try:
-        available = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        available = os.cpu_count() or 1
-    return max(1, min(MAX_THREADS, available))
-
-
 def _fill(out: "torch.Tensor", seed: int, stream: int, draw: Callable[[Any, Any], None]) -> "torch.Tensor":
     """Fill ``out`` chunk by chunk along its first dimension: ``draw(chunk_view, generator)`` per chunk."""
     import torch
 
-    rows = out.shape[0]
     row_elements = max(1, math.prod(out.shape[1:]))
     per_chunk = max(1, CHUNK_ELEMENTS // row_elements)
-    starts = range(0, rows, per_chunk)
 
     def one(index_start: tuple[int, int]) -> None:
         index, start = index_start
         generator = torch.Generator().manual_seed(chunk_seed(seed, stream, index))
         draw(out[start:start + per_chunk], generator)
 
-    chunks = list(enumerate(starts))
-    threads = min(_threads(), len(chunks))
+    chunks = list(enumerate(range(0, out.shape[0], per_chunk)))
+    try:
+        available = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        available = os.cpu_count() or 1
+    threads = min(MAX_THREADS, available, len(chunks))
     if threads <= 1:
         for item in chunks:
             one(item)

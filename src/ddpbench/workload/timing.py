@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import math
 import statistics
 import time
 from typing import Sequence
@@ -49,12 +48,9 @@ class InjectedWait:
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:
     """``q``-th percentile (0..100) of already sorted values, linear interpolation (numpy's default)."""
-    n = len(sorted_values)
-    if n == 0:
-        raise ValueError("percentile of no values")
-    pos = (n - 1) * q / 100.0
-    lo = int(math.floor(pos))
-    hi = min(lo + 1, n - 1)
+    pos = (len(sorted_values) - 1) * q / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 

@@ -4,6 +4,8 @@ run on rank 0 logging every step (``--wandb``; imported only then). docs/tools.m
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import time
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -13,22 +15,22 @@ from ddpbench.workload.runtime import Runtime
 from ddpbench.workload.switching import Switch
 
 
+@dataclasses.dataclass
 class ToolHooks:
     """The active in-process tools of one rank and their per-step hook."""
 
-    def __init__(self, profiler: Any = None, run: Any = None, new_profiler: Callable[[], Any] | None = None) -> None:
-        # a started torch.profiler.profile, or None
-        self.profiler = profiler
-        # within-trial switching of torch.profiler: makes a profile (not started) for each on-block, else None
-        self.new_profiler = new_profiler
-        # the switch of the current timed step (None: no switching, or in warmup)
-        self.switch: Switch | None = None
-        # a wandb Run, or None
-        self.run = run
-        # steps seen so far (warmup included): the W&B step index
-        self.steps = 0
-        # perf_counter() at the previous step's hook, s
-        self.last = time.perf_counter()
+    # a started torch.profiler.profile, or None
+    profiler: Any = None
+    # a wandb Run, or None
+    run: Any = None
+    # within-trial switching of torch.profiler: makes a profile (not started) for each on-block, else None
+    new_profiler: Callable[[], Any] | None = None
+    # the switch of the current timed step (None: no switching, or in warmup)
+    switch: Switch | None = None
+    # steps seen so far (warmup included): the W&B step index
+    steps: int = 0
+    # perf_counter() at the previous step's hook, s
+    last: float = dataclasses.field(default_factory=time.perf_counter)
 
     def begin(self, step: int, switch: Switch) -> None:
         """Before timed step ``step`` under within-trial switching: start a recording at an on-block's first step."""
@@ -62,40 +64,24 @@ class ToolHooks:
             self.run.finish()
 
 
-def _chrome_handler(tool_dir: Path, rank: int) -> Callable[[Any], None]:
-    """on_trace_ready writing ``rank<r>.cycle<n>.json`` with ``export_chrome_trace``."""
-    cycles = [0]
-
-    def export(prof: Any) -> None:
-        cycles[0] += 1
-        tool_dir.mkdir(parents=True, exist_ok=True)
-        prof.export_chrome_trace(str(tool_dir / f"rank{rank}.cycle{cycles[0]}.json"))
-
-    return export
-
-
 def _profiler_maker(args: RankArgs[Any], rt: Runtime, tool_dir: Path, scheduled: bool) -> Callable[[], Any]:
     """A maker of torch.profiler profiles sharing one trace handler: on the ``--torch-profiler`` schedule, or
     (``scheduled`` False, within-trial switching) recording from start to stop."""
     from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if rt.device == "cuda" else [])
-    if args.torch_profiler_handler == "chrome":
-        handler = _chrome_handler(tool_dir, rt.rank)
+    if args.torch_profiler_handler == "chrome":  # rank<r>.cycle<n>.json
+        traces = itertools.count(1)
+
+        def handler(prof: Any) -> None:
+            tool_dir.mkdir(parents=True, exist_ok=True)
+            prof.export_chrome_trace(str(tool_dir / f"rank{rt.rank}.cycle{next(traces)}.json"))
     else:
         handler = tensorboard_trace_handler(str(tool_dir), worker_name=f"rank{rt.rank}")
     assert args.torch_profiler is not None  # the caller makes profiles only when the schedule is given
     wait, warmup, active, repeat = args.torch_profiler
     cycles = schedule(wait=wait, warmup=warmup, active=active, repeat=repeat) if scheduled else None
     return lambda: profile(activities=activities, schedule=cycles, on_trace_ready=handler)
-
-
-def _start_wandb(args: RankArgs[Any], rt: Runtime, tool_dir: Path) -> Any:
-    import wandb
-
-    tool_dir.mkdir(parents=True, exist_ok=True)
-    config = {key: value for key, value in args.as_dict().items() if isinstance(value, (int, float, str, bool))}
-    return wandb.init(project=args.wandb_project, dir=str(tool_dir), config={**config, "world_size": rt.world_size})
 
 
 def start_tools(args: RankArgs[Any], rt: Runtime) -> Optional[ToolHooks]:
@@ -106,7 +92,14 @@ def start_tools(args: RankArgs[Any], rt: Runtime) -> Optional[ToolHooks]:
     profiler = maker() if maker is not None and not blocks else None
     if profiler is not None:
         profiler.start()
-    run = _start_wandb(args, rt, tool_dir) if args.wandb and rt.rank == 0 and tool_dir else None
+    run = None
+    if args.wandb and rt.rank == 0 and tool_dir:
+        import wandb
+
+        tool_dir.mkdir(parents=True, exist_ok=True)
+        config = {key: value for key, value in args.as_dict().items() if isinstance(value, (int, float, str, bool))}
+        config["world_size"] = rt.world_size
+        run = wandb.init(project=args.wandb_project, dir=str(tool_dir), config=config)
     if maker is None and run is None:
         return None
     return ToolHooks(profiler, run, maker if blocks else None)

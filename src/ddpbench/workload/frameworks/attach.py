@@ -12,25 +12,22 @@ import os
 import sys
 from functools import wraps
 from types import ModuleType
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional
 
 from ddpbench.workload.frameworks import ENV_TOOL, ENV_TOOL_DIR, ENV_TRACEML_CALLBACK, SUPPORTED
 
 _MARK = "_ddpbench_hooked"
 
 
-def _version(distribution: str) -> Tuple[int, ...]:
-    """The installed distribution's (major, minor) version; (0, 0) when unreadable."""
+def supported(distribution: str) -> bool:
+    """Whether the hook knows this framework's callback API (its installed major, minor: 0, 0 when unreadable); else
+    says so in one line on stderr."""
     try:
         text = importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:
-        return (0, 0)
-    return tuple(int("".join(ch for ch in piece if ch.isdigit()) or 0) for piece in text.split(".")[:2])
-
-
-def supported(distribution: str) -> bool:
-    """Whether the hook knows this framework's callback API; else says so in one line on stderr."""
-    found, lowest = _version(distribution), SUPPORTED[distribution]
+        text = "0.0"
+    found = tuple(int("".join(ch for ch in piece if ch.isdigit()) or 0) for piece in text.split(".")[:2])
+    lowest = SUPPORTED[distribution]
     if found >= lowest:
         return True
     print(f"ddpbench: {distribution} {'.'.join(map(str, found))} is older than the recorder supports "

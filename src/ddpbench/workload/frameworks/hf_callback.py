@@ -11,10 +11,6 @@ from transformers.trainer_callback import TrainerCallback
 from ddpbench.workload.frameworks import ENV_TOOL_DIR
 from ddpbench.workload.frameworks.steps import UNBOUNDED, TrainerSteps, profiler_schedule
 
-HF_UNBOUNDED_STEPS = 10**9
-"""``max_steps`` for stop=duration: HF needs a positive limit; ddpbench's stop comes long before it."""
-
-
 class RecorderTrainerCallback(TrainerCallback):  # type: ignore[misc]
     """Times every optimizer step, applies ddpbench's stop and writes the rank record at ``on_train_end``."""
 
@@ -23,8 +19,8 @@ class RecorderTrainerCallback(TrainerCallback):  # type: ignore[misc]
 
     def on_init_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
         limit = self.steps.step_limit()
-        if limit is not None:
-            args.max_steps = HF_UNBOUNDED_STEPS if limit == UNBOUNDED else limit
+        if limit is not None:  # stop=duration: HF needs a positive limit; ddpbench's stop comes long before 10**9
+            args.max_steps = 10**9 if limit == UNBOUNDED else limit
         return control
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:

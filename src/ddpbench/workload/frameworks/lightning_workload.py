@@ -11,10 +11,6 @@ from ddpbench.workload.args import parse_args
 from ddpbench.workload.ddp_mlp import MLP
 from ddpbench.workload.frameworks.builtin import prepare
 
-PRECISION = {"fp32": "32-true", "bf16": "bf16-mixed", "fp16": "16-mixed"}
-"""ddpbench's precision -> Lightning's."""
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Train with the Lightning Trainer on this rank; the exit status."""
     workload = MLP()
@@ -44,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     devices = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))  # torchrun's (a world of one without it)
     nodes = max(1, int(os.environ.get("WORLD_SIZE", "1")) // devices)
     backend = None if args.backend == "auto" else str(args.backend)
-    precision: Any = PRECISION.get(args.precision, "32-true")
+    precision: Any = {"fp32": "32-true", "bf16": "bf16-mixed", "fp16": "16-mixed"}[args.precision]  # Lightning's
     trainer = pl.Trainer(accelerator="gpu" if args.device == "cuda" else "cpu", devices=devices, num_nodes=nodes,
                          strategy=DDPStrategy(process_group_backend=backend), precision=precision,
                          max_steps=args.warmup_steps + (args.steps or 1), logger=False, enable_checkpointing=False,
