@@ -14,7 +14,6 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from ddpbench.config import DdpbenchConfig, ModeConfig, ModeSwitchConfig
