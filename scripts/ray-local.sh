@@ -14,7 +14,10 @@
 # holds the same line. Needs `ray` on PATH or RAY_LOCAL_RAY. See docs/ray.md.
 #
 # Environment knobs:
-#   RAY_LOCAL_PORT     the head's GCS port; node N's own ports start at PORT + 10 + 20*N (default 6390)
+#   RAY_LOCAL_PORT     the head's GCS port; node N's own ports start at PORT + 10 + 20*N (default 6390);
+#                      auto: the first of 6390, 6490, ..., 7290 whose 50 ports are free, chosen under a host-wide
+#                      lock held until both nodes are up (two starts never choose the same ports) and kept in
+#                      DIR/port for the other commands
 #   RAY_LOCAL_CPUS     logical CPUs each node offers (default 2)
 #   RAY_LOCAL_GPUS     GPUs the head offers (default 0; the second node offers none)
 #   RAY_LOCAL_TIMEOUT  seconds to wait for each start/stop phase (default 60)
@@ -35,7 +38,7 @@ say() { echo "$PROG: $*" >&2; }
 die() { echo "$PROG: error: $*" >&2; exit 1; }
 
 usage() {
-    sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -48,6 +51,36 @@ ray_bin() {
 }
 
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+PORT_LOCK=/run/lock/ddpbench-ray-local.ports.lock
+[ -d /run/lock ] || PORT_LOCK=/tmp/ddpbench-ray-local.ports.lock
+
+ports_free() {  # no TCP socket on this host has a local port from $1 to $2 (without ss(8): nothing listens on $1)
+    if command -v ss >/dev/null 2>&1; then
+        [ -z "$(ss -Htan "( sport >= :$1 and sport <= :$2 )" 2>/dev/null)" ]
+    else
+        ! (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null
+    fi
+}
+
+# resolve_port ACTION: PORT=auto becomes a number: for start, the first free block (PORT_LOCK taken on fd 8 and
+# held until this process ends); for the other commands, the one DIR/port kept.
+resolve_port() {
+    [ "$PORT" = auto ] || return 0
+    if [ "$1" = start ]; then
+        exec 8>>"$PORT_LOCK" || die "cannot open $PORT_LOCK"
+        flock -w $((3 * TIMEOUT)) 8 || die "another ray-local start held $PORT_LOCK for over $((3 * TIMEOUT)) s"
+        local p
+        for p in $(seq 6390 100 7290); do
+            ports_free "$p" $((p + 49)) && { PORT=$p; break; }
+        done
+        [ "$PORT" != auto ] || die "no 50 free ports from any of 6390, 6490, ..., 7290"
+        mkdir -p "$DIR" && echo "$PORT" >"$DIR/port"
+    else
+        [ -s "$DIR/port" ] || die "RAY_LOCAL_PORT=auto but $DIR/port does not say which port the cluster took"
+        PORT=$(cat "$DIR/port")
+    fi
+}
 
 node_ports() {  # the ports of node $1, as ray start options
     local base=$((PORT + 10 + 20 * $1))
@@ -68,7 +101,7 @@ start_node() {  # start node $1 in DIR; returns at once (the node registers in t
     # shellcheck disable=SC2046,SC2086
     setsid "$ray" start --block $role --node-ip-address=$HOST --num-cpus="$CPUS" \
         --resources="{\"node$n\": 1}" --temp-dir="$tmp" --object-store-memory=$OBJECT_STORE_BYTES \
-        --disable-usage-stats $(node_ports "$n") >"$DIR/node$n.log" 2>&1 </dev/null &
+        --disable-usage-stats $(node_ports "$n") >"$DIR/node$n.log" 2>&1 </dev/null 8>&- &
     echo $! >"$DIR/node$n.pid"
 }
 
@@ -149,11 +182,11 @@ cmd_stop() {
 action=$1
 shift
 case $action in
-    start) DIR=${1:-$DEFAULT_DIR}; cmd_start ;;
-    status) DIR=${1:-$DEFAULT_DIR}; cmd_status ;;
+    start) DIR=${1:-$DEFAULT_DIR}; resolve_port start; cmd_start ;;
+    status) DIR=${1:-$DEFAULT_DIR}; resolve_port status; cmd_status ;;
     stop) DIR=${1:-$DEFAULT_DIR}; cmd_stop ;;
     stop-node) [ $# -ge 1 ] || usage; N=$1; DIR=${2:-$DEFAULT_DIR}; stop_node "$N" ;;
-    start-node) [ "${1:-}" = 1 ] || usage; DIR=${2:-$DEFAULT_DIR}
+    start-node) [ "${1:-}" = 1 ] || usage; DIR=${2:-$DEFAULT_DIR}; resolve_port start-node
         alive "$DIR/node0.pid" || die "the head of $DIR is not running (scripts/ray-local.sh start $DIR)"
         alive "$DIR/node1.pid" && die "node1 of $DIR is already running"
         start_node 1 "$(ray_bin)"; wait_nodes 2; say "node1 up" ;;

@@ -11,8 +11,11 @@
 # Needs root (daemons, /etc/hosts). Debian/Ubuntu's slurm-wlm (22.05 tested). See docs/slurm-local.md.
 #
 # Environment knobs:
-#   SLURM_LOCAL_CTLD_PORT  slurmctld port             (default 6817)
-#   SLURM_LOCAL_NODE_PORT  first of two slurmd ports  (default 17001; n2 gets +1)
+#   SLURM_LOCAL_CTLD_PORT  slurmctld port             (default 6817; auto: the first free of 6817, 6830-6899)
+#   SLURM_LOCAL_NODE_PORT  first of two slurmd ports  (default 17001; n2 gets +1; auto: the first free pair
+#                          from 17001 to 17199)
+#   With auto, the ports are chosen and bound under one host-wide lock (PORT_LOCK): two starts at the same
+#   moment never choose the same ports.
 #   SLURM_LOCAL_TIMEOUT    seconds to wait for each start/stop phase (default 30)
 #   SLURM_LOCAL_MUNGE_SOCKET  the munged socket the cluster uses (default /run/munge/munge.socket.2); another
 #                          path gives the cluster a munged of its own (its pid, seed and log files beside it)
@@ -37,12 +40,16 @@ fi
 # Held while one start decides whether to start munged and starts its daemons, and while one stop decides
 # whether to stop munged: two starts at the same moment would otherwise both find no munged and start one each.
 MUNGE_LOCK=$MUNGE_SOCKET.slurm-local.lock
+# Held by every start from choosing or checking its ports until its daemons listen on them (taken after
+# MUNGE_LOCK, never before it): a port found free is still free when the daemon binds it.
+PORT_LOCK=/run/lock/ddpbench-slurm-local.ports.lock
+[ -d /run/lock ] || PORT_LOCK=/tmp/ddpbench-slurm-local.ports.lock
 
 say() { echo "$PROG: $*" >&2; }
 die() { echo "$PROG: error: $*" >&2; exit 1; }
 
 usage() {
-    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -106,7 +113,7 @@ count_running() {
 munge_ok() { timeout 5 munge -S "$MUNGE_SOCKET" -n 2>/dev/null | timeout 5 unmunge -S "$MUNGE_SOCKET" >/dev/null 2>&1; }
 
 # lock_munge: take MUNGE_LOCK on fd 9 (bounded; a no-op when this process holds it); unlock_munge: let it go.
-# Every daemon is started with fd 9 closed, or it would hold the lock for its whole life.
+# Every daemon is started with fds 8 and 9 closed, or it would hold the locks for its whole life.
 MUNGE_LOCKED=0
 lock_munge() {
     [ "$MUNGE_LOCKED" = 1 ] && return 0
@@ -125,6 +132,54 @@ conf_socket() {
 }
 
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# port_taken P: any TCP socket on this host has local port P (listening, connected or closing), so a daemon
+# could not bind it; without ss(8), whether anything listens on it.
+port_taken() {
+    if command -v ss >/dev/null 2>&1; then
+        [ -n "$(ss -Htan "( sport = :$1 )" 2>/dev/null)" ]
+    else
+        port_in_use "$1"
+    fi
+}
+
+lock_ports() {
+    exec 8>>"$PORT_LOCK" || die "cannot open $PORT_LOCK"
+    flock -w $((2 * TIMEOUT)) 8 || die "another slurm-local start held $PORT_LOCK for over $((2 * TIMEOUT))s"
+}
+unlock_ports() { exec 8>&-; }
+
+# choose_ports: CTLD_PORT and NODE_PORT, where they are auto, the first free ones (call with PORT_LOCK held);
+# a fixed port that is taken is an error.
+choose_ports() {
+    local p
+    if [ "$CTLD_PORT" = auto ]; then
+        CTLD_PORT=
+        for p in 6817 $(seq 6830 6899); do port_taken "$p" || { CTLD_PORT=$p; break; }; done
+        [ -n "$CTLD_PORT" ] || die "no free slurmctld port among 6817, 6830-6899"
+    fi
+    if [ "$NODE_PORT" = auto ]; then
+        NODE_PORT=
+        for p in $(seq 17001 2 17199); do
+            port_taken "$p" || port_taken $((p + 1)) || { NODE_PORT=$p; break; }
+        done
+        [ -n "$NODE_PORT" ] || die "no two free consecutive slurmd ports from 17001 to 17199"
+    fi
+    for p in "$CTLD_PORT" "$NODE_PORT" $((NODE_PORT + 1)); do
+        port_taken "$p" && die "port $p is in use (another SLURM cluster? stop it, or set SLURM_LOCAL_CTLD_PORT / SLURM_LOCAL_NODE_PORT, e.g. to auto)"
+    done
+}
+
+# wait_listening P...: until a daemon listens on each port (bounded), so the ports are taken before PORT_LOCK goes.
+wait_listening() {
+    local until p; until=$(deadline_in "$TIMEOUT")
+    for p in "$@"; do
+        until port_in_use "$p"; do
+            deadline_passed "$until" && { cmd_stop_quiet; die "nothing listens on port $p ${TIMEOUT}s after the daemons started (see $LOG/)"; }
+            sleep 0.05
+        done
+    done
+}
 
 node_states() { SLURM_CONF="$CONF" timeout 5 sinfo -h -N -o '%N %T' 2>/dev/null | sort -u; }
 
@@ -176,7 +231,7 @@ start_munge() {  # call with MUNGE_LOCK held
     done
     chmod 755 "$(dirname "$MUNGE_SOCKET")"
     # munged refuses to run as root with Debian's key ("Keyfile is insecure"): run it as munge.
-    runuser -u munge -- /usr/sbin/munged "${MUNGED_FILES[@]}" </dev/null >"$LOG/munged.stderr" 2>&1 9>&- \
+    runuser -u munge -- /usr/sbin/munged "${MUNGED_FILES[@]}" </dev/null >"$LOG/munged.stderr" 2>&1 8>&- 9>&- \
         || die "munged failed to start: $(tail -n 1 "$LOG/munged.stderr" 2>/dev/null)"
     until munge_ok; do
         deadline_passed "$until" && die "munged did not answer on $MUNGE_SOCKET within ${TIMEOUT}s (see its log)"
@@ -247,7 +302,7 @@ EOF
 start_daemon() { # name comm pidfile cmd...
     local name=$1 comm=$2 pf=$3; shift 3
     rm -f "$pf"
-    SLURM_CONF="$CONF" "$@" </dev/null >"$LOG/$name.stderr" 2>&1 9>&- \
+    SLURM_CONF="$CONF" "$@" </dev/null >"$LOG/$name.stderr" 2>&1 8>&- 9>&- \
         || { cmd_stop_quiet; die "$name failed to start: $(tail -n 1 "$LOG/$name.stderr" 2>/dev/null) (see $LOG/$name.log)"; }
     local until; until=$(deadline_in "$TIMEOUT")
     until pid_alive "$(pidfile_pid "$pf")" "$comm"; do
@@ -274,10 +329,8 @@ cmd_start() {
         cmd_stop_quiet
     fi
     lock_munge
-    local p
-    for p in "$CTLD_PORT" "$NODE_PORT" $((NODE_PORT + 1)); do
-        port_in_use "$p" && die "port $p is in use (another SLURM cluster? stop it, or set SLURM_LOCAL_CTLD_PORT / SLURM_LOCAL_NODE_PORT)"
-    done
+    lock_ports
+    choose_ports
     mkdir -p "$DIR" "$RUN" "$LOG" "$DIR/state" || die "cannot create $DIR"
     local n
     for n in "${NODES[@]}"; do mkdir -p "$DIR/spool/$n"; done
@@ -290,6 +343,8 @@ cmd_start() {
     for n in "${NODES[@]}"; do
         start_daemon "slurmd-$n" slurmd "$RUN/slurmd-$n.pid" slurmd -f "$CONF" -N "$n"
     done
+    wait_listening "$CTLD_PORT" "$NODE_PORT" $((NODE_PORT + 1))
+    unlock_ports
     unlock_munge  # its daemons run: a stop elsewhere now sees them using munged
     local until states; until=$(deadline_in "$TIMEOUT")
     while :; do

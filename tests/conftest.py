@@ -76,7 +76,7 @@ MARKER_GROUPS = {"slurm": "slurm"}
 
 
 def worker_group(item: pytest.Item) -> str | None:
-    """The ``xdist_group`` a test runs in, by what it needs: its resource (:data:`RESOURCE_GROUPS`, then
+    """The worker group a test runs in, by what it needs: its resource (:data:`RESOURCE_GROUPS`, then
     :data:`MARKER_GROUPS`), else its other session-scoped fixture, else its module when a module-scoped fixture
     is shared, else the quiet group for a quiet test; None when it can run anywhere."""
     needs = set(getattr(item, "fixturenames", ()))
@@ -100,28 +100,52 @@ def worker_group(item: pytest.Item) -> str | None:
     return None
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+#: the worker group a test was given at collection (:func:`worker_group`), on the test itself
+GROUP_KEY = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The controller of a parallel run names the file its workers write their groups to (helpers.scheduling)."""
+    if config.getoption("numprocesses", None) and not hasattr(config, "workerinput"):
+        from helpers.scheduling import new_groups_file
+
+        path = new_groups_file()
+        config.add_cleanup(lambda: path.unlink(missing_ok=True))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """``--dist loadgroup`` (the suite's default): the suite's own group scheduler, which does not depend on
+    pytest-xdist's node-id suffix (helpers.scheduling says why)."""
+    from helpers.scheduling import GROUPS_FILE_ENV, ResourceGroupScheduling
+
+    if config.getvalue("dist") != "loadgroup" or GROUPS_FILE_ENV not in os.environ:
+        return None
+    return ResourceGroupScheduling(config, log, Path(os.environ[GROUPS_FILE_ENV]))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
-    """Under ``pytest -n N --dist loadgroup``: each test joins the worker group of what it needs
-    (:func:`worker_group`). A test's own ``xdist_group`` mark stays."""
+    """Each test joins the worker group of what it needs (:func:`worker_group`); on a worker of a parallel run,
+    the tests are put in the order they are handed out and the groups are written for the controller."""
     for item in items:
-        if item.get_closest_marker("xdist_group"):
-            continue
         group = worker_group(item)
         if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
+            item.stash[GROUP_KEY] = group
     if os.environ.get("PYTEST_XDIST_WORKER"):
+        from helpers.scheduling import GROUPS_FILE_ENV, write_groups
+
         _schedule_order(items)
+        if GROUPS_FILE_ENV in os.environ:
+            write_groups({item.nodeid: item.stash[GROUP_KEY] for item in items if GROUP_KEY in item.stash})
 
 
 def _schedule_order(items: List[pytest.Item]) -> None:
-    """The order pytest-xdist hands out work in (``--no-loadscope-reorder`` keeps it): the quiet tests first,
+    """The order the tests are handed out in (the scheduler keeps the collection's order): the quiet tests first,
     as one unit, so the machine is kept to itself once and not drained before each of them; then the groups and
     tests that launch real processes, largest first, so the run does not end on one long unit while the other
     workers idle; then the rest. A group's tests stay together and in order."""
     def unit(item: pytest.Item) -> str:
-        mark = item.get_closest_marker("xdist_group")
-        return str(mark.args[0]) if mark and mark.args else item.nodeid
+        return item.stash.get(GROUP_KEY, item.nodeid)
 
     quiet = {unit(item) for item in items if item.get_closest_marker("quiet")}
     slow = {unit(item) for item in items if item.get_closest_marker("slow") or item.get_closest_marker("slurm")}

@@ -15,7 +15,7 @@ import pytest
 
 from ddpbench.cluster.slurm import wait as slurm_state
 from helpers.processes import wait_for
-from helpers.slurm import REPO, SCRIPT, SlurmCluster, available, free_ports, script, slurm_cluster  # noqa: F401
+from helpers.slurm import AUTO_PORTS, REPO, SCRIPT, SlurmCluster, available, script, slurm_cluster  # noqa: F401
 
 JOB_TIMEOUT_S = 60.0
 
@@ -133,38 +133,49 @@ def test_job_state_unknown_job(slurm_cluster: SlurmCluster) -> None:
         slurm_state.job_state("1; rm -rf /")
 
 
+def _conf_ports(conf: Path) -> set[int]:
+    """The ports a slurm.conf gives slurmctld and its two slurmd (``Port=[A-B]``)."""
+    text = conf.read_text()
+    ctld = {int(line.split("=", 1)[1]) for line in text.splitlines() if line.startswith("SlurmctldPort=")}
+    nodes = [part.split("=", 1)[1].strip("[]").split("-") for part in text.split() if part.startswith("Port=")]
+    return ctld | {port for first, last in nodes for port in range(int(first), int(last) + 1)}
+
+
 @pytest.mark.slurm
-def test_two_clusters_started_at_the_same_moment_share_one_munged(tmp_path: Path) -> None:
-    """Two starts in two folders, released together, with a munged socket no other cluster uses: both find no
-    munged, one starts it and the other waits for it. Each cluster runs a job; stopping both ends munged."""
+def test_three_clusters_started_at_the_same_moment_get_their_own_ports_and_two_share_one_munged(tmp_path: Path) -> None:
+    """Three starts in three folders, released together, on ports each chooses (``auto``): two with one munged
+    socket no other cluster uses (both find no munged, one starts it, the other waits for it), the third with a
+    socket of its own, so nothing but the host-wide port lock keeps it from choosing the same ports as the
+    others. All three start, on distinct ports; each runs a job; stopping the two ends their munged."""
     available()
-    socket = Path(f"/run/ddpbench-munge-{uuid.uuid4().hex[:8]}") / "munge.socket"
-    first = free_ports()
-    second = free_ports(taken=tuple(int(port) for port in first.values()) + (int(first["SLURM_LOCAL_NODE_PORT"]) + 1,))
+    sockets = [Path(f"/run/ddpbench-munge-{uuid.uuid4().hex[:8]}") / "munge.socket" for _ in range(2)]
     go = tmp_path / "go"
-    dirs = [tmp_path / "a", tmp_path / "b"]
+    dirs = [tmp_path / "a", tmp_path / "b", tmp_path / "c"]
+    envs = [{**os.environ, **AUTO_PORTS, "SLURM_LOCAL_MUNGE_SOCKET": str(socket)}
+            for socket in (sockets[0], sockets[0], sockets[1])]
     starts = [subprocess.Popen(["bash", "-c", f'until [ -e "{go}" ]; do sleep 0.01; done; exec bash "{SCRIPT}" start "{d}"'],
-                               env={**os.environ, **ports, "SLURM_LOCAL_MUNGE_SOCKET": str(socket)}, text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-              for d, ports in zip(dirs, (first, second))]
-    env = {**os.environ, "SLURM_LOCAL_MUNGE_SOCKET": str(socket)}
+                               env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+              for d, env in zip(dirs, envs)]
     try:
         go.touch()
-        outputs = [start.communicate(timeout=120) for start in starts]
-        assert [start.returncode for start in starts] == [0, 0], outputs
-        assert sum((d / "run" / "munged.ours").is_file() for d in dirs) == 1, outputs  # one munged, started once
-        for d in dirs:
+        outputs = [start.communicate(timeout=180) for start in starts]
+        assert [start.returncode for start in starts] == [0, 0, 0], outputs
+        ports = [_conf_ports(d / "slurm.conf") for d in dirs]
+        assert all(len(p) == 3 for p in ports) and not (ports[0] & ports[1] or ports[0] & ports[2] or ports[1] & ports[2]), ports
+        assert sum((d / "run" / "munged.ours").is_file() for d in dirs[:2]) == 1, outputs  # one munged, started once
+        for d, env in zip(dirs, envs):
             job = subprocess.run(["srun", "-N", "2", "hostname"], env={**env, "SLURM_CONF": str(d / "slurm.conf")},
                                  capture_output=True, text=True, timeout=60)
             assert job.returncode == 0 and len(job.stdout.split()) == 2, (job.stdout, job.stderr)
-        munged = int((socket.parent / "munge.socket.pid").read_text())
+        munged = int((sockets[0].parent / "munge.socket.pid").read_text())
     finally:
         for start in starts:
             if start.poll() is None:
                 start.kill()
-        stops = [script("stop", str(d), env=env, timeout=120) for d in dirs]
-        shutil.rmtree(socket.parent, ignore_errors=True)
-    assert [stop.returncode for stop in stops] == [0, 0], [stop.stderr for stop in stops]
+        stops = [script("stop", str(d), env=env, timeout=120) for d, env in zip(dirs, envs)]
+        for socket in sockets:
+            shutil.rmtree(socket.parent, ignore_errors=True)
+    assert [stop.returncode for stop in stops] == [0, 0, 0], [stop.stderr for stop in stops]
     assert not _alive(munged)  # the second stop ended the munged the first handed over
 
 
@@ -197,3 +208,35 @@ def test_fixture_without_sbatch(tmp_path: Path, ci: str, outcome: str) -> None:
     else:
         assert proc.returncode == 0, out
         assert "1 skipped" in out and "sbatch not found" in out, out
+
+
+_TWO_USERS = textwrap.dedent(
+    """
+    from helpers.slurm import slurm_cluster  # noqa: F401
+
+    def test_one(slurm_cluster):
+        pass
+
+    def test_two(slurm_cluster):
+        pass
+    """
+)
+
+
+@pytest.mark.slurm
+def test_a_cluster_that_does_not_start_is_one_line_naming_it_in_every_test_that_needs_it(tmp_path: Path) -> None:
+    """The start fails (a DIR the script refuses): each test that needs the cluster errors with the same one line,
+    which names the resource, the command and how it ended; the start is tried once."""
+    available()
+    (tmp_path / "test_user.py").write_text(_TWO_USERS)
+    bad_dir = tmp_path / "with space"
+    env = {k: v for k, v in os.environ.items() if k not in {"SLURM_CONF", "PYTEST_ADDOPTS"}}
+    env.update(PYTHONPATH=str(REPO / "tests"), CI="true", DDPBENCH_SLURM_DIR=str(bad_dir))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+                           "test_user.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "2 errors" in out, out
+    lines = [line for line in out.splitlines() if "the SLURM test cluster did not start" in line]
+    assert len(lines) == 4, out  # each error's E line and its summary line
+    assert "slurm-local.sh start" in lines[0] and "exited 1" in lines[0] and "whitespace" in lines[0], lines[0]
+    assert "Traceback" not in out, out

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Iterator, List
 
 import pytest
 
+from helpers.resources import last_line, resource_failed
 from helpers.cli import ONE_RANK, only_sweep_dir, run_ddpbench, trials_in
 from ddpbench.errors import ConfigError
 from ddpbench.versions import envs
@@ -45,8 +46,14 @@ def downloads(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """traceml-ai 0.4.2's wheel and sdist, downloaded from PyPI once."""
     where = tmp_path_factory.mktemp("downloads")
     for kind in ("--only-binary=:all:", "--no-binary=:all:"):
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", kind, "-d", str(where),
-                        f"{PACKAGE}==0.4.2"], check=True, capture_output=True, timeout=300)
+        command = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", kind, "-d", str(where),
+                   f"{PACKAGE}==0.4.2"]
+        try:
+            proc = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        except subprocess.TimeoutExpired:
+            resource_failed("the traceml-ai 0.4.2 download", command, "took over 300 s")
+        if proc.returncode != 0:
+            resource_failed("the traceml-ai 0.4.2 download", command, f"exited {proc.returncode}: {last_line(proc.stderr)}")
     return where
 
 

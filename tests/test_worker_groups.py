@@ -3,7 +3,11 @@ else it uses, so a session-scoped cluster or cache is made once per run."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Dict, Tuple
 
@@ -57,3 +61,58 @@ def test_other_shared_fixtures_and_quiet_tests_keep_their_groups() -> None:
     assert group(scopes={"sweep": "module"}) == "test_x"
     assert group(scopes={"tmp_path": "function"}, markers=("quiet",)) == QUIET_GROUP
     assert group(scopes={"tmp_path": "function"}) is None
+
+
+_SHARED_RESOURCE = '''
+import os
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def env_cache() -> Path:
+    out = Path(os.environ["GROUPS_TEST_OUT"])
+    (out / f"started-{os.environ['PYTEST_XDIST_WORKER']}-{os.getpid()}").touch()
+    return out
+'''
+
+_USER_MODULE = '''
+import os
+
+from resource_fixture import env_cache  # noqa: F401
+
+
+def test_first(env_cache):
+    (env_cache / f"ran-{{__name__}}-first-{{os.environ['PYTEST_XDIST_WORKER']}}").touch()
+
+
+def test_second(env_cache):
+    (env_cache / f"ran-{{__name__}}-second-{{os.environ['PYTEST_XDIST_WORKER']}}").touch()
+
+
+def test_free_{index}():
+    pass
+'''
+
+
+@pytest.mark.slow  # a real pytest -n 2 run
+def test_a_resource_s_tests_from_three_modules_run_on_one_worker_under_real_xdist(tmp_path: Path) -> None:
+    """The suite's own conftest under real pytest-xdist workers: three modules share one session resource, which
+    is then made once, on one worker (pytest 9.2 with xdist's own loadgroup spread them: one per module)."""
+    tests_dir = Path(__file__).resolve().parent
+    (tmp_path / "conftest.py").write_text((tests_dir / "conftest.py").read_text())
+    (tmp_path / "resource_fixture.py").write_text(_SHARED_RESOURCE)
+    for index, name in enumerate("abc"):
+        (tmp_path / f"test_{name}.py").write_text(_USER_MODULE.format(index=index))
+    out = tmp_path / "out"
+    out.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "DDPBENCH_TEST_"))}
+    env.update(PYTHONPATH=os.pathsep.join([str(tests_dir), str(tmp_path)]), GROUPS_TEST_OUT=str(out))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadgroup",
+                           "--no-loadscope-reorder", "-p", "no:cacheprovider", "--rootdir", str(tmp_path), str(tmp_path)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180, check=False)
+    assert proc.returncode == 0 and "9 passed" in proc.stdout, proc.stdout + proc.stderr
+    started = sorted(path.name for path in out.glob("started-*"))
+    workers = {path.name.rsplit("-", 1)[1] for path in out.glob("ran-*")}
+    assert len(started) == 1 and len(list(out.glob("ran-*"))) == 6 and len(workers) == 1, (started, workers)

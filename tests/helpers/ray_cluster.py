@@ -7,7 +7,8 @@ daemons still use CPU)::
         ...  # ray_cluster.address is HOST:PORT; RAY_ADDRESS is set for the module
 
 ``scripts/ray-local.sh start DIR`` runs once (a head with resource ``node0`` and a second node with ``node1``,
-2 logical CPUs each), on a port found free, and ``stop`` runs after the module's last test. Without Ray
+2 logical CPUs each), on ports the script chooses and holds under its host-wide lock (``RAY_LOCAL_PORT=auto``),
+and ``stop`` runs after the module's last test. A start that fails is one line (helpers.resources). Without Ray
 installed the tests skip, except in CI (``CI`` set), where Ray is part of ``[test]`` and they fail.
 """
 
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,9 +25,9 @@ from typing import Iterator
 
 import pytest
 
+from helpers.resources import last_line, resource_failed
+
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "ray-local.sh"
-#: the GCS ports tried for the head, in order (each node's own ports follow it, ray-local.sh's layout)
-CANDIDATE_PORTS = (6390, 6490, 6590, 6690)
 
 
 @dataclass
@@ -44,19 +44,14 @@ class RayCluster:
                               capture_output=True, timeout=timeout)
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
 def _unavailable(reason: str) -> None:
     if os.environ.get("CI"):
-        pytest.fail(f"the Ray test cluster is needed in CI: {reason}")
+        pytest.fail(f"the Ray test cluster is needed in CI: {reason}", pytrace=False)
     pytest.skip(reason)
+
+
+def _node_logs(cluster_dir: Path) -> list[Path]:
+    return [cluster_dir / "node0.log", cluster_dir / "node1.log"]
 
 
 @pytest.fixture(scope="module")
@@ -66,17 +61,20 @@ def ray_cluster() -> Iterator[RayCluster]:
         import ray  # noqa: F401
     except ImportError:
         _unavailable("ray is not installed (pip install 'ddpbench[ray]')")
-    port = next((p for p in CANDIDATE_PORTS if all(_port_free(p + i) for i in (0, 10, 30))), None)
-    if port is None:
-        _unavailable(f"no free port for the Ray test cluster among {CANDIDATE_PORTS}")
     cluster_dir = Path(tempfile.mkdtemp(prefix="ddpb-ray-", dir="/tmp"))  # short: Ray's socket paths
-    env = {**os.environ, "RAY_LOCAL_PORT": str(port), "RAY_LOCAL_RAY": str(Path(sys.executable).parent / "ray"),
+    env = {**os.environ, "RAY_LOCAL_PORT": "auto", "RAY_LOCAL_RAY": str(Path(sys.executable).parent / "ray"),
            "RAY_LOCAL_TIMEOUT": "90"}
-    cluster = RayCluster(f"127.0.0.1:{port}", cluster_dir, env)
-    started = cluster.script("start", timeout=240)
+    command = ["bash", str(SCRIPT), "start", str(cluster_dir)]
+    try:
+        started = subprocess.run(command, env=env, text=True, capture_output=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        RayCluster("", cluster_dir, env).script("stop")
+        resource_failed("the Ray test cluster", command, "took over 300 s", _node_logs(cluster_dir))
     if started.returncode != 0:
-        cluster.script("stop")
-        pytest.fail(f"scripts/ray-local.sh start failed: {started.stderr.strip()[-500:]}")
+        RayCluster("", cluster_dir, env).script("stop")
+        resource_failed("the Ray test cluster", command, f"exited {started.returncode}: {last_line(started.stderr)}",
+                        _node_logs(cluster_dir))
+    cluster = RayCluster(f"127.0.0.1:{(cluster_dir / 'port').read_text().strip()}", cluster_dir, env)
     old = os.environ.get("RAY_ADDRESS")
     os.environ["RAY_ADDRESS"] = cluster.address
     try:

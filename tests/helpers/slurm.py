@@ -14,12 +14,14 @@ Behaviour:
 - ``sbatch`` missing, or not root: under ``CI=true`` the tests fail (error) with one line; otherwise they
   skip with a one-line reason.
 - Otherwise the cluster is started with ``scripts/slurm-local.sh start DIR`` in a fresh temporary DIR
-  (on free ports, so it does not collide with a cluster a person runs), ``os.environ["SLURM_CONF"]`` is
-  set for the session, and the cluster is stopped when the session ends. DIR is removed afterwards unless
+  on ports the script chooses under its host-wide port lock (``auto``: free, and never the ports of another
+  start at the same moment), ``os.environ["SLURM_CONF"]`` is set for the session, and the cluster is
+  stopped when the session ends. DIR is removed afterwards unless
   a test failed (its logs are then kept and their path printed) or ``DDPBENCH_SLURM_KEEP=1``.
 - ``DDPBENCH_SLURM_DIR=/some/dir``: use that DIR instead; a cluster already running there is reused and
   left running.
-- A start failure is always a test error (never a skip): the script's message is shown.
+- A start failure is always a test error (never a skip), in one line (helpers.resources): the command, its
+  last line, the last line of the cluster's newest log.
 
 One cluster per session, however many modules import the fixture: it lives on ``config.stash``. Under
 ``pytest -n N`` every test that uses it runs on one worker (tests/conftest.py groups them).
@@ -30,7 +32,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -38,6 +39,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from helpers.resources import last_line, resource_failed
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "slurm-local.sh"
@@ -75,23 +78,8 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind(("0.0.0.0", port))
-        except OSError:
-            return False
-    return True
-
-
-def free_ports(taken: tuple[int, ...] = ()) -> dict[str, str]:
-    """slurmctld port and the first of two consecutive slurmd ports, all free now and none of ``taken``."""
-    ctld = next((p for p in [6817, *range(6830, 6900)] if p not in taken and _port_free(p)), None)
-    node = next((p for p in range(17001, 17201, 2)
-                 if not {p, p + 1} & set(taken) and _port_free(p) and _port_free(p + 1)), None)
-    if ctld is None or node is None:
-        pytest.fail("no free ports for the local SLURM cluster", pytrace=False)
-    return {"SLURM_LOCAL_CTLD_PORT": str(ctld), "SLURM_LOCAL_NODE_PORT": str(node)}
+#: the script's environment for ports it chooses itself, free and reserved (scripts/slurm-local.sh)
+AUTO_PORTS = {"SLURM_LOCAL_CTLD_PORT": "auto", "SLURM_LOCAL_NODE_PORT": "auto"}
 
 
 def available() -> None:
@@ -115,11 +103,6 @@ def script(*args: str, env: dict[str, str] | None = None, timeout: float) -> sub
     )
 
 
-def _last_line(text: str) -> str:
-    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
-    return lines[-1] if lines else "(no output)"
-
-
 def _start(config: pytest.Config) -> SlurmCluster:
     available()
     fixed = os.environ.get("DDPBENCH_SLURM_DIR")
@@ -130,16 +113,17 @@ def _start(config: pytest.Config) -> SlurmCluster:
         env = dict(os.environ)
     else:
         cluster_dir = Path(tempfile.mkdtemp(prefix="ddpbench-slurm-", dir="/tmp"))
-        env = {**os.environ, **free_ports()}
+        env = {**os.environ, **AUTO_PORTS}
 
+    command = ["bash", str(SCRIPT), "start", str(cluster_dir)]
     try:
         proc = script("start", str(cluster_dir), env=env, timeout=START_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         script("stop", str(cluster_dir), timeout=STOP_TIMEOUT_S)
-        pytest.fail(f"scripts/slurm-local.sh start took over {START_TIMEOUT_S:g} s (logs: {cluster_dir}/log)",
-                    pytrace=False)
+        resource_failed("the SLURM test cluster", command, f"took over {START_TIMEOUT_S:g} s", [cluster_dir / "log"])
     if proc.returncode != 0:
-        pytest.fail(f"scripts/slurm-local.sh start failed: {_last_line(proc.stderr)}", pytrace=False)
+        resource_failed("the SLURM test cluster", command, f"exited {proc.returncode}: {last_line(proc.stderr)}",
+                        [cluster_dir / "log"])
     return _cluster(cluster_dir, started_here=True)
 
 
@@ -166,7 +150,7 @@ def _stop(cluster: SlurmCluster, session: pytest.Session, old_conf: str | None) 
         proc = script("stop", str(cluster.dir), timeout=STOP_TIMEOUT_S)
         ok = proc.returncode == 0
         if not ok:
-            sys.stderr.write(f"\nslurm-local stop failed: {_last_line(proc.stderr)}\n")
+            sys.stderr.write(f"\nslurm-local stop failed: {last_line(proc.stderr)}\n")
     except subprocess.TimeoutExpired:
         ok = False
         sys.stderr.write(f"\nslurm-local stop took over {STOP_TIMEOUT_S:g} s\n")
