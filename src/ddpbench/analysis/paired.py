@@ -28,7 +28,7 @@ from ddpbench.analysis.stats import (INTERVAL_METHOD, MDE_METHOD, TEST_METHOD, c
 from ddpbench.analysis.switching import switched_of_pairs
 from ddpbench.analysis.tools import tool_artifacts, tool_ranking
 from ddpbench.analysis.verdict import INCONCLUSIVE, OVER, lower_bound_confidence, verdict_for
-from ddpbench.choices import Role
+from ddpbench.choices import Role, TrialStatus
 from ddpbench.formats.analysis_record import build_analysis_record
 
 __all__ = ["INCONCLUSIVE", "METRIC_UNITS", "OVER", "Analysis", "Comparison", "analysis_to_dict", "analyze",
@@ -178,7 +178,7 @@ def analyze(frame: pd.DataFrame, baseline: str = "native", budget_pct: float = 2
                     condition_id=str(r.get("condition_id")), mode=str(r.get("mode")), repeat=int(r.get("repeat")),
                     status=str(r.get("status")), exit_code=_int(r.get("exit_code")),
                     error=str_or_none(r.get("error")))
-        for r in records if r.get("status") != "ok"
+        for r in records if r.get("status") != TrialStatus.ok
     )
     pairs, excluded, sides = pair_table(frame, baseline) if records else ([], [], {})
     pairs, excluded = leave_out(pairs, excluded, rerun or {})
@@ -206,7 +206,7 @@ def analyze(frame: pd.DataFrame, baseline: str = "native", budget_pct: float = 2
     comparisons.sort(key=lambda c: (c.condition_id, ROLE_ORDER.get(c.role, 9), c.mode))
     return Analysis(
         baseline=baseline, budget_pct=budget_pct, confidence=confidence, comparisons=tuple(comparisons),
-        failed_trials=failed, n_trials=len(records), n_ok=sum(1 for r in records if r.get("status") == "ok"),
+        failed_trials=failed, n_trials=len(records), n_ok=sum(1 for r in records if r.get("status") == TrialStatus.ok),
         noise_floors=floors,
         disturbed_trials=disturbed_trials(records),
         tool_artifacts=tool_artifacts(records),

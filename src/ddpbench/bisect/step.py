@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from ddpbench.bisect.commits import Commit
-from ddpbench.choices import Disturbed, Spending
+from ddpbench.choices import Disturbed, Spending, TrialStatus
 from ddpbench.errors import ConfigError
 from ddpbench.sweep.order import quote_value
 
@@ -106,7 +106,7 @@ def evidence(folder: Path, good_arm: str, arm: str, rule: Rule) -> Evidence:
     if not len(frame):
         return found
     found.repeats = int(frame["repeat"].nunique())
-    bad = frame[frame["status"] != "ok"]
+    bad = frame[frame["status"] != TrialStatus.ok]
     if len(bad):
         row = bad.iloc[0]
         found.failed = f"{row['mode']} repeat {row['repeat']}: {row.get('error') or row['status']}"
