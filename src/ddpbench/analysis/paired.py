@@ -27,11 +27,11 @@ from ddpbench.analysis.stats import (INTERVAL_METHOD, MDE_METHOD, TEST_METHOD, c
                                      paired_summary, to_float)
 from ddpbench.analysis.switching import switched_of_pairs
 from ddpbench.analysis.tools import tool_artifacts, tool_ranking
-from ddpbench.analysis.verdict import INCONCLUSIVE, OVER, lower_bound_confidence, verdict_for
+from ddpbench.analysis.verdict import lower_bound_confidence, verdict_for
 from ddpbench.choices import Role, TrialStatus
 from ddpbench.formats.analysis_record import build_analysis_record
 
-__all__ = ["INCONCLUSIVE", "METRIC_UNITS", "OVER", "Analysis", "Comparison", "analysis_to_dict", "analyze",
+__all__ = ["METRIC_UNITS", "Analysis", "Comparison", "analysis_to_dict", "analyze",
            "applied_injection", "pair_table", "verdict_for"]
 
 #: every per-pair metric and its unit (absolute first, its percentage second), as the report shows them

@@ -10,11 +10,11 @@ from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
 from ddpbench.analysis.projection import PROJECTED
-from ddpbench.analysis.results import Verdict
+from ddpbench.analysis.results import BudgetVerdict
 from ddpbench.analysis.stats import PairedSummary
 from ddpbench.analysis.switching import SwitchedEstimate
+from ddpbench.choices import Verdict
 
-WITHIN, OVER, INCONCLUSIVE = "within", "over", "inconclusive"
 #: the whole-cost figures, the per-step one first
 WHOLE_COST = ("step_overhead_pct", PROJECTED)
 #: the within-trial figure, a lower bound on the tool's per-step cost
@@ -44,16 +44,16 @@ class Figure:
         """Whether the figure has a finite interval (two pairs or more)."""
         return math.isfinite(self.low) and math.isfinite(self.high)
 
-    def status(self, budget_pct: float) -> str:
+    def status(self, budget_pct: float) -> Verdict:
         """``over`` when the interval lies wholly above ``budget_pct``, ``within`` wholly below (whole-cost figures
         only), else ``inconclusive``."""
         if not self.has_interval:
-            return INCONCLUSIVE
+            return Verdict.inconclusive
         if self.low > budget_pct:
-            return OVER
+            return Verdict.over
         if self.high < budget_pct and self.whole_cost:
-            return WITHIN
-        return INCONCLUSIVE
+            return Verdict.within
+        return Verdict.inconclusive
 
     def text(self) -> str:
         """``+x.xx % [lo, hi]`` or ``no interval (n=k)``."""
@@ -71,19 +71,19 @@ def assumption_holds(per_step: Figure | None, lower_bound: Figure | None) -> boo
 
 
 def combine(figures: Sequence[Figure], budget_pct: float, assumption: bool | None = None,
-            bound_confidence: float | None = None) -> Verdict:
+            bound_confidence: float | None = None) -> BudgetVerdict:
     """The verdict from ready figures; ``assumption`` False lists the lower bounds as ``not used``;
     ``bound_confidence``: the level of the lower bound's interval, recorded with it."""
     used = [f for f in figures if f.whole_cost or assumption is not False]
     per = {f.metric: f.status(budget_pct) for f in used}
-    over = [f for f in used if per[f.metric] == OVER]
+    over = [f for f in used if per[f.metric] == Verdict.over]
     whole = [f for f in used if f.whole_cost]
     if over:
-        status, deciding = OVER, over
-    elif whole and all(per[f.metric] == WITHIN for f in whole):
-        status, deciding = WITHIN, whole
+        status, deciding = Verdict.over, over
+    elif whole and all(per[f.metric] == Verdict.within for f in whole):
+        status, deciding = Verdict.within, whole
     else:
-        status, deciding = INCONCLUSIVE, []
+        status, deciding = Verdict.inconclusive, []
     parts = [f"{f.metric} {f.text()} % is {per[f.metric]}" if f.has_interval else f"{f.metric} has {f.text()}"
              for f in used]
     parts += [f"{f.metric} {f.text()} not used: the between-trial per-step figure lies below it, so what stays on "
@@ -92,7 +92,7 @@ def combine(figures: Sequence[Figure], budget_pct: float, assumption: bool | Non
     if deciding:
         reason += "; decided by: " + ", ".join(FIGURE_NAMES.get(f.metric, f.metric) for f in deciding)
     bound = next((f for f in figures if not f.whole_cost), None)
-    return Verdict(status, budget_pct, reason, per, tuple(f.metric for f in deciding),
+    return BudgetVerdict(status, budget_pct, reason, per, tuple(f.metric for f in deciding),
                    None if assumption is None else bool(assumption),
                    (bound.mean, bound.low, bound.high) if bound is not None else None,
                    bound_confidence if bound is not None else None)
@@ -104,7 +104,7 @@ def lower_bound_confidence(confidence: float) -> float:
 
 
 def verdict_for(metrics: Mapping[str, PairedSummary], budget_pct: float,
-                switched: SwitchedEstimate | None = None, bound_confidence: float | None = None) -> Verdict:
+                switched: SwitchedEstimate | None = None, bound_confidence: float | None = None) -> BudgetVerdict:
     """The verdict on every figure that may decide (:data:`FIGURE_NAMES`) against ``budget_pct``: the whole-cost
     ``metrics`` that some pair measured, and the within-trial figure ``switched`` (its interval at
     :func:`lower_bound_confidence`) when the trials switched."""
