@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
+from ddpbench.analysis.metrics import PairMetric, pair_metric
 from ddpbench.analysis.projection import PROJECTED
 from ddpbench.analysis.results import BudgetVerdict
 from ddpbench.analysis.stats import PairedSummary
@@ -16,15 +17,18 @@ from ddpbench.analysis.switching import SwitchedEstimate
 from ddpbench.choices import Verdict
 
 #: the whole-cost figures, the per-step one first
-WHOLE_COST = ("step_overhead_pct", PROJECTED)
-#: the within-trial figure, a lower bound on the tool's per-step cost
+WHOLE_COST = (PairMetric.step_overhead_pct, PROJECTED)
+#: the within-trial figure, a lower bound on the tool's per-step cost, and what the verdict calls it
 LOWER_BOUND = "switched_overhead_pct"
-#: what each figure is called in the verdict's words
-FIGURE_NAMES: dict[str, str] = {
-    "step_overhead_pct": "between-trial per-step",
-    PROJECTED: "projected onto the job",
-    LOWER_BOUND: "within-trial lower bound",
-}
+LOWER_BOUND_NAME = "within-trial lower bound"
+
+
+def figure_name(metric: str) -> str:
+    """What the verdict's words call the figure ``metric`` (a name it does not know: the name itself)."""
+    spec = pair_metric(metric)
+    if spec is not None and spec.verdict_name is not None:
+        return spec.verdict_name
+    return LOWER_BOUND_NAME if metric == LOWER_BOUND else metric
 
 
 @dataclass(frozen=True)
@@ -90,7 +94,7 @@ def combine(figures: Sequence[Figure], budget_pct: float, assumption: bool | Non
               "is not free" for f in figures if f not in used]
     reason = f"budget {budget_pct:g} %: " + "; ".join(parts)
     if deciding:
-        reason += "; decided by: " + ", ".join(FIGURE_NAMES.get(f.metric, f.metric) for f in deciding)
+        reason += "; decided by: " + ", ".join(figure_name(f.metric) for f in deciding)
     bound = next((f for f in figures if not f.whole_cost), None)
     return BudgetVerdict(status, budget_pct, reason, per, tuple(f.metric for f in deciding),
                    None if assumption is None else bool(assumption),
@@ -105,16 +109,16 @@ def lower_bound_confidence(confidence: float) -> float:
 
 def verdict_for(metrics: Mapping[str, PairedSummary], budget_pct: float,
                 switched: SwitchedEstimate | None = None, bound_confidence: float | None = None) -> BudgetVerdict:
-    """The verdict on every figure that may decide (:data:`FIGURE_NAMES`) against ``budget_pct``: the whole-cost
-    ``metrics`` that some pair measured, and the within-trial figure ``switched`` (its interval at
-    :func:`lower_bound_confidence`) when the trials switched."""
+    """The verdict on every figure that may decide against ``budget_pct``: the whole-cost ``metrics``
+    (:data:`WHOLE_COST`) that some pair measured, and the within-trial figure ``switched`` (:data:`LOWER_BOUND`, its
+    interval at :func:`lower_bound_confidence`) when the trials switched."""
     whole = [Figure(m, s.mean, s.ci_low, s.ci_high, s.n, True) for m in WHOLE_COST if (s := metrics.get(m)) and s.n]
     unmeasured = [m for m in WHOLE_COST if m not in {f.metric for f in whole}]
     if not whole:  # nothing measured: the verdict still names what it lacks
         whole, unmeasured = [Figure(m, math.nan, math.nan, math.nan, 0, True) for m in WHOLE_COST], []
     lower = None if switched is None else Figure(LOWER_BOUND, switched.overhead_pct, switched.ci_low_pct,
                                                  switched.ci_high_pct, switched.n_trials, False)
-    per_step = next((f for f in whole if f.metric == "step_overhead_pct"), None)
+    per_step = next((f for f in whole if f.metric == PairMetric.step_overhead_pct), None)
     verdict = combine(whole + ([lower] if lower is not None else []), budget_pct, assumption_holds(per_step, lower),
                       bound_confidence)
     if unmeasured:
