@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any, Optional
+
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
@@ -36,6 +39,28 @@ def typed(cfg: DictConfig) -> DdpbenchConfig:
         message = str(getattr(error, "msg", None) or error).splitlines()[0]
         raise ConfigError(f"{key}: {message}" if key else message) from None
     assert isinstance(converted, DdpbenchConfig)
+    unknown = unknown_key(converted)
+    if unknown is not None:
+        raise ConfigError(unknown)
     if converted.version is not None:  # the arm is named by its tool version: traceml==0.4.2
         converted.mode.name = arm_name(converted.mode.name, converted.version)
     return converted
+
+
+def unknown_key(value: Any, prefix: str = "") -> Optional[str]:
+    """``group.key: Key 'key' not in 'GroupConfig'`` for the first key the schema lacks anywhere in ``value`` (a
+    converted config: OmegaConf keeps a key added with ``+group.key=...`` as an attribute of the group's dataclass),
+    else None."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        names = [f.name for f in dataclasses.fields(value)]
+        extra = sorted(set(vars(value)) - set(names))
+        if extra:
+            return f"{prefix}{extra[0]}: Key '{extra[0]}' not in '{type(value).__name__}'"
+        children = [(f"{prefix}{name}.", getattr(value, name)) for name in names]
+    elif isinstance(value, dict):
+        children = [(f"{prefix}{key}.", item) for key, item in value.items()]
+    elif isinstance(value, list):
+        children = [(f"{prefix}{index}.", item) for index, item in enumerate(value)]
+    else:
+        return None
+    return next((found for path, child in children if (found := unknown_key(child, path)) is not None), None)
