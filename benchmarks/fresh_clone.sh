@@ -13,7 +13,7 @@
 #      PYTEST_ADDOPTS, for the log only);
 #   4. one line in FILE (default /var/tmp/ddpbench-fresh/results.tsv): when, commit, set-up, pytest and whole
 #      seconds, pytest's summary, the machine's busy and steal CPU seconds over the run.
-# The logs of run K stay in /var/tmp/ddpbench-fresh/K/ (setup.log, pytest.log).
+# The logs of each run stay in /var/tmp/ddpbench-fresh/<start time>/ (setup.log, pytest.log).
 set -u -o pipefail
 PROG=fresh_clone
 die() { echo "$PROG: error: $*" >&2; exit 1; }
@@ -38,9 +38,9 @@ cpu_ticks() {  # "<busy> <steal>" in clock ticks since boot (/proc/stat: busy le
     awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $9 }' /proc/stat
 }
 
-for k in $(seq "$runs"); do
-    work=/var/tmp/ddpbench-fresh/$k
-    rm -rf "$work" && mkdir -p "$work"/{tmp,cache,run-munge,run-lock}
+for _ in $(seq "$runs"); do
+    work=/var/tmp/ddpbench-fresh/$(date -u +%Y%m%dT%H%M%S)
+    mkdir -p "$work"/{tmp,cache,run-munge,run-lock}
     bash "$here/scripts/bare-state.sh" $apt || die "bare-state.sh failed"
     grep -vxE '127\.0\.0\.1 n[12]' /etc/hosts >"$work/hosts"
     chmod 1777 "$work/tmp"
@@ -73,5 +73,6 @@ for k in $(seq "$runs"); do
     IFS=$'\t' read -r setup_s pytest_s whole_s summary <"$work/result"
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$start" "$commit" "$setup_s" "$pytest_s" "$whole_s" "$summary" \
         $(((busy1 - busy0) / hz)) $(((steal1 - steal0) / hz)) | tee -a "$out"
+    rm -rf "$work/tmp" "$work/cache"  # the clone and its environment: gigabytes; the logs stay
 done
 bash "$here/scripts/bare-state.sh" >/dev/null 2>&1

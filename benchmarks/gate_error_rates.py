@@ -35,7 +35,8 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from helpers.trials import make_trial  # noqa: E402
 from ddpbench.analysis.stats import normal_isf  # noqa: E402
-from ddpbench.analysis.versions import INCONCLUSIVE, NO_REGRESSION, REGRESSION, compare_versions  # noqa: E402
+from ddpbench.analysis.versions import compare_versions  # noqa: E402
+from ddpbench.choices import Verdict  # noqa: E402
 from ddpbench.collect.collector import flatten_trial  # noqa: E402
 from ddpbench.formats.trial_record import FORMAT  # noqa: E402
 
@@ -99,13 +100,13 @@ def main(argv: list[str] | None = None) -> int:
     for sd, source in sds:
         for pairs in args.pairs:
             for true in (0.0, args.regression):
-                counts = {REGRESSION: 0, INCONCLUSIVE: 0, NO_REGRESSION: 0}
+                counts = {Verdict.over: 0, Verdict.inconclusive: 0, Verdict.within: 0}
                 for _ in range(args.sims):
                     frame = sweep_frame(rng, pairs, sd, true, args.step_ms, args.machine_sd)
                     counts[compare_versions(frame, args.threshold)[0].verdict] += 1
                 lines.append(f"| {sd:.1f} ({source}) | {pairs} | {'A/A' if true == 0 else f'+{true:g} %'} | "
                              + " | ".join(f"{100 * counts[v] / args.sims:.1f} %"
-                                          for v in (REGRESSION, INCONCLUSIVE, NO_REGRESSION)) + " |")
+                                          for v in (Verdict.over, Verdict.inconclusive, Verdict.within)) + " |")
     lines += ["", "Pairs for 80 % of verdicts (normal approximation): A/A says `no regression` with about "
               "(1.96 + 0.84)² · SD² / threshold² pairs; +R % says `regression` with (1.96 + 0.84)² · SD² / (R − threshold)²:"]
     for sd, source in sds:

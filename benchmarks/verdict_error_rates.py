@@ -40,8 +40,8 @@ from _common import machine_line, now_utc, write_out  # noqa: E402
 from ddpbench.analysis.sequential import decide_with_lower_bound  # noqa: E402
 from ddpbench.analysis.stats import paired_summary  # noqa: E402
 from ddpbench.analysis.switching import TrialSwitch, combine  # noqa: E402
-from ddpbench.analysis.verdict import (LOWER_BOUND, OVER, WITHIN, lower_bound_confidence,  # noqa: E402
-                                       verdict_for)
+from ddpbench.analysis.verdict import LOWER_BOUND, lower_bound_confidence, verdict_for  # noqa: E402
+from ddpbench.choices import Verdict  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -83,16 +83,16 @@ def fixed_n(rng: np.random.Generator, case: Case, noise: Noise, pairs: int, budg
     return verdict.status, verdict.decided_by
 
 
-def sequential(rng: np.random.Generator, case: Case, noise: Noise, max_pairs: int, budget: float) -> tuple[str, int, bool]:
-    """``repeat=auto`` on one simulated sweep: (reason, pairs used, whether the lower bound decided)."""
+def sequential(rng: np.random.Generator, case: Case, noise: Noise, max_pairs: int, budget: float) -> tuple[Verdict, int, bool]:
+    """``repeat=auto`` on one simulated sweep: (verdict, pairs used, whether the lower bound decided)."""
     sim = [simulate_pair(rng, case, noise) for _ in range(max_pairs)]
     projected = [p for _, p, _ in sim]
     lower = [t.overhead_ms for _, _, t in sim]  # off step 100: ms are % here
     for n in range(3, max_pairs + 1):
         d = decide_with_lower_bound(projected[:n], lower[:n], budget, 0.95, None, 3, max_pairs)
         if d.stop:
-            return str(d.reason), n, d.message.startswith("within-trial")
-    return "max_pairs", max_pairs, False
+            return d.verdict, n, d.message.startswith("within-trial")
+    return Verdict.inconclusive, max_pairs, False
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -127,12 +127,12 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for case in cases:
         fixed = [fixed_n(rng, case, noise, args.pairs, b) for _ in range(args.reps)]
-        over = sum(s == OVER for s, _ in fixed) / args.reps
-        within = sum(s == WITHIN for s, _ in fixed) / args.reps
-        by_bound = sum(s == OVER and LOWER_BOUND in d for s, d in fixed) / args.reps
+        over = sum(s == Verdict.over for s, _ in fixed) / args.reps
+        within = sum(s == Verdict.within for s, _ in fixed) / args.reps
+        by_bound = sum(s == Verdict.over and LOWER_BOUND in d for s, d in fixed) / args.reps
         auto = [sequential(rng, case, noise, args.max_pairs, b) for _ in range(args.reps)]
-        a_over = sum(r == "over" for r, _, _ in auto) / args.reps
-        a_within = sum(r == "within" for r, _, _ in auto) / args.reps
+        a_over = sum(r == Verdict.over for r, _, _ in auto) / args.reps
+        a_within = sum(r == Verdict.within for r, _, _ in auto) / args.reps
         a_bound = sum(bound for _, _, bound in auto) / args.reps
         used = sum(n for _, n, _ in auto) / args.reps
         rows.append({"case": case.name, "fixed_over": over, "fixed_within": within, "fixed_by_lower_bound": by_bound,

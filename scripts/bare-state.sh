@@ -36,7 +36,7 @@ stop_all() {  # stop_all SIGNAL: signal every daemon of a test cluster on this h
 }
 stop_all TERM
 for _ in $(seq 50); do
-    pgrep -x 'slurmctld|slurmd|slurmstepd|munged|raylet|gcs_server' >/dev/null || break
+    pgrep -f '^(slurmctld|slurmd|slurmstepd|/usr/sbin/munged|raylet|gcs_server)( |$)' >/dev/null || break
     sleep 0.1
 done
 stop_all KILL

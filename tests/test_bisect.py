@@ -17,8 +17,10 @@ from helpers.cli import CliRun, run_ddpbench
 from ddpbench.bisect import search
 from ddpbench.bisect.cli import split_overrides
 from ddpbench.bisect.step import Rule, pair_value
+from ddpbench.choices import Verdict
 from ddpbench.errors import ConfigError
 from ddpbench.formats import bisect_record
+from ddpbench.formats.bisect_record import BisectStatus, StepState, StepStatus
 from ddpbench.report.bisect import bisect_markdown
 
 TOOL_FILES = {
@@ -93,26 +95,26 @@ def run_bisect(args: List[str], cwd: Path, env: Optional[Mapping[str, str]] = No
 
 
 def test_search_names_the_first_bad_commit_in_few_steps() -> None:
-    truth = [search.WITHIN, search.OVER, search.OVER, search.OVER]
-    verdicts: Dict[int, str] = {}
-    while (found := search.outcome(len(truth), verdicts)).status == "running":
+    truth = [Verdict.within, Verdict.over, Verdict.over, Verdict.over]
+    verdicts: Dict[int, StepStatus] = {}
+    while (found := search.outcome(len(truth), verdicts)).status == BisectStatus.running:
         assert found.next is not None and found.next not in verdicts
         verdicts[found.next] = truth[found.next]
-    assert found.status == "found" and found.first_bad == 1 and len(verdicts) == 2
-    assert search.outcome(4, {0: search.WITHIN, 1: search.WITHIN, 2: search.WITHIN, 3: search.WITHIN}).status \
-        == "no_regression"
+    assert found.status == BisectStatus.found and found.first_bad == 1 and len(verdicts) == 2
+    assert search.outcome(4, {0: Verdict.within, 1: Verdict.within, 2: Verdict.within, 3: Verdict.within}).status \
+        == BisectStatus.no_regression
     # the bad end is measured before the search names it
-    assert search.outcome(3, {0: search.WITHIN, 1: search.WITHIN}).next == 2
-    assert search.outcome(3, {0: search.WITHIN, 1: search.WITHIN, 2: search.OVER}).first_bad == 2
+    assert search.outcome(3, {0: Verdict.within, 1: Verdict.within}).next == 2
+    assert search.outcome(3, {0: Verdict.within, 1: Verdict.within, 2: Verdict.over}).first_bad == 2
 
 
 def test_commits_without_a_verdict_leave_candidates() -> None:
     # 1 could not be decided: the first bad commit is 1 or 2
-    skipped = search.outcome(4, {1: "inconclusive", 2: search.OVER, 0: search.WITHIN})
-    assert skipped.status == "inconclusive" and skipped.candidates == [1, 2]
+    skipped = search.outcome(4, {1: Verdict.inconclusive, 2: Verdict.over, 0: Verdict.within})
+    assert skipped.status == BisectStatus.inconclusive and skipped.candidates == [1, 2]
     # an undecided commit is stepped around: the next is another candidate
-    assert search.outcome(8, {3: "failed"}).next in (2, 4)
-    assert search.outcome(1, {0: "inconclusive"}).candidates == [0]
+    assert search.outcome(8, {3: StepState.failed}).next in (2, 4)
+    assert search.outcome(1, {0: Verdict.inconclusive}).candidates == [0]
     with pytest.raises(ValueError):
         search.outcome(0, {})
 

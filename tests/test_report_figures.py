@@ -13,6 +13,7 @@ import pytest
 
 from ddpbench.analysis.flops import achieved_tflops, fraction_of_peak, step_flops_for_model
 from ddpbench.analysis.paired import analysis_to_dict, analyze
+from ddpbench.analysis.results import FigureGroup
 from ddpbench.analysis.robust import wilcoxon_interval
 from ddpbench.collect.collector import collect_trials, flatten_trial, write_results
 from ddpbench.formats.trial_record import FORMAT
@@ -131,7 +132,7 @@ def test_phase_table_memory_rows_and_plot(tmp_path: Path) -> None:
     outcome = write_report([sweep], tmp_path / "out")
     c = only(outcome.analysis)
     rows = {(r.group, r.name): r for r in c.rows}
-    assert [r.name for r in c.rows if r.group == "phase"] == list(PHASES)
+    assert [r.name for r in c.rows if r.group == FigureGroup.phase] == list(PHASES)
     fwd = rows[("phase", "forward")]
     assert fwd.diff.mean == pytest.approx(2.25) and fwd.pct is not None and fwd.pct.mean == pytest.approx(7.5)
     assert rows[("phase", "data_wait")].pct is None and "near zero" in str(rows[("phase", "data_wait")].note)
@@ -200,7 +201,7 @@ def test_foreign_script_metrics_feed_rows_and_unknowns_stay_unknown(tmp_path: Pa
     assert c.metrics["step_overhead_ms"].mean == pytest.approx(
         sum(1000 / rate["traceml"][i] - 1000 / rate["native"][i] for i in range(4)) / 4)
     assert c.metrics["startup_diff_s"].n == 0 and c.metrics["step_median_overhead_ms"].n == 0
-    (tok,) = [r for r in c.rows if r.group == "metric"]
+    (tok,) = [r for r in c.rows if r.group == FigureGroup.metric]
     assert (tok.name, tok.unit) == ("tokens_per_s", "tokens/s")
     assert tok.pct is not None and tok.pct.mean == pytest.approx(sum(-e / (100 + e) * 100 for e in expect) / 4)
     text = render_report(a, frame, {}, ["/s"])

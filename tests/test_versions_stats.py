@@ -9,7 +9,8 @@ import pytest
 
 from helpers.trials import write_versions_sweep as write_sweep
 from ddpbench.analysis.history import history
-from ddpbench.analysis.versions import INCONCLUSIVE, NO_REGRESSION, REGRESSION, compare_versions, verdicts_exit_code
+from ddpbench.analysis.versions import compare_versions, verdicts_exit_code
+from ddpbench.choices import Verdict
 from ddpbench.collect.collector import collect_trials
 from ddpbench.formats.condition import arm_name, base_mode
 from ddpbench.report.cli import main as report_main, regression_exit_from_record
@@ -52,20 +53,20 @@ def test_regression_between_versions(tmp_path: Path) -> None:
     assert (step.previous, step.current, step.previous_version, step.current_version) == (
         "traceml==0.4.2", "traceml==0.5.0", "0.4.2", "0.5.0")
     assert step.n_pairs == 4 and step.metrics["step_ms"].mean == pytest.approx(1.025)
-    assert step.verdict == REGRESSION and verdicts_exit_code(s.verdict for s in steps) == 1
-    assert compare_versions(collect_trials([sweep]).frame, regression_pct=20.0)[0].verdict == NO_REGRESSION
+    assert step.verdict == Verdict.over and verdicts_exit_code(s.verdict for s in steps) == 1
+    assert compare_versions(collect_trials([sweep]).frame, regression_pct=20.0)[0].verdict == Verdict.within
     assert report_main([str(sweep), "--out", str(tmp_path / "r"), "--fail-on-regression"]) == 1
     report = (tmp_path / "r" / "report.md").read_text()
     assert "## Versions compared" in report and "**regression**" in report
     assert (tmp_path / "r" / "plots" / "versions-step-overhead.png").stat().st_size > 0
     record = json.loads((tmp_path / "r" / "analysis.json").read_text())
     recorded = record["versions"]["steps"][0]
-    assert record["versions"]["regression_pct"] == 1.0 and recorded["verdict"] == REGRESSION
+    assert record["versions"]["regression_pct"] == 1.0 and recorded["verdict"] == "regression"
     assert (recorded["previous"], recorded["current"], recorded["n_pairs"]) == ("traceml==0.4.2", "traceml==0.5.0", 4)
     assert recorded["metrics"]["step_ms"]["mean"] == pytest.approx(1.025)
     assert recorded["metrics"]["step_pct"]["ci_low"] > 1.0 and recorded["metrics"]["memory_mb"]["mean"] == 0.0
     # --fail-on-regression's exit code is the record's: a CI script reading analysis.json gets the same answer
-    for verdicts, code in (([NO_REGRESSION], 0), ([NO_REGRESSION, INCONCLUSIVE], 3), ([REGRESSION, INCONCLUSIVE], 1),
+    for verdicts, code in ((["no regression"], 0), (["no regression", "inconclusive"], 3), (["regression", "inconclusive"], 1),
                            (["a verdict from a newer ddpbench"], 3)):
         record["versions"]["steps"] = [{**recorded, "verdict": v} for v in verdicts]
         (tmp_path / "edited.json").write_text(json.dumps(record))
@@ -77,7 +78,7 @@ def test_regression_between_versions(tmp_path: Path) -> None:
 def test_one_pair_is_inconclusive_and_no_versions_compares_nothing(tmp_path: Path) -> None:
     sweep = write_sweep(tmp_path, "one", {"native": [10.0], "traceml==0.4.2": [10.5], "traceml==0.5.0": [12.0]})
     steps = compare_versions(collect_trials([sweep]).frame)
-    assert [s.verdict for s in steps] == [INCONCLUSIVE] and verdicts_exit_code(s.verdict for s in steps) == 3
+    assert [s.verdict for s in steps] == [Verdict.inconclusive] and verdicts_exit_code(s.verdict for s in steps) == 3
     plain = write_sweep(tmp_path, "plain", {"native": [10.0, 10.0], "traceml": [10.5, 10.6]}, versions={})
     assert compare_versions(collect_trials([plain]).frame) == [] and verdicts_exit_code([]) == 0
     assert report_main([str(plain), "--out", str(tmp_path / "p"), "--fail-on-regression"]) == 0

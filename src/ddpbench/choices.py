@@ -150,3 +150,19 @@ class Disturbed(Choice):
     rerun = "rerun"  # not counted: the next repeat takes its place
     # counted like any other (the member shadows str.count, which no caller uses)
     count = "count"  # type: ignore[assignment]
+
+
+class TrialStatus(Choice):
+    """How a trial ended (the trial record's ``status``): only an ``ok`` trial's figures count."""
+
+    ok = "ok"
+    failed = "failed"  # a node or rank failed, a record or a figure the trial needs is missing
+    timeout = "timeout"  # killed at the trial's timeout
+
+
+class Verdict(Choice):
+    """A cost's interval against a limit (the overhead budget, or a regression threshold between two versions)."""
+
+    within = "within"  # wholly below the limit
+    over = "over"  # wholly above it
+    inconclusive = "inconclusive"  # neither, or no interval

@@ -9,7 +9,7 @@ from ddpbench.analysis.coverage import CoverageGap
 from ddpbench.analysis.rerun import excluded_text, is_rerun
 from ddpbench.analysis.results import Analysis, Comparison
 from ddpbench.analysis.switching import below_between
-from ddpbench.choices import Role, StopKind
+from ddpbench.choices import Role, StopKind, Verdict
 
 
 def fmt(x: float, digits: int = 2, sign: bool = False) -> str:
@@ -55,7 +55,7 @@ def caveats(analysis: Analysis, gaps: Sequence[CoverageGap] = ()) -> list[str]:
                 f"{analysis.job_hours:g} h job (`report.job_hours`)."
             )
     for c in tools:
-        if c.verdict.status == "inconclusive":
+        if c.verdict.status == Verdict.inconclusive:
             step = c.metrics.get("step_overhead_pct")
             out.append(f"{c.label}: inconclusive — an interval straddles the {analysis.budget_pct:g} % budget or "
                        f"n < 2 (per-step MDE {fmt(step.mde if step else math.nan)} %); run more pairs.")

@@ -10,6 +10,8 @@ from typing import List
 
 import pandas as pd
 
+from ddpbench.choices import TrialStatus
+
 
 @dataclass(frozen=True)
 class CoverageGap:
@@ -27,7 +29,7 @@ def tool_step_coverage(frame: pd.DataFrame) -> List[CoverageGap]:
     needed = {"traceml_steps_analyzed", "steps", "warmup_steps", "status", "mode", "repeat", "condition_id"}
     if not needed <= set(frame.columns):
         return []
-    rows = frame[(frame["status"] == "ok") & frame["traceml_steps_analyzed"].notna()
+    rows = frame[(frame["status"] == TrialStatus.ok) & frame["traceml_steps_analyzed"].notna()
                  & frame["steps"].notna() & frame["warmup_steps"].notna()]  # a foreign script's steps are unknown
     gaps = [CoverageGap(str(row.condition_id), str(row.mode), int(row.repeat), int(row.traceml_steps_analyzed),
                         int(row.steps) + int(row.warmup_steps)) for row in rows.itertuples(index=False)]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ddpbench.analysis.figures import finite, step_ms
-from ddpbench.analysis.results import FigureRow
+from ddpbench.analysis.results import FigureGroup, FigureRow
 from ddpbench.analysis.rows import Sides, both_have, column, figure_row
 from ddpbench.analysis.stats import mean
 from ddpbench.formats.rank_loop import HOST_SYNC_TEXT, STARTUP_PARTS
@@ -32,9 +32,9 @@ def gpu_rows(sides: Sides, confidence: float) -> tuple[FigureRow, ...]:
         return ()
     whole = mean([step_ms(b) or math.nan for b, _ in sides])
     return (
-        figure_row("gpu", "host step", "ms", sides, step_ms, confidence),
-        figure_row("gpu", "GPU busy", "ms", sides, column("gpu_busy_ms_mean"), confidence, whole),
-        figure_row("gpu", "GPU idle", "ms", sides, column("gpu_idle_ms_mean"), confidence, whole),
+        figure_row(FigureGroup.gpu, "host step", "ms", sides, step_ms, confidence),
+        figure_row(FigureGroup.gpu, "GPU busy", "ms", sides, column("gpu_busy_ms_mean"), confidence, whole),
+        figure_row(FigureGroup.gpu, "GPU idle", "ms", sides, column("gpu_idle_ms_mean"), confidence, whole),
     )
 
 
@@ -42,7 +42,7 @@ def startup_rows(sides: Sides, confidence: float) -> tuple[FigureRow, ...]:
     """Each start-up part (s per trial) where both sides of a pair have the split; () else."""
     if not both_have(sides, "startup_before_rank_s"):
         return ()
-    return tuple(figure_row("startup", STARTUP_LABELS[key], "s", sides, column(f"startup_{key}_s"), confidence)
+    return tuple(figure_row(FigureGroup.startup, STARTUP_LABELS[key], "s", sides, column(f"startup_{key}_s"), confidence)
                  for key in ("before_rank", *STARTUP_PARTS))
 
 

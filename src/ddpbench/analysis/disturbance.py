@@ -12,6 +12,7 @@ from typing import Any, Mapping, Sequence, cast
 
 from ddpbench.analysis.figures import finite
 from ddpbench.analysis.results import Flag, PairRecord
+from ddpbench.choices import TrialStatus
 
 #: other processes' CPU time over the machine's capacity (wall × CPUs) above which a trial is disturbed
 FOREIGN_CPU_SHARE_MAX = 0.05
@@ -140,7 +141,7 @@ def disturbed_trials(records: Sequence[Mapping[str, Any]]) -> tuple[Flag, ...]:
     """Every ok trial whose ``load`` shows it was disturbed, with the reason."""
     return tuple(Flag("disturbed trial", str(r.get("sweep_dir")), str(r.get("condition_id")), str(r.get("mode")),
                       int(cast(Any, r.get("repeat"))), why)
-                 for r in records if r.get("status") == "ok" and (why := trial_disturbance_of(r)))
+                 for r in records if r.get("status") == TrialStatus.ok and (why := trial_disturbance_of(r)))
 
 
 def pair_flags(pairs: Sequence[PairRecord],

@@ -1,6 +1,6 @@
 """Paired overhead analysis: pure functions from the collected trial table to result objects.
 
-Trials pair by ``(sweep_dir, condition_id, repeat)`` (:mod:`.pairing`); each per-pair metric (:data:`METRIC_UNITS`)
+Trials pair by ``(sweep_dir, condition_id, repeat)`` (:mod:`.pairing`); each per-pair metric (:mod:`.metrics`)
 gets a paired t summary and a robust interval, each comparison a verdict (:mod:`.verdict`), a calibration check
 (role ``calibration``) or a noise floor (role ``aa``: its throughput-overhead half-width). Definitions:
 docs/analysis.md."""
@@ -17,6 +17,7 @@ from ddpbench.analysis.calibration import applied_injection, calibration
 from ddpbench.analysis.device_split import gpu_rows, startup_rows
 from ddpbench.analysis.disturbance import disturbed_trials, pair_flags
 from ddpbench.analysis.efficiency import efficiency, workload_of
+from ddpbench.analysis.metrics import PAIR_METRICS, PairMetric
 from ddpbench.analysis.pairing import pair_table, str_or_none
 from ddpbench.analysis.projection import JOB_HOURS, PROJECTED, PROJECTION_METHOD, job_seconds, projected_values
 from ddpbench.analysis.rerun import RerunKey, leave_out
@@ -27,41 +28,15 @@ from ddpbench.analysis.stats import (INTERVAL_METHOD, MDE_METHOD, TEST_METHOD, c
                                      paired_summary, to_float)
 from ddpbench.analysis.switching import switched_of_pairs
 from ddpbench.analysis.tools import tool_artifacts, tool_ranking
-from ddpbench.analysis.verdict import INCONCLUSIVE, OVER, lower_bound_confidence, verdict_for
-from ddpbench.choices import Role
+from ddpbench.analysis.verdict import lower_bound_confidence, verdict_for
+from ddpbench.choices import Role, TrialStatus
 from ddpbench.formats.analysis_record import build_analysis_record
 
-__all__ = ["INCONCLUSIVE", "METRIC_UNITS", "OVER", "Analysis", "Comparison", "analysis_to_dict", "analyze",
+__all__ = ["Analysis", "Comparison", "analysis_to_dict", "analyze",
            "applied_injection", "pair_table", "verdict_for"]
 
-#: every per-pair metric and its unit (absolute first, its percentage second), as the report shows them
-METRIC_UNITS: dict[str, str] = {
-    "step_overhead_ms": "ms",
-    "step_overhead_pct": "%",
-    "step_median_overhead_ms": "ms",
-    "step_median_overhead_pct": "%",
-    "throughput_overhead_pct": "%",
-    "wall_diff_s": "s",
-    "wall_overhead_pct": "%",
-    "startup_diff_s": "s",
-    "startup_diff_pct": "%",
-    "train_diff_s": "s",
-    "teardown_diff_s": "s",
-    "teardown_diff_pct": "%",
-    "fixed_diff_s": "s",
-    "projected_overhead_pct": "%",
-}
-#: each percentage metric → (the side figure its baseline is, unit): dropped when that is near zero (rows.near_zero)
-PCT_BASES = {
-    "step_overhead_pct": ("base_step_ms", "ms"),
-    "step_median_overhead_pct": ("base_step_median_ms", "ms"),
-    "wall_overhead_pct": ("base_wall_s", "s"),
-    "startup_diff_pct": ("base_startup_s", "s"),
-    "teardown_diff_pct": ("base_teardown_s", "s"),
-    "projected_overhead_pct": ("base_step_ms", "ms"),
-}
 #: metrics whose robust view adds a bootstrap interval of the median difference
-BOOTSTRAP_METRICS = ("step_overhead_ms", "step_median_overhead_ms")
+BOOTSTRAP_METRICS = (PairMetric.step_overhead_ms, PairMetric.step_median_overhead_ms)
 ROLE_ORDER = {Role.tool: 0, Role.calibration: 1, Role.aa: 2}
 
 
@@ -131,17 +106,18 @@ def _comparison(
     all_rows: list[dict[str, Any]], budget_pct: float, confidence: float, tolerance_pct: float, job_s: float,
 ) -> Comparison:
     """One mode against the baseline in one condition (noise floor filled in later)."""
-    values = {m: [getattr(p, m) for p in cp] for m in METRIC_UNITS if m != PROJECTED}
-    values[PROJECTED] = projected_values(values["step_overhead_pct"], values["fixed_diff_s"], job_s)
+    values: dict[str, list[float]] = {m.name: [getattr(p, m.name) for p in cp]
+                                      for m in PAIR_METRICS if m.name != PROJECTED}
+    values[PROJECTED] = projected_values(values[PairMetric.step_overhead_pct], values[PairMetric.fixed_diff_s], job_s)
     metrics = {m: paired_summary(v, confidence) for m, v in values.items()}
     figures = _side_figures(cp, cs)
     side_summ = {k: paired_summary(v, confidence) for k, v in figures.items()}
-    pct_notes = {}
-    for name, (base_key, unit) in PCT_BASES.items():
-        note = near_zero(mean(figures[base_key]), unit) if cp else None
-        if note is not None and metrics[name].n:
-            pct_notes[name] = note
-            del metrics[name]
+    pct_notes: dict[str, str] = {}
+    for m in PAIR_METRICS:
+        note = near_zero(mean(figures[m.pct_base.figure]), m.pct_base.unit) if cp and m.pct_base else None
+        if note is not None and metrics[m.name].n:
+            pct_notes[m.name] = note
+            del metrics[m.name]
     role = _role(all_rows, mode)
     switched = switched_of_pairs(cs, confidence)
     return Comparison(
@@ -178,7 +154,7 @@ def analyze(frame: pd.DataFrame, baseline: str = "native", budget_pct: float = 2
                     condition_id=str(r.get("condition_id")), mode=str(r.get("mode")), repeat=int(r.get("repeat")),
                     status=str(r.get("status")), exit_code=_int(r.get("exit_code")),
                     error=str_or_none(r.get("error")))
-        for r in records if r.get("status") != "ok"
+        for r in records if r.get("status") != TrialStatus.ok
     )
     pairs, excluded, sides = pair_table(frame, baseline) if records else ([], [], {})
     pairs, excluded = leave_out(pairs, excluded, rerun or {})
@@ -206,7 +182,7 @@ def analyze(frame: pd.DataFrame, baseline: str = "native", budget_pct: float = 2
     comparisons.sort(key=lambda c: (c.condition_id, ROLE_ORDER.get(c.role, 9), c.mode))
     return Analysis(
         baseline=baseline, budget_pct=budget_pct, confidence=confidence, comparisons=tuple(comparisons),
-        failed_trials=failed, n_trials=len(records), n_ok=sum(1 for r in records if r.get("status") == "ok"),
+        failed_trials=failed, n_trials=len(records), n_ok=sum(1 for r in records if r.get("status") == TrialStatus.ok),
         noise_floors=floors,
         disturbed_trials=disturbed_trials(records),
         tool_artifacts=tool_artifacts(records),

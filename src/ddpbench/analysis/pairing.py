@@ -15,6 +15,7 @@ from ddpbench.analysis.figures import THROUGHPUT_KINDS, finite, step_ms, through
 from ddpbench.analysis.results import ExcludedPair, PairRecord
 from ddpbench.analysis.stats import to_float
 from ddpbench.analysis.switching import full_on_row
+from ddpbench.choices import TrialStatus
 
 #: figures both sides of a pair must have; every other figure may be unknown
 REQUIRED_FIGURES = ("wall_s",)
@@ -37,13 +38,13 @@ def _hosts(value: Any) -> frozenset[str]:
 
 def _pick(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Among duplicate trials of one mode and key prefer an ok one, then the latest ended."""
-    return max(rows, key=lambda r: (r.get("status") == "ok", str_or_none(r.get("ended_at")) or ""))
+    return max(rows, key=lambda r: (r.get("status") == TrialStatus.ok, str_or_none(r.get("ended_at")) or ""))
 
 
 def _side_problem(row: dict[str, Any] | None, label: str) -> str | None:
     if row is None:
         return f"no {label} trial"
-    if row.get("status") != "ok":
+    if row.get("status") != TrialStatus.ok:
         err = str_or_none(row.get("error"))
         return f"{label} trial {row.get('status')}" + (f": {err}" if err else "")
     missing = [k for k in REQUIRED_FIGURES if not math.isfinite(to_float(row.get(k)))]

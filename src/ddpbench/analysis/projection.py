@@ -8,12 +8,13 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+from ddpbench.analysis.metrics import PairMetric
 from ddpbench.analysis.results import PairRecord
 
 #: the job length the report projects onto when none is given, hours of training
 JOB_HOURS = 1.0
 #: the per-pair metric of the projection
-PROJECTED = "projected_overhead_pct"
+PROJECTED = PairMetric.projected_overhead_pct
 PROJECTION_METHOD = ("per pair: step_overhead_pct + 100 * (startup_diff_s + teardown_diff_s) / (job_hours * 3600); "
                      "Student's paired t interval of these values (the covariance of the two parts included)")
 

@@ -9,6 +9,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 from ddpbench.analysis.pairing import str_or_none
+from ddpbench.choices import TrialStatus
 from ddpbench.formats.condition import SWEEPER_KEYS, VERSION_KEY, VERSIONS_KEY
 
 #: (label, column) of the versions the report's setup names, in that order
@@ -79,7 +80,7 @@ def config_differences(frame: pd.DataFrame, baseline: str) -> tuple[list[str], l
     per_mode: dict[str, dict[str, str]] = {}
     if "config_json" not in frame.columns:
         return [], []
-    ok = frame[frame["status"] == "ok"] if "status" in frame.columns else frame
+    ok = frame[frame["status"] == TrialStatus.ok] if "status" in frame.columns else frame
     for mode, text in zip(ok["mode"], ok["config_json"]):
         if mode in per_mode or not isinstance(text, str):
             continue
@@ -108,7 +109,7 @@ def ray_startup(frame: pd.DataFrame, baseline: str) -> list[tuple[str, float, in
     """Per mode (baseline first): the mean ``ray_startup_s`` of its ok trials (s) and their number; [] without any."""
     if "ray_startup_s" not in frame.columns or "mode" not in frame.columns:
         return []
-    ok = frame[frame["status"] == "ok"] if "status" in frame.columns else frame
+    ok = frame[frame["status"] == TrialStatus.ok] if "status" in frame.columns else frame
     values = pd.to_numeric(ok["ray_startup_s"], errors="coerce")
     out = []
     for mode in sorted(set(ok["mode"][values.notna()]), key=lambda m: (m != baseline, str(m))):

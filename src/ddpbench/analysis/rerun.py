@@ -9,6 +9,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ddpbench.analysis.disturbance import trial_disturbance_of
 from ddpbench.analysis.results import RERUN, ExcludedPair, PairRecord
+from ddpbench.choices import TrialStatus
 
 Sides = tuple[Mapping[str, Any], Mapping[str, Any]]
 """The baseline's and the compared mode's trial rows of one pair."""
@@ -19,7 +20,7 @@ RerunKey = tuple[str, str, int]
 def repeat_disturbance(rows: Sequence[Mapping[str, Any]], baseline: str) -> str | None:
     """Why the pair made of ``rows`` (one condition's and repeat's trials) is disturbed, naming the disturbed
     trials' modes, the baseline first; None when it is not, or when a trial is not ``ok`` (then it is unpaired)."""
-    if any(row.get("status") != "ok" for row in rows):
+    if any(row.get("status") != TrialStatus.ok for row in rows):
         return None
     ordered = sorted(rows, key=lambda r: (str(r.get("mode")) != baseline, str(r.get("mode"))))
     parts = [f"{row.get('mode')} trial: {why}" for row in ordered if (why := trial_disturbance_of(row))]

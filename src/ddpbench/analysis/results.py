@@ -9,7 +9,7 @@ from typing import Any
 
 from ddpbench.analysis.stats import PairedSummary
 from ddpbench.analysis.switching import SwitchedEstimate
-from ddpbench.choices import Role
+from ddpbench.choices import Choice, Role, Verdict
 
 #: a calibration passes when the recovered cost is within this % of the injected one
 CALIBRATION_TOLERANCE_PCT = 10.0
@@ -81,14 +81,14 @@ class FailedTrial:
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """``within``, ``over`` or ``inconclusive`` against ``budget_pct`` (percent), with the reason and each figure's
-    own status (:mod:`ddpbench.analysis.verdict`)."""
+class BudgetVerdict:
+    """The verdict against ``budget_pct`` (percent), with the reason and each figure's own verdict
+    (:mod:`ddpbench.analysis.verdict`)."""
 
-    status: str
+    status: Verdict
     budget_pct: float
     reason: str
-    per_metric: dict[str, str] = field(default_factory=dict)
+    per_metric: dict[str, Verdict] = field(default_factory=dict)
     # the figures that decided (empty when inconclusive); whether the within-trial figure's assumption held
     decided_by: tuple[str, ...] = ()
     assumption_holds: bool | None = None
@@ -171,12 +171,22 @@ class RobustInterval:
     boot_high: float = math.nan
 
 
+class FigureGroup(Choice):
+    """The table of a condition a :class:`FigureRow` belongs to."""
+
+    phase = "phase"  # per-phase time (timing=phase), ms per step
+    gpu = "gpu"  # the step on the GPU's clock, ms per step
+    startup = "startup"  # start-up by part, s per trial
+    memory = "memory"  # peak memory, MB
+    metric = "metric"  # figures read from the workload's output, in their own units
+
+
 @dataclass(frozen=True)
 class FigureRow:
-    """One figure of both sides (``group``: phase, memory, metric, gpu or startup) in ``unit``, with the per-pair
-    difference and percentage (None, with ``note``, when the baseline is near zero or a side lacks it)."""
+    """One figure of both sides in ``unit``, with the per-pair difference and percentage (None, with ``note``, when
+    the baseline is near zero or a side lacks it)."""
 
-    group: str
+    group: FigureGroup
     name: str
     unit: str
     base: PairedSummary
@@ -242,7 +252,7 @@ class Comparison:
     n_pairs: int
     metrics: dict[str, PairedSummary]
     sides: dict[str, PairedSummary]
-    verdict: Verdict
+    verdict: BudgetVerdict
     order_effects: tuple[OrderEffect, ...]
     stability: tuple[Stability, ...]
     excluded: tuple[ExcludedPair, ...]

@@ -9,7 +9,7 @@ import math
 from typing import Any, Callable, Mapping, Sequence
 
 from ddpbench.analysis.figures import custom_metrics, finite, step_ms
-from ddpbench.analysis.results import FigureRow, RobustInterval
+from ddpbench.analysis.results import FigureGroup, FigureRow, RobustInterval
 from ddpbench.analysis.robust import bootstrap_interval, wilcoxon_interval
 from ddpbench.analysis.stats import mean, paired_summary
 from ddpbench.formats.rank_record import PHASES
@@ -67,7 +67,7 @@ def robust_interval(values: Sequence[float], confidence: float, bootstrap: bool 
     return RobustInterval(w.n, w.estimate, w.ci_low, w.ci_high, w.achieved_confidence, lo, hi)
 
 
-def figure_row(group: str, name: str, unit: str, sides: Sides, value: Value, confidence: float,
+def figure_row(group: FigureGroup, name: str, unit: str, sides: Sides, value: Value, confidence: float,
                whole: float | None = None) -> FigureRow:
     """One :class:`FigureRow` of ``value(row)`` over the pairs' sides (pairs lacking it on a side are left out)."""
     known = [(value(b), value(x)) for b, x in sides]
@@ -91,14 +91,14 @@ def phase_rows(sides: Sides, confidence: float) -> tuple[FigureRow, ...]:
         return ()
     whole = mean([step_ms(b) or math.nan for b, _ in sides])
     return tuple(
-        figure_row("phase", phase, "ms", sides, column(f"phase_time_ms_{phase}_mean"), confidence, whole)
+        figure_row(FigureGroup.phase, phase, "ms", sides, column(f"phase_time_ms_{phase}_mean"), confidence, whole)
         for phase in PHASES
     )
 
 
 def memory_rows(sides: Sides, confidence: float) -> tuple[FigureRow, ...]:
     """Peak host RSS and peak CUDA memory allocated (MB, the largest rank's) where both sides have them."""
-    return tuple(figure_row("memory", name, "MB", sides, column(key, MB), confidence)
+    return tuple(figure_row(FigureGroup.memory, name, "MB", sides, column(key, MB), confidence)
                  for key, name in (("memory_host_peak_rss_bytes", "host peak RSS"),
                                    ("memory_cuda_peak_allocated_bytes", "CUDA peak allocated"))
                  if both_have(sides, key))
@@ -113,6 +113,6 @@ def metric_rows(sides: Sides, confidence: float) -> tuple[FigureRow, ...]:
                 if unit or name not in units:
                     units[name] = unit
     return tuple(
-        figure_row("metric", name, unit, sides, column(f"metric_{name}"), confidence)
+        figure_row(FigureGroup.metric, name, unit, sides, column(f"metric_{name}"), confidence)
         for name, unit in sorted(units.items())
     )

@@ -15,12 +15,26 @@ from typing import Sequence
 import numpy as np
 
 from ddpbench.analysis.stats import mean_sd, normal_isf, normal_sf, t_isf, t_sf
-from ddpbench.choices import Spending
+from ddpbench.choices import Choice, Spending, Verdict
 
-#: the reasons a sweep stops, in the order they are checked
-STOP_REASONS = ("over", "within", "precise", "max_pairs", "max_minutes")
-#: the reasons that stop without a verdict
-INCONCLUSIVE_REASONS = STOP_REASONS[2:]
+
+
+class StopReason(Choice):
+    """Why a sequence of looks stops, in the order :func:`decide` checks them: a verdict, or a limit without one."""
+
+    over = "over"  # the interval lies wholly above the budget
+    within = "within"  # wholly below it
+    precise = "precise"  # its half-width reached the target
+    max_pairs = "max_pairs"
+    max_minutes = "max_minutes"
+
+    @property
+    def verdict(self) -> Verdict:
+        """The verdict this stop gives: ``over``, ``within``, else ``inconclusive``."""
+        return _VERDICT_OF.get(self, Verdict.inconclusive)
+
+
+_VERDICT_OF = {StopReason.over: Verdict.over, StopReason.within: Verdict.within}
 SPENDING_FUNCTIONS = tuple(Spending)
 #: simulated null paths behind the boundaries of :func:`boundaries`
 SIMULATIONS = 200_000
@@ -35,7 +49,7 @@ class StopDecision:
     report."""
 
     stop: bool
-    reason: str | None
+    reason: StopReason | None
     n: int
     mean: float
     ci_low: float
@@ -48,6 +62,11 @@ class StopDecision:
     #: this rule's looks (:func:`pairs_needed_with_looks`); None when decided, or when no number would
     pairs_needed: int | None = None
     pairs_needed_auto: int | None = None
+
+    @property
+    def verdict(self) -> Verdict:
+        """The verdict of the stop (``inconclusive`` while more pairs are needed)."""
+        return self.reason.verdict if self.reason is not None else Verdict.inconclusive
 
     @property
     def half_width(self) -> float:
@@ -160,7 +179,7 @@ def decide(overheads: Sequence[float], budget: float, confidence: float = 0.95, 
            spending: str = Spending.pocock) -> StopDecision:
     """Whether the sweep stops after the per-pair ``overheads`` so far (in finishing order), and why.
 
-    ``budget`` and ``halfwidth`` are in the overheads' unit. Reasons are checked in :data:`STOP_REASONS` order from
+    ``budget`` and ``halfwidth`` are in the overheads' unit. Reasons are checked in :class:`StopReason` order from
     ``min_pairs`` on; pairs beyond ``max_pairs`` are ignored. ValueError for unusable settings or a non-finite
     overhead.
     """
@@ -185,22 +204,22 @@ def decide(overheads: Sequence[float], budget: float, confidence: float = 0.95, 
     m, sd = mean_sd(xs)
     half = crit * sd / math.sqrt(look)
     lo, hi = m - half, m + half
-    reason: str | None
+    reason: StopReason | None
     if lo > budget:
-        reason, why = "over", "stop: wholly above the budget (over)"
+        reason, why = StopReason.over, "stop: wholly above the budget (over)"
     elif hi < budget:
-        reason, why = "within", "stop: wholly below the budget (within)"
+        reason, why = StopReason.within, "stop: wholly below the budget (within)"
     elif halfwidth is not None and half <= halfwidth:
-        reason, why = "precise", f"stop: half-width {half:.4g} reached the target {halfwidth:g} (inconclusive)"
+        reason, why = StopReason.precise, f"stop: half-width {half:.4g} reached the target {halfwidth:g} (inconclusive)"
     elif n >= max_pairs:
-        reason, why = "max_pairs", f"stop: max_pairs={max_pairs} reached (inconclusive)"
+        reason, why = StopReason.max_pairs, f"stop: max_pairs={max_pairs} reached (inconclusive)"
     elif elapsed_minutes >= max_minutes:
-        reason, why = "max_minutes", f"stop: {elapsed_minutes:.1f} of max_minutes={max_minutes:g} used (inconclusive)"
+        reason, why = StopReason.max_minutes, f"stop: {elapsed_minutes:.1f} of max_minutes={max_minutes:g} used (inconclusive)"
     else:
         reason, why = None, "continue"
     interval = (f"{look} pairs: mean {m:+.4g}, interval [{lo:+.4g}, {hi:+.4g}] at {100 * (1 - a_n):.3g} % per look "
                 f"({100 * confidence:g} % overall, {spending} spending) vs budget {budget:g}")
-    inconclusive = reason in INCONCLUSIVE_REASONS
+    inconclusive = reason is not None and reason.verdict == Verdict.inconclusive
     needed = pairs_needed(m, sd, budget, confidence) if inconclusive else None
     needed_auto = pairs_needed_with_looks(needed, alpha, min_pairs, max_pairs, spending) if needed is not None else None
     if inconclusive:
@@ -227,10 +246,10 @@ def decide_with_lower_bound(overheads: Sequence[float], lower_bounds: Sequence[f
     """
     whole = decide(overheads, budget, confidence, halfwidth, min_pairs, max_pairs, elapsed_minutes, max_minutes,
                    spending)
-    if whole.reason == "over" or len(lower_bounds) < min_pairs:
+    if whole.reason == StopReason.over or len(lower_bounds) < min_pairs:
         return whole
     bound = decide(lower_bounds, budget, 1.0 - (1.0 - confidence) / 2.0, None, min_pairs, max_pairs, spending=spending)
-    if bound.reason != "over":
+    if bound.reason != StopReason.over:
         return whole
     return replace(bound, message=f"within-trial lower bound, {bound.message}")
 

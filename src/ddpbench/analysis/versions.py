@@ -15,9 +15,10 @@ from ddpbench.analysis.figures import finite
 from ddpbench.analysis.pairing import pair_table, str_or_none
 from ddpbench.analysis.results import jsonable
 from ddpbench.analysis.stats import PairedSummary, paired_summary
+from ddpbench.choices import Verdict
+from ddpbench.formats.analysis_record import REGRESSION_WORDS
 from ddpbench.formats.condition import arm_name
 
-REGRESSION, NO_REGRESSION, INCONCLUSIVE = "regression", "no regression", "inconclusive"
 #: per-version-step metrics: key -> unit
 METRICS = {"step_ms": "ms", "step_pct": "%", "startup_s": "s", "teardown_s": "s", "memory_mb": "MB"}
 VERDICT_RULE = ("per-step Δ % of current - previous, 95 % paired t interval: regression when wholly above "
@@ -38,7 +39,8 @@ class VersionStep:
     current_version: str
     # METRICS key -> paired summary of current - previous
     metrics: Dict[str, PairedSummary]
-    verdict: str
+    # over the threshold: a regression (spelled as REGRESSION_WORDS in the record and the report)
+    verdict: Verdict
     # trials of these arms whose tool summary had a format this ddpbench does not know
     unknown_formats: Tuple[str, ...] = ()
 
@@ -48,15 +50,15 @@ class VersionStep:
         return self.metrics["step_ms"].n
 
 
-def regression_verdict(step_pct: PairedSummary, regression_pct: float) -> str:
-    """``regression`` / ``no regression`` / ``inconclusive`` for a per-step Δ % interval against the threshold."""
+def regression_verdict(step_pct: PairedSummary, regression_pct: float) -> Verdict:
+    """A per-step Δ % interval against the threshold: ``over`` (a regression), ``within`` (none) or ``inconclusive``."""
     if step_pct.n < 2 or not (math.isfinite(step_pct.ci_low) and math.isfinite(step_pct.ci_high)):
-        return INCONCLUSIVE
+        return Verdict.inconclusive
     if step_pct.ci_low > regression_pct:
-        return REGRESSION
+        return Verdict.over
     if step_pct.ci_high <= regression_pct:
-        return NO_REGRESSION
-    return INCONCLUSIVE
+        return Verdict.within
+    return Verdict.inconclusive
 
 
 def version_lists(frame: pd.DataFrame) -> Dict[str, List[str]]:
@@ -127,10 +129,11 @@ def compare_versions(frame: pd.DataFrame, regression_pct: float = 1.0) -> List[V
     return steps
 
 
-def verdicts_exit_code(verdicts: Iterable[str]) -> int:
-    """``--fail-on-regression``: 1 when one verdict is a regression, else 3 when one is not ``no regression``, else 0."""
+def verdicts_exit_code(verdicts: Iterable[Verdict]) -> int:
+    """``--fail-on-regression``: 1 when one verdict is a regression (``over``), else 3 when one is not ``within``,
+    else 0."""
     seen = set(verdicts)
-    return 1 if REGRESSION in seen else 3 if seen - {NO_REGRESSION} else 0
+    return 1 if Verdict.over in seen else 3 if seen - {Verdict.within} else 0
 
 
 def versions_to_dict(steps: Sequence[VersionStep], regression_pct: float) -> Dict[str, Any]:
@@ -142,5 +145,5 @@ def versions_to_dict(steps: Sequence[VersionStep], regression_pct: float) -> Dic
         "steps": [{"condition_id": s.condition_id, "mode": s.mode, "previous": s.previous, "current": s.current,
                    "previous_version": s.previous_version, "current_version": s.current_version,
                    "n_pairs": s.n_pairs, "metrics": jsonable(s.metrics),
-                   "verdict": s.verdict, "unknown_formats": list(s.unknown_formats)} for s in steps],
+                   "verdict": REGRESSION_WORDS[s.verdict], "unknown_formats": list(s.unknown_formats)} for s in steps],
     }

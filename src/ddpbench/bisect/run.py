@@ -12,7 +12,9 @@ from ddpbench.bisect import search
 from ddpbench.bisect.commits import Commit
 from ddpbench.bisect.step import Plan, measure
 from ddpbench.errors import ConfigError
-from ddpbench.formats.bisect_record import build_bisect_record, read_bisect_record, write_bisect_record
+from ddpbench.choices import Verdict
+from ddpbench.formats.bisect_record import (BisectStatus, StepState, StepStatus, build_bisect_record, read_bisect_record,
+                                             step_status, write_bisect_record)
 from ddpbench.formats.condition import arm_name
 from ddpbench.io import write_text_atomic
 from ddpbench.report.bisect import bisect_markdown, figure
@@ -20,7 +22,7 @@ from ddpbench.report.bisect import bisect_markdown, figure
 #: the inputs that make two runs of one name the same bisection
 SAME_INPUTS = ("mode", "repo", "good", "bad", "commits", "overrides", "rule")
 #: the exit status of each outcome
-EXIT_CODES = {"found": 0, "inconclusive": 3, "no_regression": 3}
+EXIT_CODES = {BisectStatus.found: 0, BisectStatus.inconclusive: 3, BisectStatus.no_regression: 3}
 REPORT_FILE = "report.md"
 
 
@@ -30,11 +32,12 @@ def _now() -> str:
 
 def verdict_words(step: Mapping[str, Any], regression_pct: float) -> str:
     """What a step's status means, in words."""
-    return {"over": f"slower by more than {regression_pct:g} %: bad",
-            "within": f"not slower by more than {regression_pct:g} %: good",
-            "inconclusive": "no verdict within the limits: skipped",
-            "failed": f"a trial failed ({step.get('error')}): skipped",
-            "running": "measuring"}[str(step["status"])]
+    words: Dict[StepStatus, str] = {Verdict.over: f"slower by more than {regression_pct:g} %: bad",
+                                    Verdict.within: f"not slower by more than {regression_pct:g} %: good",
+                                    Verdict.inconclusive: "no verdict within the limits: skipped",
+                                    StepState.failed: f"a trial failed ({step.get('error')}): skipped",
+                                    StepState.running: "measuring"}
+    return words[step_status(str(step["status"]))]
 
 
 class Bisection:
@@ -46,7 +49,7 @@ class Bisection:
         self.folder = plan.folder
         self.started_at = _now()
         self.steps: List[Dict[str, Any]] = []
-        self.result: Dict[str, Any] = {"status": "running", "first_bad": None, "candidates": [], "message": ""}
+        self.result: Dict[str, Any] = {"status": BisectStatus.running, "first_bad": None, "candidates": [], "message": ""}
 
     def load(self) -> None:
         """Take the steps of a kept record of this bisection; ConfigError when the name holds another one."""
@@ -60,7 +63,7 @@ class Bisection:
             raise ConfigError(f"bisect: {self.folder} holds another bisection (its {differs} differs); "
                               f"choose another sweep_name=")
         self.steps, self.started_at = list(kept["steps"]), str(kept.get("started_at") or self.started_at)
-        decided = [s for s in self.steps if s["status"] != "running"]
+        decided = [s for s in self.steps if s["status"] != StepState.running]
         if decided:
             self.say(f"ddpbench-bisect: resuming {self.folder}: {len(decided)} commit(s) already decided")
 
@@ -70,11 +73,11 @@ class Bisection:
         write_bisect_record(self.folder, record)
         write_text_atomic(self.folder / REPORT_FILE, bisect_markdown(record))
 
-    def verdicts(self) -> Dict[int, str]:
+    def verdicts(self) -> Dict[int, StepStatus]:
         """Range index -> status of every decided commit."""
         index = {c.commit: i for i, c in enumerate(self.commits)}
-        return {index[s["commit"]]: str(s["status"]) for s in self.steps
-                if s["status"] != "running" and s["commit"] in index}
+        return {index[s["commit"]]: step_status(str(s["status"])) for s in self.steps
+                if s["status"] != StepState.running and s["commit"] in index}
 
     def entry(self, position: int) -> Dict[str, Any]:
         """The step record of the commit at ``position`` (the kept one when resuming, else a new one)."""
@@ -83,7 +86,7 @@ class Bisection:
             if step["commit"] == commit.commit:
                 return step
         step = {"commit": commit.commit, "subject": commit.subject, "index": position,
-                "sweep_dir": str(self.folder / f"{position + 1:03d}-{commit.short}"), "status": "running",
+                "sweep_dir": str(self.folder / f"{position + 1:03d}-{commit.short}"), "status": StepState.running,
                 "started_at": _now()}
         self.steps.append(step)
         return step
@@ -95,7 +98,7 @@ class Bisection:
         repo = self.inputs["repo"]
         while True:
             outcome = search.outcome(len(self.commits), self.verdicts())
-            if outcome.status != "running":
+            if outcome.status != BisectStatus.running:
                 break
             assert outcome.next is not None
             commit = self.commits[outcome.next]
@@ -116,13 +119,13 @@ class Bisection:
         """Record the outcome, write the record and the report, say it in one line."""
         regression = float(self.inputs["rule"]["regression_pct"])
         candidates = [self.commits[i] for i in outcome.candidates]
-        if outcome.status == "found":
+        if outcome.status == BisectStatus.found:
             assert outcome.first_bad is not None
             bad = self.commits[outcome.first_bad]
             step = next(s for s in self.steps if s["commit"] == bad.commit)
             message = (f"first bad commit: {bad.commit} \"{bad.subject}\" ({figure(step)} per step vs the good "
                        f"commit {self.inputs['good']['commit'][:12]}, more than {regression:g} %)")
-        elif outcome.status == "no_regression":
+        elif outcome.status == BisectStatus.no_regression:
             message = (f"no regression: the bad commit {self.commits[-1].short} is not slower than the good one by "
                        f"more than {regression:g} % per step")
         else:

@@ -15,14 +15,13 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from ddpbench.bisect.commits import Commit
-from ddpbench.choices import Disturbed, Spending
+from ddpbench.choices import Disturbed, Spending, TrialStatus, Verdict
 from ddpbench.errors import ConfigError
+from ddpbench.formats.bisect_record import StepState, StepStatus
 from ddpbench.sweep.order import quote_value
 
 #: the overall confidence of each commit's sequence of intervals (the sequential rule's)
 CONFIDENCE = 0.95
-#: the step of a look that stops without a verdict
-INCONCLUSIVE = "inconclusive"
 
 
 class Interrupted(Exception):
@@ -106,7 +105,7 @@ def evidence(folder: Path, good_arm: str, arm: str, rule: Rule) -> Evidence:
     if not len(frame):
         return found
     found.repeats = int(frame["repeat"].nunique())
-    bad = frame[frame["status"] != "ok"]
+    bad = frame[frame["status"] != TrialStatus.ok]
     if len(bad):
         row = bad.iloc[0]
         found.failed = f"{row['mode']} repeat {row['repeat']}: {row.get('error') or row['status']}"
@@ -170,10 +169,10 @@ def measure(plan: Plan, commit: Commit, spec: str, arm: str, entry: Dict[str, An
         decision = _decision(found, rule, started)
         status = _status(found, decision, rule)
         entry.update(_figures(found, decision), status=status, error=found.failed)
-        if status != "running":
+        if status != StepState.running:
             entry["ended_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         save(entry)
-        if status != "running":
+        if status != StepState.running:
             return entry
 
 
@@ -187,17 +186,17 @@ def _decision(found: Evidence, rule: Rule, started: float) -> Any:
 
 def _decided(found: Evidence, rule: Rule, started: float) -> bool:
     """Whether the pairs already run decide the commit (a resumed step that had finished its looks)."""
-    return len(found.values) >= rule.min_pairs and _decision(found, rule, started).reason in ("over", "within")
+    return len(found.values) >= rule.min_pairs and _decision(found, rule, started).verdict != Verdict.inconclusive
 
 
-def _status(found: Evidence, decision: Any, rule: Rule) -> str:
+def _status(found: Evidence, decision: Any, rule: Rule) -> StepStatus:
     if found.failed is not None:
-        return "failed"
-    if decision.reason in ("over", "within"):
-        return str(decision.reason)
+        return StepState.failed
+    if decision.verdict != Verdict.inconclusive:
+        return Verdict(decision.verdict)
     if decision.stop or found.repeats >= rule.max_pairs:
-        return INCONCLUSIVE
-    return "running"
+        return Verdict.inconclusive
+    return StepState.running
 
 
 def _figures(found: Evidence, decision: Any) -> Dict[str, Any]:

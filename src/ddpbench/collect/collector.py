@@ -14,6 +14,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from ddpbench.choices import TrialStatus
 from ddpbench.formats.layout import AttemptLayout
 from ddpbench.formats.rank_loop import GPU_TIME_KEYS, STARTUP_PARTS
 from ddpbench.formats.rank_record import INJECT_KEYS, PHASES, STEP_STAT_KEYS, read_rank_record
@@ -238,7 +239,7 @@ def load_step_times(frame: pd.DataFrame, rank: int = 0) -> pd.DataFrame:
     (``attempt_dir``; ``job_dir`` for a version 1 record), as columns ``mode``, ``repeat``, ``step_ms``; trials
     without a rank record or its ``step_times_ms`` (``trial.save_step_times=false``) are left out."""
     parts = []
-    ok = frame[frame["status"] == "ok"] if "status" in frame.columns else frame
+    ok = frame[frame["status"] == TrialStatus.ok] if "status" in frame.columns else frame
     attempts = ok["attempt_dir"] if "attempt_dir" in ok.columns else [None] * len(ok)
     folders = [Path(a) if isinstance(a, str) and a else Path(str(j)) for a, j in zip(attempts, ok.get("job_dir", []))]
     for mode, repeat, folder in zip(ok.get("mode", []), ok.get("repeat", []), folders):

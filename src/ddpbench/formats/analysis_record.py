@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from ddpbench.choices import Verdict
 from ddpbench.formats.reader import Format
 
 SCHEMA = "ddpbench.analysis"
@@ -24,6 +25,10 @@ COMPARISON_ADDED_IN_V2: Dict[str, Any] = {"workload": "mlp", "robust": {}, "pct_
 ADDED_IN_V3: Dict[str, Any] = {"job_hours": None}
 #: how a version 2 record's reason of a re-run pair ended (its only mark of being one)
 _V2_RERUN_ENDING = "re-run, not counted"
+
+#: how a version step's verdict (the per-step change against the threshold) is spelled in ``versions.steps``
+REGRESSION_WORDS: Dict[Verdict, str] = {Verdict.over: "regression", Verdict.within: "no regression",
+                                        Verdict.inconclusive: "inconclusive"}
 
 #: top-level fields every version holds, with their JSON types
 REQUIRED_FIELDS: Dict[str, Tuple[type, ...]] = {
@@ -106,12 +111,15 @@ validate_analysis_record = FORMAT.first_problem
 read_analysis_record = FORMAT.read_problem
 
 
-def version_verdicts(record: Mapping[str, Any]) -> Optional[List[str]]:
-    """The verdict of every version step in a (current-version) record; None when it holds no versions comparison."""
+def version_verdicts(record: Mapping[str, Any]) -> Optional[List[Verdict]]:
+    """The verdict of every version step in a (current-version) record (one it does not spell as
+    :data:`REGRESSION_WORDS` does: inconclusive); None when it holds no versions comparison."""
     versions = record.get("versions")
     if not isinstance(versions, dict) or not isinstance(versions.get("steps"), list):
         return None
-    return [str(step.get("verdict")) if isinstance(step, dict) else "" for step in versions["steps"]]
+    verdict_of = {word: verdict for verdict, word in REGRESSION_WORDS.items()}
+    return [verdict_of.get(str(step.get("verdict")) if isinstance(step, dict) else "", Verdict.inconclusive)
+            for step in versions["steps"]]
 
 
 def _with_cause(excluded: Any) -> Any:

@@ -5,8 +5,9 @@ at a commit and read back to resume. Fields and versions: docs/formats.md.
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from ddpbench.choices import Choice, Verdict
 from ddpbench.formats.reader import Format
 from ddpbench.io import write_json_atomic
 
@@ -14,13 +15,41 @@ SCHEMA = "ddpbench.bisect"
 SCHEMA_VERSION = 1
 #: the record's file name inside a bisection's folder
 BISECT_FILE = "bisect.json"
-#: a measured commit's verdict: ``over`` (slower than the good commit by more than ``regression_pct``: bad),
-#: ``within`` (not: good), ``inconclusive`` (no verdict within the limits) or ``failed`` (a trial failed);
-#: ``running`` while it is measured
-STEP_STATUSES = ("running", "over", "within", "inconclusive", "failed")
-#: the bisection's outcome: ``found`` (the first bad commit), ``inconclusive`` (candidates left),
-#: ``no_regression`` (the bad commit is not slower by more than ``regression_pct``), ``running``
-RESULT_STATUSES = ("running", "found", "inconclusive", "no_regression")
+
+
+class StepState(Choice):
+    """A measured commit's status while it has no verdict."""
+
+    running = "running"  # being measured
+    failed = "failed"  # a trial failed: skipped
+
+
+#: a measured commit's ``status``: its verdict (``over``: slower than the good commit by more than
+#: ``regression_pct``: bad; ``within``: not: good; ``inconclusive``: no verdict within the limits: skipped), or its
+#: state without one
+StepStatus = Union[Verdict, StepState]
+STEP_STATUSES: Tuple[StepStatus, ...] = (StepState.running, Verdict.over, Verdict.within, Verdict.inconclusive,
+                                         StepState.failed)
+
+
+class BisectStatus(Choice):
+    """The bisection's outcome (``result.status``)."""
+
+    running = "running"
+    found = "found"  # the first bad commit
+    inconclusive = "inconclusive"  # candidates left, none measurable
+    no_regression = "no_regression"  # the bad commit is not slower than the good one by more than regression_pct
+
+
+RESULT_STATUSES: Tuple[BisectStatus, ...] = tuple(BisectStatus)
+
+
+def step_status(text: str) -> StepStatus:
+    """A step's ``status`` as a record spells it, typed (ValueError when it is none of :data:`STEP_STATUSES`)."""
+    try:
+        return Verdict(text)
+    except ValueError:
+        return StepState(text)
 #: the fields a record must have
 REQUIRED = ("name", "mode", "repo", "good", "bad", "commits", "rule", "steps", "result")
 

@@ -10,6 +10,7 @@ import hashlib
 import json
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ddpbench.choices import TrialStatus
 from ddpbench.formats.condition import NOT_IN_HASH
 from ddpbench.formats.rank_combine import (
     combine_gpu_times, combine_phase_times, combine_step_times, peak_memory, rank_summaries, startup_split, throughput,
@@ -22,7 +23,6 @@ SCHEMA = "ddpbench.trial"
 SCHEMA_VERSION = 5
 #: the record's file name inside a job dir
 TRIAL_FILE = "trial.json"
-STATUSES = ("ok", "failed", "timeout")
 
 #: fields a reader needs to pair a trial, with their JSON types
 REQUIRED_FIELDS: Dict[str, Tuple[type, ...]] = {
@@ -90,7 +90,7 @@ def traceml_section(summary: Optional[Mapping[str, Any]], path: Optional[str]) -
             "step_time_ms": global_stats.get("average"), "step_time_median_ms": global_stats.get("median")}
 
 
-def build_trial_record(*, meta: Mapping[str, Any], config: Mapping[str, Any], status: str, exit_code: Optional[int],
+def build_trial_record(*, meta: Mapping[str, Any], config: Mapping[str, Any], status: TrialStatus, exit_code: Optional[int],
                        error: Optional[str], wall_s: Optional[float], spawn_epoch: float,
                        ranks: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]],
                        traceml: Optional[Mapping[str, Any]], environment: Mapping[str, Any], logs: Mapping[str, Any],
@@ -99,10 +99,9 @@ def build_trial_record(*, meta: Mapping[str, Any], config: Mapping[str, Any], st
                        tool: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """Assemble a ``trial.json`` payload: ``meta`` holds the identity fields (mode, repeat, dirs...); a None section
     (``attempt``, ``load``, ``metrics``, ``tool``, ``traceml``) is recorded as unknown."""
-    assert status in STATUSES, status
     cluster = config["cluster"]
     world_size = int(cluster["nnodes"]) * int(cluster["nproc_per_node"])
-    measured = status == "ok"
+    measured = status == TrialStatus.ok
     done = ranks if measured else []  # the ranks whose figures count: none unless the trial is ok
     rank0 = next((r for r in ranks if int(r.get("rank", -1)) == 0), None)
     record: Dict[str, Any] = {
@@ -156,7 +155,7 @@ def _check(record: Dict[str, Any]) -> List[str]:
         value = record[key]
         if not isinstance(value, types) or isinstance(value, bool):
             return [f"field {key!r} has type {type(value).__name__}"]
-    if record["status"] == "ok":
+    if record["status"] == TrialStatus.ok:
         numeric = OK_NUMERIC_FIELDS if record.get("ranks") else OK_NUMERIC_FIELDS_WITHOUT_RANKS
         bad = [k for k in numeric
                if not isinstance(record.get(k), (int, float)) or isinstance(record.get(k), bool)]

@@ -3,10 +3,14 @@ measured (in order, its per-step Δ against the good commit with its interval), 
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Dict, Mapping
 
-_STATUS_WORDS = {"over": "bad (slower)", "within": "good", "inconclusive": "no verdict (skipped)",
-                 "failed": "a trial failed (skipped)", "running": "measuring"}
+from ddpbench.choices import Verdict
+from ddpbench.formats.bisect_record import BisectStatus, StepState, StepStatus, step_status
+
+_STATUS_WORDS: Dict[StepStatus, str] = {Verdict.over: "bad (slower)", Verdict.within: "good",
+                                        Verdict.inconclusive: "no verdict (skipped)",
+                                        StepState.failed: "a trial failed (skipped)", StepState.running: "measuring"}
 
 
 def _cell(text: Any) -> str:
@@ -46,13 +50,13 @@ def bisect_markdown(record: Mapping[str, Any]) -> str:
              "| # | commit | subject | pairs | per-step Δ [interval] | verdict | sweep |",
              "|---|---|---|---|---|---|---|"]
     for number, step in enumerate(record["steps"], start=1):
-        verdict = _STATUS_WORDS.get(str(step["status"]), str(step["status"]))
+        verdict = _STATUS_WORDS[step_status(str(step["status"]))]
         if step.get("error"):
             verdict += f": {step['error']}"
         lines.append(f"| {number} | {step['commit'][:12]} | {_cell(step.get('subject', ''))} | {step.get('n', 0)} "
                      f"| {figure(step)} | {_cell(verdict)} | {_cell(step['sweep_dir'])} |")
     left = result.get("candidates") or []
-    if result["status"] == "inconclusive" and left:
+    if result["status"] == BisectStatus.inconclusive and left:
         lines += ["", "Candidates left (the first bad commit is one of them): "
                   + ", ".join(str(c)[:12] for c in left)]
     lines += ["", f"Started {record.get('started_at')}, updated {record.get('updated_at')} "

@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from ddpbench import __version__
-from ddpbench.analysis.paired import INCONCLUSIVE, OVER, Analysis, analysis_to_dict, analyze
+from ddpbench.analysis.paired import Analysis, analysis_to_dict, analyze
 from ddpbench.analysis.projection import JOB_HOURS, job_seconds
 from ddpbench.analysis.rerun import RerunKey, rerun_pairs
 from ddpbench.collect.collector import collect_trials, write_results
@@ -22,7 +22,7 @@ from ddpbench.io import write_json_atomic, write_text_atomic
 from ddpbench.formats.stopping_record import read_stopping_record
 from ddpbench.report.markdown import ranked_tools, render_report
 from ddpbench.analysis.tools import compares_several_tools
-from ddpbench.choices import Role
+from ddpbench.choices import Role, Verdict
 from ddpbench.report.plots import plot_condition, save_figure, tool_plot
 from ddpbench.analysis.versions import VersionStep, compare_versions, unknown_formats, version_lists, versions_to_dict
 from ddpbench.report.versions import version_plot, versions_section
@@ -42,7 +42,7 @@ class ReportOutcome:
     analysis_path: Path
     results_paths: tuple[Path, ...]
     plot_paths: tuple[Path, ...]
-    verdicts: dict[str, str]
+    verdicts: dict[str, Verdict]
     n_trials: int
     n_ok: int
     n_skipped: int
@@ -55,7 +55,7 @@ class ReportOutcome:
     def exit_code(self, fail_over_budget: bool = False) -> int:
         """0; with ``fail_over_budget``: 1 when any comparison is over budget, else 3 when any is inconclusive."""
         found = set(self.verdicts.values()) if fail_over_budget else set()
-        return EXIT_OVER if OVER in found else EXIT_INCONCLUSIVE if INCONCLUSIVE in found else EXIT_OK
+        return EXIT_OVER if Verdict.over in found else EXIT_INCONCLUSIVE if Verdict.inconclusive in found else EXIT_OK
 
 
 def _check_inputs(sweep_dirs: Sequence[Path]) -> None:

@@ -12,6 +12,7 @@ from typing import Sequence
 
 from ddpbench.analysis.projection import JOB_HOURS
 from ddpbench.errors import error_line
+from ddpbench.formats.analysis_record import REGRESSION_WORDS
 from ddpbench.report.build import EXIT_BAD_INPUT, ReportInputError, write_report
 
 PROG = "ddpbench-report"
@@ -99,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for label, status in outcome.verdicts.items():
         print(f"  {label}: {status}")
     for step in outcome.version_steps:
-        print(f"  {step.current} vs {step.previous} [{step.condition_id}]: {step.verdict}")
+        print(f"  {step.current} vs {step.previous} [{step.condition_id}]: {REGRESSION_WORDS[step.verdict]}")
     code = outcome.exit_code(args.fail_over_budget)
     regression = regression_exit_from_record(outcome.analysis_path) if args.fail_on_regression else 0
     return max(code, regression, key=lambda c: {0: 0, 3: 1, 1: 2}.get(c, 3))

@@ -5,6 +5,7 @@ figure comes from :mod:`ddpbench.analysis`; the tables and sections are laid out
 from __future__ import annotations
 
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
@@ -14,6 +15,7 @@ from ddpbench.analysis.coverage import tool_step_coverage
 from ddpbench.analysis.efficiency import workload_of
 from ddpbench.analysis.paired import Analysis, Comparison
 from ddpbench.analysis.provenance import provenance
+from ddpbench.analysis.results import FigureGroup
 from ddpbench.analysis.tools import compares_several_tools
 from ddpbench.choices import Role
 from ddpbench.report.sections import (artifacts, calibration_line, details, disturbed, efficiency_line, method, setup,
@@ -30,12 +32,25 @@ STARTUP_NOTE = ("The start-up of the rank that began timing last, in parts that 
 PHASE_NOTE = ("Phase timing (`timing=phase`) synchronizes the device after every phase, which on CUDA changes "
               "what it measures (kernels no longer overlap the host): read it for *where* a tool's cost lands, "
               "and quote the `timing=step` figures for *how much*.")
-#: the figure-row tables of a condition, in order: (row group, title, note under the table)
-FIGURE_TABLES = (("phase", "Per-phase time, mean ms per step:", PHASE_NOTE),
-                 ("gpu", "Where the step's time lands, mean ms per step:", GPU_NOTE),
-                 ("startup", "Start-up by part, s per trial:", STARTUP_NOTE),
-                 ("memory", "Peak memory (the largest rank's), MB:", ""),
-                 ("metric", "Figures read from the workload's output:", ""))
+
+
+@dataclass(frozen=True)
+class FigureTable:
+    """How the report shows one group of figure rows: the title above the table, the head of its name column and
+    the note under it ("" for none)."""
+
+    group: FigureGroup
+    title: str
+    what: str
+    note: str = ""
+
+
+#: the figure-row tables of a condition, in order
+FIGURE_TABLES = (FigureTable(FigureGroup.phase, "Per-phase time, mean ms per step:", "phase", PHASE_NOTE),
+                 FigureTable(FigureGroup.gpu, "Where the step's time lands, mean ms per step:", "per step", GPU_NOTE),
+                 FigureTable(FigureGroup.startup, "Start-up by part, s per trial:", "part", STARTUP_NOTE),
+                 FigureTable(FigureGroup.memory, "Peak memory (the largest rank's), MB:", "peak"),
+                 FigureTable(FigureGroup.metric, "Figures read from the workload's output:", "figure"))
 
 
 def _condition_block(cc: list[Comparison], plots: Mapping[str, str], job_hours: float) -> list[str]:
@@ -43,10 +58,10 @@ def _condition_block(cc: list[Comparison], plots: Mapping[str, str], job_hours: 
     if cc:
         lines += headline(cc, job_hours)
         lines += efficiency_line(cc)
-        for group, title, note in FIGURE_TABLES:
-            table = figure_rows_table(cc, group)
+        for shown in FIGURE_TABLES:
+            table = figure_rows_table(cc, shown.group, shown.what)
             if table:
-                lines += [title, "", *table, *([note, ""] if note else [])]
+                lines += [shown.title, "", *table, *([shown.note, ""] if shown.note else [])]
     for name, rel in plots.items():
         lines += [f"![{name}]({rel})", ""]
     return lines

@@ -25,6 +25,7 @@ from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from ddpbench.analysis.paired import Comparison  # noqa: E402
+from ddpbench.choices import TrialStatus
 from ddpbench.collect.collector import load_step_times  # noqa: E402
 from ddpbench.formats.rank_record import PHASES  # noqa: E402
 from ddpbench.io import atomic_path  # noqa: E402
@@ -74,7 +75,7 @@ def save_figure(fig: Figure, path: Path) -> Path:
 
 def _measured(trials: pd.DataFrame, column: str) -> bool:
     """Whether some ok trial has a figure in ``column`` (a plot without data is not drawn)."""
-    return column in trials.columns and bool(trials.loc[trials["status"] == "ok", column].notna().any())
+    return column in trials.columns and bool(trials.loc[trials["status"] == TrialStatus.ok, column].notna().any())
 
 
 def _mode_order(modes: Sequence[str], baseline: str) -> list[str]:
@@ -159,7 +160,7 @@ def step_distribution_plot(steps: pd.DataFrame, baseline: str) -> Figure:
 
 def step_time_plot(trials: pd.DataFrame, baseline: str) -> Figure:
     """Per-trial step-time spread (ms): p10–p90 bar, median dot, p99 tick, grouped by mode."""
-    ok = trials[trials["status"] == "ok"].dropna(subset=["step_time_ms_median"])
+    ok = trials[trials["status"] == TrialStatus.ok].dropna(subset=["step_time_ms_median"])
     modes = _mode_order(ok["mode"].tolist(), baseline)
     palette = dict(zip(modes, colors(len(modes))))
     with plt.rc_context(RC):
@@ -183,7 +184,7 @@ def step_time_plot(trials: pd.DataFrame, baseline: str) -> Figure:
 
 def wall_decomposition_plot(trials: pd.DataFrame, baseline: str) -> Figure:
     """Startup / train / teardown seconds of each ok trial, stacked horizontally."""
-    ok = trials[trials["status"] == "ok"].copy()
+    ok = trials[trials["status"] == TrialStatus.ok].copy()
     order = {m: i for i, m in enumerate(_mode_order(ok["mode"].tolist(), baseline))}
     ok = ok.sort_values(["repeat", "mode"], key=lambda s: s.map(order) if s.name == "mode" else s)
     labels = [f"r{r} {m}" for r, m in zip(ok["repeat"], ok["mode"])]
@@ -206,7 +207,7 @@ def wall_decomposition_plot(trials: pd.DataFrame, baseline: str) -> Figure:
 
 def throughput_plot(trials: pd.DataFrame, baseline: str) -> Figure:
     """steps/s per repeat, one line per mode."""
-    ok = trials[trials["status"] == "ok"]
+    ok = trials[trials["status"] == TrialStatus.ok]
     modes = _mode_order(ok["mode"].tolist(), baseline)
     with plt.rc_context(RC):
         fig, ax = plt.subplots(figsize=(7, 4))
@@ -223,7 +224,7 @@ def throughput_plot(trials: pd.DataFrame, baseline: str) -> Figure:
 
 def phase_plot(trials: pd.DataFrame, baseline: str) -> Figure:
     """Mean ms per phase of each mode's ok trials, stacked (one bar per mode, baseline first)."""
-    ok = trials[(trials["status"] == "ok") & trials[_PHASE_COLUMN].notna()]
+    ok = trials[(trials["status"] == TrialStatus.ok) & trials[_PHASE_COLUMN].notna()]
     modes = _mode_order(ok["mode"].tolist(), baseline)
     means = {m: [float(ok.loc[ok["mode"] == m, f"phase_time_ms_{p}_mean"].astype(float).mean()) for p in PHASES]
              for m in modes}
@@ -266,7 +267,7 @@ def tool_plot(ranked: Sequence[Comparison]) -> Figure:
 
 def block_plot(trials: pd.DataFrame, baseline: str) -> Figure:
     """Block mean step (ms) against the block's first timed step, per mode, on-blocks filled, off-blocks open."""
-    ok = trials[(trials["status"] == "ok") & trials[_BLOCKS_COLUMN].notna()]
+    ok = trials[(trials["status"] == TrialStatus.ok) & trials[_BLOCKS_COLUMN].notna()]
     modes = _mode_order(ok["mode"].tolist(), baseline)
     fig, axes = plt.subplots(1, len(modes), figsize=(5.0 * len(modes), 3.6), squeeze=False, sharey=False)
     for ax, mode in zip(axes[0], modes):
@@ -298,7 +299,7 @@ def plot_condition(trials: pd.DataFrame, comparisons: list[Comparison], out_dir:
     for c in comparisons:
         if c.pairs:
             written[f"slope_{c.mode}"] = save_figure(slope_plot(c), out_dir / f"{stem}-slope-{slug(c.mode)}.png")
-    if not trials[trials["status"] == "ok"].empty:
+    if not trials[trials["status"] == TrialStatus.ok].empty:
         steps = load_step_times(trials)
         if not steps.empty or _measured(trials, "step_time_ms_median"):
             figure = step_distribution_plot(steps, baseline) if not steps.empty else step_time_plot(trials, baseline)

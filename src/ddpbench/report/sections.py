@@ -9,13 +9,14 @@ from typing import Any, Mapping, Sequence
 
 from ddpbench.analysis.caveats import fmt
 from ddpbench.analysis.device_split import host_sync_text
-from ddpbench.analysis.paired import METRIC_UNITS, Analysis, Comparison
+from ddpbench.analysis.metrics import pair_metric
+from ddpbench.analysis.paired import Analysis, Comparison
 from ddpbench.analysis.projection import PROJECTED
 from ddpbench.analysis.provenance import Provenance
 from ddpbench.analysis.rerun import excluded_text, is_rerun, rerun_reason
 from ddpbench.analysis.results import Efficiency
 from ddpbench.analysis.switching import SwitchedEstimate
-from ddpbench.analysis.verdict import FIGURE_NAMES, LOWER_BOUND, Figure
+from ddpbench.analysis.verdict import LOWER_BOUND, Figure, figure_name
 from ddpbench.choices import Role
 from ddpbench.report.tables import ci, robust_text
 
@@ -97,7 +98,7 @@ def verdict_line(c: Comparison, job_hours: float) -> str:
         bound = Figure(LOWER_BOUND, mean, low, high, 0, False).text()
         lower = (f"; within-trial lower bound {bound}{level}: "
                  + (per[LOWER_BOUND] if LOWER_BOUND in per else "not used (the per-step figure lies below it)"))
-    decided = (f" (decided by: {', '.join(FIGURE_NAMES.get(k, k) for k in v.decided_by)})" if v.decided_by else "")
+    decided = (f" (decided by: {', '.join(figure_name(k) for k in v.decided_by)})" if v.decided_by else "")
     reruns = [str(e.repeat) for e in c.excluded if is_rerun(e)]
     trial_s = c.sides["base_wall_s"].mean if "base_wall_s" in c.sides else math.nan
     return (
@@ -145,7 +146,8 @@ def details(c: Comparison) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, s in c.metrics.items():
-        unit = METRIC_UNITS.get(name, "")
+        spec = pair_metric(name)
+        unit = spec.unit if spec is not None else ""
         digits = 3 if unit == "ms" else 2
         if s.n == 0:
             lines.append(f"| {name} ({unit}) | unknown | | | | 0 | | | | | |")

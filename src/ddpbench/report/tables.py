@@ -8,7 +8,7 @@ import math
 from typing import Sequence
 
 from ddpbench.analysis.caveats import fmt
-from ddpbench.analysis.results import Comparison, RobustInterval
+from ddpbench.analysis.results import Comparison, FigureGroup, RobustInterval
 from ddpbench.analysis.stats import PairedSummary
 from ddpbench.choices import Role
 
@@ -82,7 +82,7 @@ def headline(comparisons: Sequence[Comparison], job_hours: float) -> list[str]:
 def _memory_cell(c: Comparison) -> str:
     parts = [f"{row.name}: {ci(row.diff, ' MB', 1)}"
              + ("" if row.pct is None else f" ({fmt(row.pct.mean, 1, True)} %)")
-             for row in c.rows if row.group == "memory"]
+             for row in c.rows if row.group == FigureGroup.memory]
     return "; ".join(parts) or UNKNOWN
 
 
@@ -111,13 +111,13 @@ def tool_table(ranked: Sequence[Comparison], job_hours: float) -> list[str]:
     return lines + [""]
 
 
-def figure_rows_table(comparisons: Sequence[Comparison], group: str) -> list[str]:
-    """The comparisons' rows of one group (``phase``, ``memory``, ``metric``): both sides, Δ with intervals, Δ %."""
+def figure_rows_table(comparisons: Sequence[Comparison], group: FigureGroup, what: str) -> list[str]:
+    """The comparisons' rows of one group (``what``: the head of its name column): both sides, Δ with intervals,
+    Δ %."""
     rows = [(c, r) for c in comparisons for r in c.rows if r.group == group]
     if not rows:
         return []
     base = comparisons[0].baseline
-    what = {"phase": "phase", "memory": "peak", "metric": "figure", "gpu": "per step", "startup": "part"}[group]
     lines = [
         f"| mode | {what} | {base} | with the mode | Δ [95 % CI] | Δ HL [Wilcoxon] | Δ % [95 % CI] |",
         "|---|---|---|---|---|---|---|",

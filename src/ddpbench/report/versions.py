@@ -14,6 +14,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from ddpbench.analysis.results import Comparison  # noqa: E402
 from ddpbench.analysis.stats import PairedSummary  # noqa: E402
 from ddpbench.analysis.versions import METRICS, VersionStep  # noqa: E402
+from ddpbench.formats.analysis_record import REGRESSION_WORDS  # noqa: E402
 
 _LABELS = {"step_ms": "per-step Δ", "step_pct": "per-step Δ", "startup_s": "start-up Δ", "teardown_s": "teardown Δ",
            "memory_mb": "peak memory Δ"}
@@ -47,7 +48,7 @@ def versions_section(steps: Sequence[VersionStep], comparisons: Sequence[Compari
     for s in steps:
         names = f"{s.previous} ({s.previous_version or '?'}) → {s.current} ({s.current_version or '?'})"
         cells = " | ".join(interval(s.metrics[k], 2 if k != "step_ms" else 3) for k in METRICS)
-        lines.append(f"| {s.condition_id} | {names} | {s.n_pairs} | {cells} | **{s.verdict}** |")
+        lines.append(f"| {s.condition_id} | {names} | {s.n_pairs} | {cells} | **{REGRESSION_WORDS[s.verdict]}** |")
     unknown = sorted({f"{p}: ddpbench's own figures are kept, the tool's summary figures are not read"
                       for s in steps for p in s.unknown_formats})
     lines += [""] + [f"- {line}" for line in unknown]

@@ -108,7 +108,7 @@ class AdaptiveStop:
         from ddpbench.analysis.pairing import pair_table
         from ddpbench.analysis.projection import pair_value
         from ddpbench.analysis.rerun import disturbed_repeats
-        from ddpbench.analysis.sequential import decide_with_lower_bound
+        from ddpbench.analysis.sequential import StopReason, decide_with_lower_bound
         from ddpbench.collect.collector import collect_trials
 
         p = self.precision
@@ -146,9 +146,9 @@ class AdaptiveStop:
         if decisions and all(d.stop for d in decisions.values()):
             state.reason = ", ".join(sorted({str(d.reason) for d in decisions.values()}))
         elif state.pairs >= p.max_pairs:
-            state.reason = "max_pairs"
+            state.reason = StopReason.max_pairs
         elif elapsed >= p.max_minutes and state.pairs >= p.min_pairs:
-            state.reason = "max_minutes"
+            state.reason = StopReason.max_minutes
         self.write()
         return state
 

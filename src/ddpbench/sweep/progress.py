@@ -6,6 +6,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, Sequence, TextIO
 
+from ddpbench.choices import TrialStatus
 from ddpbench.formats.condition import SWEEPER_KEYS, parse_overrides
 from ddpbench.trial.summary import NODE_DONE
 
@@ -19,14 +20,14 @@ def summary_from(result: Any) -> Dict[str, Any]:
     try:
         summary = result.return_value
     except Exception as error:
-        return {"status": "failed", "error": f"{type(error).__name__}: {error}"}
-    return dict(summary) if isinstance(summary, dict) else {"status": "failed", "error": f"returned {summary!r}"}
+        return {"status": TrialStatus.failed, "error": f"{type(error).__name__}: {error}"}
+    return dict(summary) if isinstance(summary, dict) else {"status": TrialStatus.failed, "error": f"returned {summary!r}"}
 
 
 def succeeded(summary: Dict[str, Any]) -> bool:
     """Whether a trial counts as ok (a static-cluster peer node reports ``node_done`` + ``node_ok``)."""
     status = summary.get("status")
-    return status == "ok" or (status == NODE_DONE and bool(summary.get("node_ok")))
+    return status == TrialStatus.ok or (status == NODE_DONE and bool(summary.get("node_ok")))
 
 
 class Progress:
@@ -58,6 +59,6 @@ class Progress:
             f"wall={_fmt(summary.get('wall_s'), '.2f')}s steps/s={_fmt(summary.get('steps_per_s'), '.1f')} "
             f"ETA={eta:.0f}s"
         )
-        if status != "ok" and summary.get("error"):
+        if status != TrialStatus.ok and summary.get("error"):
             line += f" error: {summary['error']}"
         print(line, file=self.out, flush=True)

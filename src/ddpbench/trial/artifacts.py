@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ddpbench.choices import ArtifactKind, StopKind
+from ddpbench.choices import ArtifactKind, StopKind, TrialStatus
 from ddpbench.config import DdpbenchConfig
 from ddpbench.formats.trial_record import traceml_section
 from ddpbench.trial.command import LaunchContext, fill_placeholders
@@ -116,12 +116,12 @@ def ptrace_problem(line: str) -> str:
             "`sysctl kernel.yama.ptrace_scope=0`, or run with CAP_SYS_PTRACE (docker run --cap-add SYS_PTRACE)")
 
 
-def verdict(status: str, error: Optional[str], tool: Optional[ToolOutput]) -> Tuple[str, Optional[str]]:
+def verdict(status: TrialStatus, error: Optional[str], tool: Optional[ToolOutput]) -> Tuple[TrialStatus, Optional[str]]:
     """The trial's status and error once its tool output is known: an ok trial without usable output fails."""
     if tool is None or tool.usable:
         return status, error
-    if status == "ok":
-        return "failed", f"{tool.name} output not usable: {tool.problem}"
+    if status == TrialStatus.ok:
+        return TrialStatus.failed, f"{tool.name} output not usable: {tool.problem}"
     return status, tool.problem if tool.explains_failure else error
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterator, Optional, Sequence
 
+from ddpbench.choices import TrialStatus
 from ddpbench.cluster import NodePlan
 from ddpbench.errors import StorageError
 from ddpbench.formats.layout import LOGS_DIR, METRICS_DIR, NODES_DIR, AttemptLayout
@@ -45,7 +46,7 @@ class Attempt:
 def previous_ok(job_dir: Path, config_hash: str) -> Optional[Dict[str, Any]]:
     """The trial record in ``job_dir`` if it is ok and was made from the same resolved config, else None."""
     previous, _ = read_trial_record(job_dir / TRIAL_FILE)
-    if previous is not None and previous.get("status") == "ok" and previous.get("config_hash") == config_hash:
+    if previous is not None and previous.get("status") == TrialStatus.ok and previous.get("config_hash") == config_hash:
         return previous
     return None
 

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ddpbench.choices import TrialStatus
 from ddpbench.config import DdpbenchConfig
 from ddpbench.formats.rank_combine import rank_consistency_error
 from ddpbench.formats.rank_record import RANK_RECORD_GLOB, read_rank_record
@@ -47,25 +48,25 @@ def classify(
     ranks: Sequence[Mapping[str, Any]],
     cfg: DdpbenchConfig,
     rank_problems: Sequence[str] = (),
-) -> Tuple[str, Optional[str]]:
+) -> Tuple[TrialStatus, Optional[str]]:
     """The trial's status (ok/failed/timeout) and, unless ok, one line saying why; ``rank_problems``: one line per
     rank record that failed validation (not in ``ranks``)."""
     if wait_reason == "timeout":
-        return "timeout", f"trial ran past its timeout of {timeout_s:.0f} s and was killed"
+        return TrialStatus.timeout, f"trial ran past its timeout of {timeout_s:.0f} s and was killed"
     missing = [r for r in range(cfg.cluster.nnodes) if r not in nodes]
     bad = next((n for n in nodes.values() if n.get("exit_code") != 0), None)
     if missing and (bad is None or bad.get("exit_code") is None):  # a node that failed outright says more
-        return "failed", f"node(s) {missing} left no node record"
+        return TrialStatus.failed, f"node(s) {missing} left no node record"
     if bad is not None:
         detail = bad.get("error") or _first_error_line(tail(bad.get("stderr") or "", 60))
-        return "failed", f"node {bad['node_rank']} exited with {bad.get('exit_code')}" + (f": {detail}" if detail else "")
+        return TrialStatus.failed, f"node {bad['node_rank']} exited with {bad.get('exit_code')}" + (f": {detail}" if detail else "")
     if rank_problems:
-        return "failed", f"invalid rank record {rank_problems[0]}"
+        return TrialStatus.failed, f"invalid rank record {rank_problems[0]}"
     script = cfg.decided.script
     if script.is_user_script and not (script.records and (ranks or script.records_required)):
-        return "ok", None  # no recorder, or a framework it could not attach to (said on stderr): wall-time figures
+        return TrialStatus.ok, None  # no recorder, or a framework it could not attach to (said on stderr): wall-time figures
     error = rank_consistency_error(ranks, cfg.cluster.nnodes * cfg.cluster.nproc_per_node)
-    return ("failed", error) if error else ("ok", None)
+    return (TrialStatus.failed, error) if error else (TrialStatus.ok, None)
 
 
 def first_failing_exit_code(nodes: Mapping[int, Mapping[str, Any]]) -> Optional[int]:
@@ -103,8 +104,8 @@ def _number(text: Optional[str]) -> Optional[float]:
         return None
 
 
-def apply_metrics(cfg: DdpbenchConfig, nodes: Mapping[int, Mapping[str, Any]], status: str,
-                  error: Optional[str]) -> Tuple[Optional[Dict[str, Any]], str, Optional[str]]:
+def apply_metrics(cfg: DdpbenchConfig, nodes: Mapping[int, Mapping[str, Any]], status: TrialStatus,
+                  error: Optional[str]) -> Tuple[Optional[Dict[str, Any]], TrialStatus, Optional[str]]:
     """The trial record's ``metrics`` from node 0's stdout log (None when the config asks for no figure), and the
     trial's status and error: an ok trial where a pattern found no number becomes failed."""
     patterns = {str(name): str(pattern) for name, pattern in cfg.workload.metrics.items()}
@@ -122,6 +123,6 @@ def apply_metrics(cfg: DdpbenchConfig, nodes: Mapping[int, Mapping[str, Any]], s
     where = f"rank 0's output ({path})"
     for name, pattern in patterns.items():
         what = "matched nothing" if found[name] is None else f"captured {found[name]!r}, not a number,"
-        if metrics[name]["value"] is None and status == "ok":
-            return metrics, "failed", f"workload.metrics.{name}: pattern {pattern!r} {what} in {where}"
+        if metrics[name]["value"] is None and status == TrialStatus.ok:
+            return metrics, TrialStatus.failed, f"workload.metrics.{name}: pattern {pattern!r} {what} in {where}"
     return metrics, status, error

@@ -7,6 +7,7 @@ import contextlib
 from typing import Any, Dict
 
 from ddpbench import __version__
+from ddpbench.choices import TrialStatus
 from ddpbench.cluster import NodePlan
 from ddpbench.config import DdpbenchConfig
 from ddpbench.formats import trial_record
@@ -79,7 +80,7 @@ def owner_record(cfg: DdpbenchConfig, arm: Arm, job: JobInfo, plan: NodePlan, ti
         meta={**meta, "arm": arm.section(cfg.mode.name, ranks)},
         config=plain,
         status=status,
-        exit_code=None if status == "timeout" else first_failing_exit_code(nodes),
+        exit_code=None if status == TrialStatus.timeout else first_failing_exit_code(nodes),
         error=error,
         wall_s=wall_s,
         spawn_epoch=spawn_epoch,
@@ -88,7 +89,7 @@ def owner_record(cfg: DdpbenchConfig, arm: Arm, job: JobInfo, plan: NodePlan, ti
         traceml=artifacts.summary_section(summary, str(summary_file) if summary_file else None),
         environment=environment.describe(ranks, [str(n.get("hostname")) for n in nodes.values()]),
         logs={"stdout": [n.get("stdout") for n in ordered], "stderr": stderr_paths,
-              "tail": None if status == "ok" else "\n".join(tail(p, 20) for p in stderr_paths if p)},
+              "tail": None if status == TrialStatus.ok else "\n".join(tail(p, 20) for p in stderr_paths if p)},
         metrics=metrics,
         tool=tool.to_record() if tool is not None else None,
         attempt=attempt.section(),

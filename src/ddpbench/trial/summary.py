@@ -4,6 +4,8 @@ node's :class:`NodeDone`), the small dict a Hydra job returns to its sweeper, an
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Union
 
+from ddpbench.choices import TrialStatus
+
 #: trial-record keys a job returns to the sweeper (progress lines, exit status)
 SUMMARY_KEYS = ("mode", "repeat", "status", "wall_s", "steps_per_s", "steps", "error", "job_dir", "resumed")
 #: the ``status`` of a peer node's summary
@@ -26,7 +28,7 @@ class TrialRecord:
     @property
     def ok(self) -> bool:
         """Whether the trial succeeded."""
-        return self.record.get("status") == "ok"
+        return self.record.get("status") == TrialStatus.ok
 
     def summary(self) -> Dict[str, Any]:
         """The dict the job returns to its sweeper."""

@@ -18,6 +18,7 @@ from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, filter_overrides
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from ddpbench.choices import TrialStatus
 from ddpbench.cluster.slurm.wait import (SLURM_CALL_TIMEOUT_S, Bounds, JobWait, SlurmStateError, await_job,
                                          is_terminal, job_state, scancel)
 from ddpbench.config import DdpbenchConfig, typed
@@ -163,13 +164,13 @@ class Submitter:
         item.wait = await_job(job.job_id, bounds=self.bounds, limit_s=item.limit_s, submitted=item.submitted,
                               has_result=lambda: _all_results(item.tasks))
         if item.wait.problem:
-            return no_result(item, "timeout", item.wait.problem)
+            return no_result(item, TrialStatus.timeout, item.wait.problem)
         if item.wait.started is None or not is_terminal(item.wait.state):
             with contextlib.suppress(SlurmStateError):  # the final state (results can appear before the first poll)
                 item.wait.state = job_state(job.job_id, timeout=SLURM_CALL_TIMEOUT_S)
         if job.task(0).paths.result_pickle.exists():
             return from_result(item)
-        return no_result(item, "failed", f"SLURM job {job.job_id} ended {item.state or '(forgotten)'} without a "
+        return no_result(item, TrialStatus.failed, f"SLURM job {job.job_id} ended {item.state or '(forgotten)'} without a "
                          "result (cancelled, out of memory, time limit or node failure)")
 
 
@@ -188,13 +189,13 @@ def from_result(item: Submitted) -> JobReturn:
     try:
         outcome, result = utils.pickle_load(item.job.task(0).paths.result_pickle)
     except Exception as error:  # truncated pickle: count it as a job without a result
-        return no_result(item, "failed", f"SLURM job {item.job.job_id}: unreadable result "
+        return no_result(item, TrialStatus.failed, f"SLURM job {item.job.job_id}: unreadable result "
                          f"({type(error).__name__}: {error})")
     if outcome == "success" and isinstance(result, JobReturn):
         annotate(item)
         return result
     lines = str(result).strip().splitlines()
-    return no_result(item, "failed", f"SLURM job {item.job.job_id}: the job raised: "
+    return no_result(item, TrialStatus.failed, f"SLURM job {item.job.job_id}: the job raised: "
                      f"{lines[-1] if lines else 'no traceback'}")
 
 
@@ -204,7 +205,7 @@ def annotate(item: Submitted) -> None:
         add_slurm_logs(item.job_dir / TRIAL_FILE, item.slurm_logs(), since_epoch=item.submitted_epoch)
 
 
-def no_result(item: Submitted, status: str, error: str) -> JobReturn:
+def no_result(item: Submitted, status: TrialStatus, error: str) -> JobReturn:
     """A job that left no result: a trial's record (node 0's, else one written here), or a failed JobReturn."""
     log.warning(error)
     if item.trial is None:
@@ -221,7 +222,7 @@ def no_result(item: Submitted, status: str, error: str) -> JobReturn:
     return job_return(item, summary_of(failed_record(item, status, error)))
 
 
-def failed_record(item: Submitted, status: str, error: str) -> Dict[str, Any]:
+def failed_record(item: Submitted, status: TrialStatus, error: str) -> Dict[str, Any]:
     """Write and return the ``status`` record of a trial whose job left none: in the attempt its node 0 started, else a new one."""
     assert item.trial is not None and item.trial_timeout_s is not None
     slurm = item.slurm_logs()
