@@ -43,10 +43,10 @@ def bare_command(config: dict, metrics_dir: str, port: int) -> list[str]:
     """The bare torchrun argv that runs the trial's workload with the trial's arguments."""
     from omegaconf import OmegaConf
 
-    from ddpbench.config.convert import typed
+    from ddpbench.config.convert import typed_trial
     from ddpbench.trial.command import WORKLOAD_DIR, workload_args
 
-    cfg = typed(OmegaConf.create(config))
+    cfg = typed_trial(OmegaConf.create(config))
     c = cfg.cluster
     return [sys.executable, "-m", "torch.distributed.run", f"--nnodes={c.nnodes}",
             f"--nproc-per-node={c.nproc_per_node}", "--node-rank=0", f"--master-addr={c.master_addr}",

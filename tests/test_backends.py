@@ -32,14 +32,14 @@ register(Here())
 '''
 
 
-from ddpbench.config import DdpbenchConfig  # noqa: E402
+from ddpbench.config import DdpbenchConfig, typed_trial  # noqa: E402
 
 
 def _cfg(**cluster_keys: object):
     base = {"kind": "local", "nnodes": 2, "nproc_per_node": 1, "node_rank": 0, "shared_dir": True,
             "master_addr": "127.0.0.1", "base_port": 0, "rendezvous_timeout_s": 60, "threads_per_rank": 0,
             "device": "cpu", "backend": "gloo", "precision": "fp32"}
-    return OmegaConf.merge(OmegaConf.structured(DdpbenchConfig), {
+    return typed_trial(OmegaConf.merge(OmegaConf.structured(DdpbenchConfig), {
         "cluster": {**base, "name": "test", **cluster_keys}, "sweep_name": "s1", "seed": 1,
         "workload": {"name": "mlp", "script": "ddp_mlp.py"},
         "model": {"batch_size": 1, "input_dim": 1, "hidden_dim": 1, "hidden_layers": 1, "num_classes": 2,
@@ -49,7 +49,7 @@ def _cfg(**cluster_keys: object):
         "fault": {"crash_at_step": None, "hang_at_step": None, "clock_skew_sec": 0, "rank": None},
         "mode": {"name": "native", "command": ["{python}", "{script}", "{workload_args}"], "tool_args": [],
                  "env": {}, "workload_args": [], "summary_file": None},
-    })
+    }))
 
 
 def test_every_builtin_kind_is_registered() -> None:

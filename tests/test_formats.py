@@ -10,6 +10,7 @@ import pytest
 from ddpbench.analysis.paired import analysis_to_dict, analyze
 from ddpbench.collect import collect_trials
 from ddpbench.config import ClusterConfig, DdpbenchConfig
+from ddpbench.config.decided import decide
 from ddpbench.formats import analysis_record, rank_record, trial_record
 from ddpbench.trial.outcome import classify, read_rank_records
 from helpers.trials import make_rank_record, make_sweep, make_trial
@@ -101,6 +102,7 @@ def test_runner_rejects_invalid_rank_records(tmp_path: Path) -> None:
     assert [r["rank"] for r in records] == [0]
     assert len(problems) == 1 and problems[0].startswith("rank-1.json: timed_steps")
     cfg = DdpbenchConfig(cluster=ClusterConfig(name="c", nnodes=1, nproc_per_node=2))
+    cfg.deciding(decide(cfg))
     nodes = {0: trial_record.node_entry(0, "h", wall_s=1.0, exit_code=0, spawn_epoch=0.0, exit_epoch=1.0)}
     status, error = classify("exited", 60.0, nodes, records, cfg, problems)
     assert status == "failed" and "invalid rank record rank-1.json" in str(error)

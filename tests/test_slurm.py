@@ -169,6 +169,7 @@ def test_g4dn_2node_launcher_settings() -> None:
     import ddpbench.app  # noqa: F401  (registers the configs)
     from hydra import compose, initialize_config_module
 
+    from ddpbench.config import typed_trial
     from ddpbench.launcher.slurm.submit import Submitter
     from ddpbench.trial import command as commands
     from ddpbench.versions.arm import resolve_arm
@@ -191,10 +192,11 @@ def test_g4dn_2node_launcher_settings() -> None:
         **{**executor, "timeout_min": 7})
     # the trial's own config and node command: nccl, fp16, CUDA
     assert (cfg.cluster.backend, cfg.cluster.precision, cfg.cluster.device) == ("nccl", "fp16", "cuda")
-    arm = resolve_arm(cfg)
-    context = commands.make_context(cfg, arm, node_rank=1, master_addr="node-a", master_port=29500,
+    trial = typed_trial(cfg)
+    arm = resolve_arm(trial)
+    context = commands.make_context(trial, arm, node_rank=1, master_addr="node-a", master_port=29500,
                                     aggregator_port=29501, run_name="t-0-1", job_dir=Path("/tmp/j"))
-    argv = " ".join(commands.node_command(cfg, arm, context))
+    argv = " ".join(commands.node_command(trial, arm, context))
     assert "nccl" in argv and "--nnodes" in argv and "node-a" in argv, argv
 
 

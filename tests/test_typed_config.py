@@ -77,6 +77,22 @@ def test_a_value_the_schema_cannot_hold_is_one_line_naming_the_key() -> None:
     assert str(caught.value).startswith("cluster.nnodes: ") and "\n" not in str(caught.value)
 
 
+@pytest.mark.parametrize(("added", "message"), [
+    ("+cluster.nope=1", "cluster.nope: Key 'nope' not in 'ClusterConfig'"),
+    ("+workload.nope=1", "workload.nope: Key 'nope' not in 'WorkloadConfig'"),
+    ("+cluster.slurm.nope=1", "cluster.slurm.nope: Key 'nope' not in 'SlurmConfig'"),
+])
+def test_a_key_the_schema_lacks_is_refused_in_one_line(added: str, message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        _compose([added, "sweep_name=s"])
+    assert str(caught.value) == message
+
+
+def test_the_user_named_keys_of_a_dict_are_not_refused() -> None:
+    cfg = _compose(["+cluster.slurm.additional_parameters.constraint=t4", "+mode.env.X=1", "sweep_name=s"])
+    assert cfg.cluster.slurm.additional_parameters == {"constraint": "t4"} and cfg.mode.env["X"] == "1"
+
+
 def test_hydra_s_job_dir_leaves_out_the_keys_of_formats_condition() -> None:
     from ddpbench.formats.condition import NOT_IN_JOB_DIR
 

@@ -228,11 +228,11 @@ def test_git_ref_of_a_local_repository_as_version(env_cache: Path, downloads: Pa
 def _config(mode: str) -> "DdpbenchConfig":
     from hydra import compose, initialize_config_module
 
-    from ddpbench.config import register_configs, typed
+    from ddpbench.config import register_configs, typed_trial
 
     register_configs()
     with initialize_config_module("ddpbench.conf", version_base="1.3"):
-        return typed(compose("config", overrides=[f"mode={mode}", "sweep_name=s"]))
+        return typed_trial(compose("config", overrides=[f"mode={mode}", "sweep_name=s"]))
 
 
 def _env_at(version: str, folder: Path) -> envs.ToolEnv:

@@ -11,7 +11,7 @@ from typing import Any, Dict, Iterator
 import pytest
 from hydra import compose, initialize_config_module
 
-from ddpbench.config import DdpbenchConfig, typed
+from ddpbench.config import DdpbenchConfig, typed_trial
 from ddpbench.trial.command import workload_args
 from ddpbench.workload.args import RankArgs, parse_args
 from ddpbench.workload.ddp_convnet import ConvNet
@@ -32,7 +32,7 @@ def compose_cfg() -> Iterator[Any]:
     import ddpbench.app  # noqa: F401  (registers the configs, as the app does)
 
     with initialize_config_module(config_module="ddpbench.conf", version_base="1.3"):
-        yield lambda overrides: typed(compose(config_name="config", overrides=["sweep_name=t", *overrides]))
+        yield lambda overrides: typed_trial(compose(config_name="config", overrides=["sweep_name=t", *overrides]))
 
 
 def sizes_of(cfg: DdpbenchConfig) -> Dict[str, Any]:

@@ -20,7 +20,7 @@ from hydra import compose, initialize_config_module
 from hydra.errors import ConfigCompositionException
 from omegaconf import DictConfig
 
-from ddpbench.config import typed, validate
+from ddpbench.config import typed_trial, validate
 from ddpbench.errors import ConfigError
 from ddpbench.formats.rank_record import PHASES, STEP_STAT_KEYS, upgrade_rank_record, validate_rank_record
 from ddpbench.formats.rank_record import SCHEMA_VERSION as RANK_SCHEMA_VERSION
@@ -85,7 +85,7 @@ def compose_cfg() -> Any:
     import ddpbench.app  # noqa: F401  (registers the configs and the paired sweeper, as the app does)
 
     with initialize_config_module(config_module="ddpbench.conf", version_base="1.3"):
-        yield lambda overrides: typed(compose(config_name="config", overrides=["sweep_name=t", *overrides]))
+        yield lambda overrides: typed_trial(compose(config_name="config", overrides=["sweep_name=t", *overrides]))
 
 
 def test_mlp_is_the_default_workload_with_its_old_arguments(compose_cfg: Any) -> None:

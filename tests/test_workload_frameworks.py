@@ -19,7 +19,7 @@ from typing import Any, Dict, Iterator, List
 import pytest
 from hydra import compose, initialize_config_module
 
-from ddpbench.config import typed
+from ddpbench.config import typed_trial
 from ddpbench.errors import ConfigError
 from ddpbench.trial.command import make_context, node_environment
 from ddpbench.versions.arm import resolve_arm
@@ -52,7 +52,7 @@ def compose_cfg() -> Iterator[Any]:
     register_configs()
 
     with initialize_config_module(config_module="ddpbench.conf", version_base=None):
-        yield lambda overrides: typed(compose(config_name="config", overrides=[*overrides, "sweep_name=t"]))
+        yield lambda overrides: typed_trial(compose(config_name="config", overrides=[*overrides, "sweep_name=t"]))
 
 
 def environment(cfg: Any, tmp_path: Path) -> Dict[str, str]:

@@ -15,10 +15,10 @@ from typing import Any, Dict, Iterator, List
 import pytest
 from hydra import compose, initialize_config_module
 
-from ddpbench.config import typed
+from ddpbench.config import typed_trial
 from ddpbench.trial.checks import check_trial_config
 from ddpbench.formats.condition import job_dirname
-from ddpbench.trial.script_workload import script_args
+from ddpbench.config.decided import script_args
 from ddpbench.errors import ConfigError
 from ddpbench.formats.rank_record import validate_rank_record
 from ddpbench.formats.trial_record import validate_trial_record
@@ -65,12 +65,10 @@ def test_last_match_wins_and_no_match_is_none() -> None:
 
 
 def test_script_args_take_a_list_or_one_shell_string() -> None:
-    from omegaconf import OmegaConf
-
-    as_list = OmegaConf.create({"workload": {"args": ["--lr=1e-3", "--name=a b"]}})
-    as_string = OmegaConf.create({"workload": {"args": "--lr=1e-3 --name 'a b' --steps 3"}})
-    assert script_args(as_list) == ["--lr=1e-3", "--name=a b"]
-    assert script_args(as_string) == ["--lr=1e-3", "--name", "a b", "--steps", "3"]
+    assert script_args(["--lr=1e-3", "--name=a b"]) == ("--lr=1e-3", "--name=a b")
+    assert script_args("--lr=1e-3 --name 'a b' --steps 3") == ("--lr=1e-3", "--name", "a b", "--steps", "3")
+    with pytest.raises(ConfigError, match="cannot be split as a shell would"):
+        script_args("--name 'a b")
 
 
 def test_job_dirname_is_one_path_component() -> None:
@@ -85,7 +83,7 @@ def compose_cfg() -> Iterator[Any]:
     import ddpbench.app  # noqa: F401  (registers the configs as the app does)
 
     with initialize_config_module(config_module="ddpbench.conf", version_base="1.3"):
-        yield lambda overrides: typed(compose(config_name="config", overrides=["sweep_name=t", *overrides]))
+        yield lambda overrides: typed_trial(compose(config_name="config", overrides=["sweep_name=t", *overrides]))
 
 
 def test_script_gets_its_own_path_args_and_recorder_environment(compose_cfg: Any) -> None:

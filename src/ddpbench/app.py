@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ddpbench import __version__, state
-from ddpbench.config import register_configs, typed
+from ddpbench.config import register_configs, typed_trial
 from ddpbench.errors import DdpbenchError, fail
 from ddpbench.formats.condition import job_dirname
 from hydra_plugins.ddpbench_sweeper import register as register_plugins
@@ -46,7 +46,7 @@ def hydra_main(cfg: DictConfig) -> Optional[Dict[str, Any]]:
 
     job = current_job()
     try:
-        outcome = run_trial(typed(cfg), job)
+        outcome = run_trial(typed_trial(cfg), job)
     except DdpbenchError as error:
         fail(str(error))
     if isinstance(outcome, TrialRecord) and not job.multirun:

@@ -17,11 +17,11 @@ class DdpbenchCallback(Callback):
     """Checks a single run's config and output dir before it starts; writes ``report.md`` at the end of every multirun."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from ddpbench.config import typed
+        from ddpbench.config import typed_trial
         from ddpbench.trial.checks import check_trial_config
 
         try:
-            check_trial_config(typed(config))
+            check_trial_config(typed_trial(config))
         except DdpbenchError as error:
             fail(str(error))
         run_dir = Path(str(config.hydra.run.dir))

@@ -55,6 +55,20 @@ class DistBackend(Choice):
     gloo = "gloo"
     nccl = "nccl"
 
+    def on(self, device: "Device | str") -> "DistBackend":
+        """This backend on ``device``: ``auto`` is nccl on cuda and gloo on cpu (and stays auto on an auto device,
+        which only the rank resolves); any other backend is itself."""
+        if self is not DistBackend.auto or device == Device.auto:
+            return self
+        return DistBackend.nccl if device == Device.cuda else DistBackend.gloo
+
+
+class CpuAffinity(Choice):
+    """``cluster.cpu_affinity`` when it is not a CPU list (ddpbench.workload.affinity)."""
+
+    auto = "auto"  # each host's ranks planned from its CPUs, the driver and agents apart
+    none = "none"  # no pinning
+
 
 class Precision(Choice):
     """The numeric precision of the training step (``cluster.precision``; fp16 and bf16 under autocast)."""

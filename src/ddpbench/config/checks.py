@@ -13,7 +13,6 @@ from ddpbench.config.schema import DdpbenchConfig
 from ddpbench.config.workload import WorkloadConfig
 from ddpbench.errors import ConfigError
 from ddpbench.formats.rank_loop import HARNESS_HOST_SYNCS
-from ddpbench.workload.affinity import parse_setting as parse_cpu_affinity
 
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -43,8 +42,9 @@ def parse_repeat(value: Any) -> int:
     return number
 
 
-def validate(cfg: DdpbenchConfig) -> None:
-    """Check every rule types cannot express; raise ConfigError naming the first broken key."""
+def validate(cfg: DdpbenchConfig) -> DdpbenchConfig:
+    """Check every rule types cannot express; raise ConfigError naming the first broken key. ``cfg`` is decided
+    (its repeat and CPU affinity parsed: ddpbench.config.decided); returns it."""
     m, s, c, f, t, inj = cfg.model, cfg.stop, cfg.cluster, cfg.fault, cfg.trial, cfg.inject
     _at_least(1, m, "model", "batch_size", "input_dim", "hidden_dim", "hidden_layers", "num_classes", "num_samples")
     require(m.lr > 0, "model.lr", "must be > 0", m.lr)
@@ -65,10 +65,6 @@ def validate(cfg: DdpbenchConfig) -> None:
     require(0 <= c.node_rank < c.nnodes, "cluster.node_rank", f"must be in [0, {c.nnodes - 1}]", c.node_rank)
     require(c.base_port == 0 or 1024 <= c.base_port <= 65000, "cluster.base_port", "must be 0 or in [1024, 65000]",
              c.base_port)
-    try:
-        parse_cpu_affinity(c.cpu_affinity)
-    except ValueError as error:
-        raise ConfigError(f"cluster.cpu_affinity={c.cpu_affinity!r}: {error}") from None
     world = c.nnodes * c.nproc_per_node
     require(m.num_samples >= m.batch_size * world, "model.num_samples",
              f"must be >= one global batch (batch_size * world size = {m.batch_size * world})", m.num_samples)
@@ -91,9 +87,9 @@ def validate(cfg: DdpbenchConfig) -> None:
     require(cfg.version is None or bool(cfg.mode.requires_package), "version",
              f"mode={cfg.mode.name} names no requires_package: its tool has no version to choose", cfg.version)
     validate_tool(cfg.tool)
-    parse_repeat(cfg.repeat)
     validate_switching(cfg)
     validate_metrics(cfg.workload)
+    return cfg
 
 
 def validate_metrics(w: WorkloadConfig) -> None:
@@ -187,4 +183,4 @@ def validate_switching(cfg: DdpbenchConfig) -> None:
 def switching_seed(cfg: DdpbenchConfig) -> int:
     """The seed the first block's side of this trial is drawn from."""
     sw = cfg.switching
-    return sw.seed if sw.seed is not None else cfg.seed * 1000 + parse_repeat(cfg.repeat)
+    return sw.seed if sw.seed is not None else cfg.seed * 1000 + cfg.decided.repeat

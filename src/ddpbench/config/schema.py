@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from omegaconf import MISSING
 
@@ -13,10 +13,13 @@ from ddpbench.config.mode import ModeConfig, ToolConfig
 from ddpbench.config.sweep import PrecisionConfig, ReportConfig, SwitchingConfig, TrialConfig
 from ddpbench.config.workload import DataConfig, FaultConfig, InjectConfig, ModelConfig, StopConfig, WorkloadConfig
 
+if TYPE_CHECKING:  # pragma: no cover
+    from ddpbench.config.decided import Decided
+
 
 @dataclass
 class DdpbenchConfig:
-    """The whole composed config of one trial."""
+    """The whole composed config of one trial; :attr:`decided`: what it decides beyond its values."""
 
     model: ModelConfig = field(default_factory=ModelConfig)
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
@@ -54,3 +57,20 @@ class DdpbenchConfig:
     version: Optional[str] = None
     # a version is a regression when its per-step cost exceeds the previous version's by more than this, %
     regression_pct: float = 1.0
+
+    def __post_init__(self) -> None:
+        # not a field (no key of the config, nothing of its record or hash): set where a trial's config is converted
+        self._decided: Optional[Decided] = None
+
+    @property
+    def decided(self) -> Decided:
+        """What this trial's config decides beyond its values (:mod:`ddpbench.config.decided`), worked out once where
+        it was converted (:func:`ddpbench.config.typed_trial`)."""
+        if self._decided is None:
+            raise RuntimeError("a trial's config is converted by ddpbench.config.typed_trial, which decides it")
+        return self._decided
+
+    def deciding(self, decided: Decided) -> DdpbenchConfig:
+        """This config with ``decided`` (the conversion's, or one a copy of a converted config keeps)."""
+        self._decided = decided
+        return self

@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 from omegaconf import DictConfig
 
-from ddpbench.config import DdpbenchConfig, typed
+from ddpbench.config import DdpbenchConfig, typed, typed_trial
 from ddpbench.errors import ConfigError
 from ddpbench.formats.condition import parse_overrides
 
@@ -23,13 +23,10 @@ def check_jobs(hydra_context: Any, config: DictConfig, jobs: Sequence[Sequence[s
     Raises DdpbenchError (one line) at the first job that cannot run, before any job dir exists; every tool
     version's environment is built here, once.
     """
-    from ddpbench.config import validate
     from ddpbench.trial.checks import check_trial_config
     from ddpbench.versions.arm import prepare
 
-    cfgs = composed_jobs(hydra_context, config, jobs)
-    for cfg in cfgs:
-        validate(cfg)
+    cfgs = composed_jobs(hydra_context, config, jobs)  # each one's values checked as it is converted
     prepare(cfgs)
     for cfg in cfgs:
         check_trial_config(cfg)
@@ -37,8 +34,9 @@ def check_jobs(hydra_context: Any, config: DictConfig, jobs: Sequence[Sequence[s
 
 
 def composed_jobs(hydra_context: Any, config: DictConfig, jobs: Sequence[Sequence[str]]) -> List[DdpbenchConfig]:
-    """Each job's typed trial config, composed once per condition and mode (Hydra takes about 0.5 s a
-    composition): the jobs of one condition and mode differ only in :data:`PER_JOB_KEYS`."""
+    """Each job's trial config (:func:`~ddpbench.config.typed_trial`: decided and checked; ConfigError), composed once
+    per condition and mode (Hydra takes about 0.5 s a composition): the jobs of one condition and mode differ only in
+    :data:`PER_JOB_KEYS`."""
     composed: Dict[Tuple[str, ...], DdpbenchConfig] = {}
     cfgs = []
     for overrides in jobs:
@@ -47,7 +45,7 @@ def composed_jobs(hydra_context: Any, config: DictConfig, jobs: Sequence[Sequenc
         shared = tuple(text for text, o in zip(overrides, parsed) if o.key_or_group not in PER_JOB_KEYS)
         if shared not in composed:
             composed[shared] = typed(hydra_context.config_loader.load_sweep_config(config, list(shared)))
-        cfgs.append(dataclasses.replace(copy.deepcopy(composed[shared]), **values))  # nothing shared between jobs
+        cfgs.append(typed_trial(dataclasses.replace(copy.deepcopy(composed[shared]), **values)))  # nothing shared
     return cfgs
 
 

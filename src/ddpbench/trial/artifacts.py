@@ -12,12 +12,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ddpbench.choices import ArtifactKind, TrialStatus
+from ddpbench.choices import ArtifactKind, StopKind, TrialStatus
 from ddpbench.config import DdpbenchConfig
 from ddpbench.formats.trial_record import traceml_section
 from ddpbench.trial.command import LaunchContext, fill_placeholders
 from ddpbench.trial.process import tail
-from ddpbench.trial.script_workload import is_user_script
 
 #: kinds whose path is a folder the tool writes into (the others name one file)
 FOLDER_KINDS = ("torch_trace", "wandb_offline")
@@ -153,7 +152,7 @@ def check_traceml_summary(path: Path, cfg: DdpbenchConfig) -> Tuple[List[Path], 
         steps = summary["step_time"]["global"]["window"]["steps_analyzed"]
     except (KeyError, TypeError, AttributeError):
         return [path], f"{UNKNOWN_FORMAT} (schema_version {schema})"
-    if not isinstance(steps, (int, float)) or (steps <= 0 and not is_user_script(cfg)):
+    if not isinstance(steps, (int, float)) or (steps <= 0 and not cfg.decided.script.is_user_script):
         return [path], f"TraceML analysed {steps} steps ({path})"
     return [path], None
 
@@ -164,9 +163,9 @@ def check_torch_trace(path: Path, cfg: DdpbenchConfig) -> Tuple[List[Path], Opti
     if not traces:
         prof = cfg.tool.torch_profiler
         cycle = prof.wait + prof.warmup + prof.active
-        steps = cfg.stop.warmup_steps + ((cfg.stop.steps or 0) if cfg.stop.kind == "steps" else 0)
+        steps = cfg.stop.warmup_steps + ((cfg.stop.steps or 0) if cfg.stop.kind == StopKind.steps else 0)
         hint = (f": its schedule needs {cycle} steps (wait+warmup+active), the run has {steps} (warmup+timed)"
-                if cfg.stop.kind == "steps" and cycle > steps else "")
+                if cfg.stop.kind == StopKind.steps and cycle > steps else "")
         return [], f"torch.profiler wrote no trace in {path}{hint}"
     for trace in traces:
         try:

@@ -6,23 +6,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
+from ddpbench.choices import Loader, StopKind, Timing
 from ddpbench.cluster import backend_for
-from ddpbench.config import DdpbenchConfig, validate
+from ddpbench.config import DdpbenchConfig
 from ddpbench.config.checks import require
+from ddpbench.config.decided import FRAMEWORKS
 from ddpbench.errors import ConfigError
 from ddpbench.trial import artifacts, ray_train
 from ddpbench.trial import command as commands
 from ddpbench.trial.pinning import trial_pinning
-from ddpbench.trial.script_workload import (FRAMEWORKS, is_user_script, records_enabled, script_args, script_file,
-                                            script_frameworks)
 from ddpbench.trial.tool import check_tool, module_found
 from ddpbench.versions.arm import Arm, resolve_arm
 from ddpbench.workload.frameworks import ENV_TOOL, ENV_TRACEML_CALLBACK
 
 def check_trial_config(cfg: DdpbenchConfig) -> Arm:
-    """Every check that can fail before a trial launches: values, the cluster backend, the tool, the command
-    templates. Returns the trial's arm (an arm at its own version: its environment built now when not cached)."""
-    validate(cfg)
+    """Every check that can fail before a trial launches, beyond the values its conversion checked
+    (:func:`ddpbench.config.typed_trial`): the workload, the cluster backend, the tool, the command templates and the
+    CPU pinning. Returns the trial's arm (an arm at its own version: its environment built now when not cached)."""
     check_script_workload(cfg)
     ray_train.check(cfg)
     backend_for(cfg).validate(cfg)
@@ -47,7 +47,7 @@ def check_command(cfg: DdpbenchConfig, arm: Arm) -> None:
 
 def _script_refusal(cfg: DdpbenchConfig) -> Optional[str]:
     """What a built-in workload honours and a user's script cannot, when the config asks for it: ``key=value: why``."""
-    f, s, records = cfg.fault, cfg.stop, records_enabled(cfg)
+    f, s, records = cfg.fault, cfg.stop, cfg.decided.script.records
     for key in ("crash_at_step", "hang_at_step"):
         if getattr(f, key) is not None:
             return f"fault.{key}={getattr(f, key)!r}: fault injection needs a built-in workload"
@@ -56,11 +56,11 @@ def _script_refusal(cfg: DdpbenchConfig) -> Optional[str]:
         return f"fault.{key}={getattr(f, key)!r}: fault injection needs a built-in workload or ddpbench's recorder"
     if cfg.mode.workload_args:
         return f"mode={cfg.mode.name}: the mode adds ddpbench's own workload flags, which a user's script does not take"
-    if cfg.timing != "step":
+    if cfg.timing != Timing.step:
         return f"timing={cfg.timing!r}: phase timing needs a built-in workload"
-    if cfg.data.loader != "synthetic":
+    if cfg.data.loader != Loader.synthetic:
         return f"data.loader={cfg.data.loader!r}: the script's own arguments choose its data loader"
-    if s.kind == "duration" and not records:
+    if s.kind == StopKind.duration and not records:
         return ("stop=duration: the lockstep duration stop needs the script to use ddpbench's recorder "
                 "(workload.records=true)")
     if not s.sync:
@@ -72,28 +72,27 @@ def _script_refusal(cfg: DdpbenchConfig) -> Optional[str]:
 
 def check_script_workload(cfg: DdpbenchConfig) -> None:
     """The rules of ``workload.path/args/metrics/units/records``: patterns, the script file, what a script cannot do."""
-    w = cfg.workload
-    if not is_user_script(cfg):
+    w, script = cfg.workload, cfg.decided.script
+    if script.file is None:
         require(bool(w.script), "workload.path", "workload=script needs workload.path=PATH (your training script)",
                  w.path)
-        require(not script_args(cfg), "workload.args", "only applies with workload=script", w.args)
+        require(not script.args, "workload.args", "only applies with workload=script", w.args)
         require(not w.records, "workload.records", "only applies with workload=script", w.records)
     else:
         require(not w.script, "workload.path",
                  f"a built-in workload runs workload.script={w.script!r}; use workload=script", w.path)
-        script_args(cfg)
-        require(script_file(cfg).is_file(), "workload.path", f"no such file: {script_file(cfg)}", w.path)
+        require(script.file.is_file(), "workload.path", f"no such file: {script.file}", w.path)
     check_frameworks(cfg)
-    refusal = _script_refusal(cfg) if is_user_script(cfg) else None
+    refusal = _script_refusal(cfg) if script.is_user_script else None
     if refusal is not None:
         raise ConfigError(f"workload=script with {refusal}")
 
 
 def _builtin_refusal(cfg: DdpbenchConfig) -> Optional[str]:
     """What a built-in framework workload (``workload.framework`` set) cannot do: ``key=value: why``, or None."""
-    if cfg.timing != "step":
+    if cfg.timing != Timing.step:
         return f"timing={cfg.timing!r}: the Trainer's step is the framework's own, not split into phases by ddpbench"
-    if cfg.data.loader != "synthetic":
+    if cfg.data.loader != Loader.synthetic:
         return f"data.loader={cfg.data.loader!r}: the Trainer builds its own data loader from the synthetic samples"
     for key in ("crash_at_step", "hang_at_step"):
         if getattr(cfg.fault, key) is not None:
@@ -106,21 +105,21 @@ def _builtin_refusal(cfg: DdpbenchConfig) -> Optional[str]:
 def check_frameworks(cfg: DdpbenchConfig) -> None:
     """A framework the script (or built-in workload) uses must be importable here, and what it cannot do is
     refused: one line each, before any launch."""
-    framework = cfg.workload.framework
+    framework, script = cfg.workload.framework, cfg.decided.script
     if framework:
         refusal = _builtin_refusal(cfg)
         if refusal is not None:
             raise ConfigError(f"workload={cfg.workload.name} with {refusal}")
-    for name in (framework,) if framework else script_frameworks(cfg):
+    for name in (framework,) if framework else script.frameworks:
         if not module_found(name):
             user = f"workload.path={cfg.workload.path!r}: the script imports" if not framework else \
                 f"workload={cfg.workload.name}: trains with"
             raise ConfigError(f"{user} {name}, which is not installed (pip install {FRAMEWORKS.get(name, name)}, "
                               "or ddpbench[frameworks])")
     through = [key for key in (ENV_TOOL, ENV_TRACEML_CALLBACK) if key in cfg.mode.env]
-    if through and not (framework or (records_enabled(cfg) and script_frameworks(cfg))):
+    if through and not (framework or (script.records and script.frameworks)):
         raise ConfigError(f"mode={cfg.mode.name}: attaches its tool to a framework Trainer ({through[0]}); "
                           f"workload={cfg.workload.name} has none (use workload=hf_trainer, lightning or a framework script)")
-    if cfg.stop.from_script and not script_frameworks(cfg):
+    if cfg.stop.from_script and not script.frameworks:
         raise ConfigError("stop.from_script=true: keeps a framework Trainer's own max_steps; the script imports "
                           "no framework (transformers, lightning)")

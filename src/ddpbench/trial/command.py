@@ -15,7 +15,7 @@ from ddpbench.cluster import backend_for
 from ddpbench.choices import GcMode, HostSyncPattern, StopKind, SwitchWhat
 from ddpbench.config import DdpbenchConfig, switches, switching_seed
 from ddpbench.trial import ray_train, wrapped
-from ddpbench.trial.script_workload import is_user_script, recorder_environment, script_args, script_file
+from ddpbench.trial.script_workload import recorder_environment
 from ddpbench.errors import ConfigError
 from ddpbench.formats.layout import AttemptLayout
 from ddpbench.workload import recorder
@@ -65,7 +65,7 @@ def make_context(cfg: DdpbenchConfig, arm: Arm, *, node_rank: int, master_addr: 
     """Fill a :class:`LaunchContext` from the config, the trial's arm and the values chosen at launch."""
     return LaunchContext(
         python=arm.python,
-        script=str(script_file(cfg) if is_user_script(cfg) else WORKLOAD_DIR / cfg.workload.script),
+        script=str(cfg.decided.script.file or WORKLOAD_DIR / cfg.workload.script),
         nnodes=cfg.cluster.nnodes,
         nproc_per_node=cfg.cluster.nproc_per_node,
         node_rank=node_rank,
@@ -106,8 +106,8 @@ def rank_args(cfg: DdpbenchConfig, metrics_dir: str) -> RankArgs[Sizes]:
 def workload_args(cfg: DdpbenchConfig, metrics_dir: str) -> List[str]:
     """The workload's arguments: :func:`rank_args` rendered, ``workload.size_args``, then the backend's and the mode's
     own (a later flag wins); a user's own script gets its ``workload.args`` and nothing of ddpbench's."""
-    if is_user_script(cfg):
-        return script_args(cfg)
+    if cfg.decided.script.is_user_script:
+        return list(cfg.decided.script.args)
     sizes = [f"--{key}={value}" for key, value in cfg.workload.size_args.items()]
     return [*render(rank_args(cfg, metrics_dir)), *sizes, *backend_for(cfg).workload_args(cfg),
             *(str(arg) for arg in cfg.mode.workload_args)]

@@ -13,7 +13,6 @@ from ddpbench.config import DdpbenchConfig
 from ddpbench.formats.rank_combine import rank_consistency_error
 from ddpbench.formats.rank_record import RANK_RECORD_GLOB, read_rank_record
 from ddpbench.trial.process import tail
-from ddpbench.trial.script_workload import is_user_script, records_enabled, records_required
 
 #: a Python exception line (optionally behind torchrun's ``[rankN]: `` prefix), not torchrun's own summary
 _EXCEPTION_LINE = re.compile(r"^(\[rank\d+\]: )?(?!\S*ChildFailedError)[A-Za-z_][\w.]*(Error|Exception|Interrupt)\b:? ?.*$")
@@ -63,7 +62,8 @@ def classify(
         return TrialStatus.failed, f"node {bad['node_rank']} exited with {bad.get('exit_code')}" + (f": {detail}" if detail else "")
     if rank_problems:
         return TrialStatus.failed, f"invalid rank record {rank_problems[0]}"
-    if is_user_script(cfg) and not (records_enabled(cfg) and (ranks or records_required(cfg))):
+    script = cfg.decided.script
+    if script.is_user_script and not (script.records and (ranks or script.records_required)):
         return TrialStatus.ok, None  # no recorder, or a framework it could not attach to (said on stderr): wall-time figures
     error = rank_consistency_error(ranks, cfg.cluster.nnodes * cfg.cluster.nproc_per_node)
     return (TrialStatus.failed, error) if error else (TrialStatus.ok, None)

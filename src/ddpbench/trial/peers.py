@@ -9,7 +9,7 @@ import time
 from typing import Any, Dict, Mapping, Optional, Sequence
 
 from ddpbench.cluster import NodePlan
-from ddpbench.config import DdpbenchConfig, parse_repeat
+from ddpbench.config import DdpbenchConfig
 from ddpbench.formats.layout import AttemptLayout
 from ddpbench.formats.trial_record import node_entry, nodes_from_ranks
 from ddpbench.io import read_json, write_json_atomic
@@ -22,7 +22,7 @@ from ddpbench.trial.summary import NodeDone
 def node_done(cfg: DdpbenchConfig, plan: NodePlan, node_ok: bool, wall_s: Optional[float] = None,
               error: Optional[str] = None) -> NodeDone:
     """What a peer node's job tells its own sweeper (node 0's trial.json holds the trial)."""
-    return NodeDone(list(plan.node_ranks), cfg.mode.name, parse_repeat(cfg.repeat), node_ok, wall_s, error)
+    return NodeDone(list(plan.node_ranks), cfg.mode.name, cfg.decided.repeat, node_ok, wall_s, error)
 
 
 def report_to_owner(cfg: DdpbenchConfig, plan: NodePlan, attempt: AttemptLayout, launched: Launched) -> NodeDone:

@@ -10,7 +10,8 @@ from typing import Any, Dict, Iterator, Optional
 
 from ddpbench.config import DdpbenchConfig
 from ddpbench.errors import ConfigError
-from ddpbench.workload.affinity import AFFINITY_ENV, Plan, current_cpus, parse_setting, plan
+from ddpbench.choices import CpuAffinity
+from ddpbench.workload.affinity import AFFINITY_ENV, Plan, current_cpus, plan
 
 #: backends whose node agents run on the driver's host, and how many ranks of a trial they put here
 _HOST_RANKS = {"local": lambda c: c.nnodes * c.nproc_per_node, "static": lambda c: c.nproc_per_node}
@@ -70,15 +71,15 @@ def _set_env(value: Optional[str]) -> None:
 def trial_pinning(cfg: DdpbenchConfig) -> TrialPinning:
     """The affinity of a trial of ``cfg`` on this host. ConfigError (one line) when a listed CPU is not here."""
     cluster = cfg.cluster
-    setting = parse_setting(cluster.cpu_affinity)  # parses: config.validate checked it
-    text = setting if isinstance(setting, str) else ",".join(str(c) for c in setting)
+    setting = cfg.decided.cpu_affinity
+    text = str(setting) if isinstance(setting, CpuAffinity) else ",".join(str(c) for c in setting)
     available = tuple(current_cpus() or range(os.cpu_count() or 1))
-    if setting == "none":
+    if setting == CpuAffinity.none:
         return TrialPinning(text, available, None, None, None)
     host_ranks = _HOST_RANKS.get(str(cluster.kind))
     if host_ranks is None:
-        if setting == "auto":
-            return TrialPinning(text, available, None, "auto", "each rank plans from its own node's CPUs")
+        if setting == CpuAffinity.auto:
+            return TrialPinning(text, available, None, str(setting), "each rank plans from its own node's CPUs")
         assert isinstance(setting, tuple)  # "auto" and "none" returned above
         remote = plan(setting, setting, int(cluster.nproc_per_node))
         return TrialPinning(text, available, None, remote.env_value(), "the list is applied on every node, unchecked")

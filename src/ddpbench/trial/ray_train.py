@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any, List
 
+from ddpbench.choices import CpuAffinity, Device
 from ddpbench.config import DdpbenchConfig
 from ddpbench.errors import ConfigError, ToolMissingError
 from ddpbench.trial.tool import module_found
@@ -45,13 +46,13 @@ def check(cfg: DdpbenchConfig) -> None:
     if c.kind == "local" and c.nnodes != 1:
         raise ConfigError(f"cluster.nnodes={c.nnodes}: a local Ray instance is one node; use a ray cluster "
                           "(cluster=ray_cpu_2node)")
-    if c.device not in ("cpu", "cuda"):
+    if c.device not in (Device.cpu, Device.cuda):
         raise ConfigError(f"cluster.device={c.device}: workload=ray_train needs cpu or cuda (use_gpu is decided "
                           "before Ray places the workers)")
     if c.ray.node_resources:
         raise ConfigError("cluster.ray.node_resources: Ray Train places workload=ray_train's workers itself; "
                           "leave it empty")
-    if str(c.cpu_affinity) != "none":
+    if cfg.decided.cpu_affinity != CpuAffinity.none:
         raise ConfigError(f"cluster.cpu_affinity={c.cpu_affinity}: Ray places workload=ray_train's workers; "
                           "use none")
     if not (module_found("ray") and module_found("ray.train.torch")):
@@ -82,15 +83,14 @@ def driver_command(cfg: DdpbenchConfig, python: str, storage: Path, run_name: st
     assert cfg.mode.ray_trainer is not None and cfg.workload.trains is not None
     world = c.nnodes * c.nproc_per_node
     cpus = float(c.ray.cpus_per_node) / c.nproc_per_node if c.ray.cpus_per_node is not None else 1.0
-    backend = c.backend if c.backend != "auto" else ("nccl" if c.device == "cuda" else "gloo")
     address = resolve_address(str(c.ray.address)) if c.kind == "ray" else "local"
     # ScalingConfig.placement_strategy: every worker on one node (one node), one per node, or spread
     placement = "STRICT_PACK" if c.nnodes == 1 else "STRICT_SPREAD" if c.nproc_per_node == 1 else "SPREAD"
     argv = [python, "-m", "ddpbench.workload.ray_train", f"--trains={cfg.workload.trains}",
             f"--trainer={json.dumps(_filled(dict(cfg.mode.ray_trainer), fill))}", f"--num-workers={world}",
-            f"--cpus-per-worker={cpus:g}", f"--placement={placement}", f"--backend={backend}",
+            f"--cpus-per-worker={cpus:g}", f"--placement={placement}", f"--backend={cfg.decided.backend}",
             f"--collective-timeout-sec={cfg.trial.collective_timeout_s:g}", f"--address={address}",
             f"--storage={storage}", f"--name={run_name}"]
-    if c.device == "cuda":
+    if c.device == Device.cuda:
         argv.append("--use-gpu")
     return argv + ["--", *workload_args]

@@ -9,7 +9,7 @@ from typing import Any, Dict
 from ddpbench import __version__
 from ddpbench.choices import TrialStatus
 from ddpbench.cluster import NodePlan
-from ddpbench.config import DdpbenchConfig, parse_repeat
+from ddpbench.config import DdpbenchConfig
 from ddpbench.formats import trial_record
 from ddpbench.formats.condition import NON_CONDITION_KEYS, parse_overrides
 from ddpbench.io import read_json
@@ -45,7 +45,7 @@ def trial_meta(cfg: DdpbenchConfig, job: JobInfo, *, started_at: str, ended_at: 
         "job_dir": str(job.job_dir.resolve()),
         "job_num": job.job_num,
         "mode": cfg.mode.name,
-        "repeat": parse_repeat(cfg.repeat),
+        "repeat": cfg.decided.repeat,
         "pair_position": cfg.pair_position,
         "condition": condition,
         "condition_id": ",".join(f"{k}={v}" for k, v in condition.items()),

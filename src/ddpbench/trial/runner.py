@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any, Mapping, Optional
 
+from ddpbench.choices import StopKind
 from ddpbench.cluster import NodePlan, backend_for
 from ddpbench.config import DdpbenchConfig
 from ddpbench.formats.trial_record import TRIAL_FILE, config_hash
@@ -23,7 +24,7 @@ def trial_timeout_s(cfg: DdpbenchConfig) -> float:
     """The watchdog limit: ``trial.timeout_s`` or expected duration * factor + margin."""
     if cfg.trial.timeout_s is not None:
         return cfg.trial.timeout_s
-    if cfg.stop.kind == "steps":
+    if cfg.stop.kind == StopKind.steps:
         expected = ((cfg.stop.steps or 0) + cfg.stop.warmup_steps) * cfg.trial.expected_step_s
     else:
         expected = (cfg.stop.duration_sec or 0.0) + cfg.stop.warmup_steps * cfg.trial.expected_step_s

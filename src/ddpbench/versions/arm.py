@@ -192,7 +192,7 @@ class Arm:
         """``cfg`` with this arm's ``mode.switch`` (``cfg`` itself when nothing differs)."""
         if self.switch == cfg.mode.switch:
             return cfg
-        return dataclasses.replace(cfg, mode=dataclasses.replace(cfg.mode, switch=self.switch))
+        return dataclasses.replace(cfg, mode=dataclasses.replace(cfg.mode, switch=self.switch)).deciding(cfg.decided)
 
     def section(self, mode: str, ranks: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, Any]]:
         """trial.json's ``arm``: the spec, the version the ranks imported, the environment and its package check."""

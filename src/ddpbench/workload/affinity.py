@@ -6,13 +6,18 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from itertools import groupby
-from typing import Mapping, Sequence
+from typing import Mapping, Sequence, Union
+
+from ddpbench.choices import CpuAffinity
 
 AFFINITY_ENV = "DDPBENCH_CPU_AFFINITY"
 """Environment variable carrying the rank plan from the trial to the workload."""
 
 PLAN_PREFIX = "plan:"
 """Start of an :data:`AFFINITY_ENV` value that is a host plan (else it is ``auto``)."""
+
+CpuSetting = Union[CpuAffinity, tuple[int, ...]]
+"""``cluster.cpu_affinity`` parsed: ``auto``, ``none`` or the CPU list in the order given."""
 
 
 def parse_cpu_list(text: str) -> tuple[int, ...]:
@@ -29,13 +34,14 @@ def parse_cpu_list(text: str) -> tuple[int, ...]:
     return tuple(cpus)
 
 
-def parse_setting(value: object) -> str | tuple[int, ...]:
-    """``auto`` / ``none`` as is, else the CPU list (``0,1``, ``0-3``, a number, a list); ValueError (one line)."""
+def parse_setting(value: object) -> CpuSetting:
+    """``auto`` / ``none`` as their member, else the CPU list (``0,1``, ``0-3``, a number, a list); ValueError (one
+    line)."""
     if isinstance(value, Sequence) and not isinstance(value, str):
         value = ",".join(str(v) for v in value)
     text = str(value).strip()
-    if text in ("auto", "none"):
-        return text
+    if text in tuple(CpuAffinity):
+        return CpuAffinity(text)
     try:
         return parse_cpu_list(text)
     except ValueError as error:
@@ -78,13 +84,13 @@ def _split(cpus: Sequence[int], n: int) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(cpus[starts[i]:starts[i + 1]]) for i in range(n))
 
 
-def plan(setting: str | tuple[int, ...], available: Sequence[int], n_ranks: int) -> Plan:
+def plan(setting: CpuSetting, available: Sequence[int], n_ranks: int) -> Plan:
     """The plan for ``n_ranks`` ranks on a host whose usable CPUs are ``available``; ValueError (one line) when a
     listed CPU is not available."""
     avail = sorted(set(available))
-    if setting == "none" or n_ranks < 1 or not avail:
+    if setting == CpuAffinity.none or n_ranks < 1 or not avail:
         return Plan(ranks=(), others=None)
-    if setting == "auto":
+    if setting == CpuAffinity.auto:
         if len(avail) > n_ranks:
             per_rank = (len(avail) - 1) // n_ranks
             used = avail[len(avail) - per_rank * n_ranks:]
@@ -116,8 +122,8 @@ def slot_cpus(value: str, environ: Mapping[str, str]) -> tuple[int, ...] | None:
     local_rank = int(environ.get("LOCAL_RANK", "0"))
     local_world = int(environ.get("LOCAL_WORLD_SIZE", "1"))
     text = value.strip()
-    if text == "auto":
-        groups = plan("auto", current_cpus() or range(os.cpu_count() or 1), local_world).ranks
+    if text == CpuAffinity.auto:
+        groups = plan(CpuAffinity.auto, current_cpus() or range(os.cpu_count() or 1), local_world).ranks
     elif text.startswith(PLAN_PREFIX):
         groups = tuple(parse_cpu_list(group) for group in text[len(PLAN_PREFIX):].split(";"))
     else:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, Callable, Iterator, cast
 
+from ddpbench.choices import Device, Loader
 from ddpbench.workload.args import RankArgs
 from ddpbench.workload.runtime import Runtime
 
@@ -56,18 +57,18 @@ def build_loader(args: RankArgs[Any], rt: Runtime, dataset: Any, transform: Tran
         workers = {"num_workers": args.loader_workers, "prefetch_factor": args.prefetch_factor,
                    "persistent_workers": True, "generator": torch.Generator().manual_seed(args.seed + rt.rank)}
     loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler, drop_last=True,
-                        pin_memory=rt.device == "cuda", **workers)
+                        pin_memory=rt.device == Device.cuda, **workers)
     return loader, sampler
 
 
 def loader_description(args: RankArgs[Any], rt: Runtime) -> dict[str, Any]:
     """The rank record's ``data`` object: how batches were served."""
-    realistic = args.loader == "realistic"
+    realistic = args.loader == Loader.realistic
     return {
         "loader": args.loader,
         "workers": args.loader_workers if realistic else 0,
         "prefetch_factor": args.prefetch_factor if realistic else None,
-        "pin_memory": rt.device == "cuda",
+        "pin_memory": rt.device == Device.cuda,
     }
 
 

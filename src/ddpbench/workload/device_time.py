@@ -8,6 +8,8 @@ import functools
 import statistics
 from typing import Any, Callable, Optional
 
+from ddpbench.choices import Device
+
 RING = 64
 """Event pairs in the clock's ring: the events of step k are read at the end of step k + RING - 2."""
 
@@ -88,7 +90,7 @@ class DeviceStepClock:
 
 def step_clock(device: str) -> Optional[DeviceStepClock]:
     """A step clock on CUDA; None on CPU (no events, nothing per step)."""
-    return DeviceStepClock() if device == "cuda" else None
+    return DeviceStepClock() if device == Device.cuda else None
 
 
 def cycles_per_ms(probe_cycles: int = PROBE_CYCLES, probes: int = PROBES) -> float:

@@ -9,6 +9,7 @@ import signal
 import time
 from typing import Any, Mapping, Sequence
 
+from ddpbench.choices import Device
 from ddpbench.formats.rank_loop import STARTUP_PARTS
 from ddpbench.workload.affinity import current_cpus, pin_from_environment
 from ddpbench.workload.args import RankArgs, parse_args
@@ -85,7 +86,7 @@ def train(
         torch.set_num_threads(args.threads)
     try:
         rt = Runtime(args.device, args.backend, args.precision)
-        if args.inject_device_step_ms > 0 and rt.device != "cuda":
+        if args.inject_device_step_ms > 0 and rt.device != Device.cuda:
             raise ValueError(f"--inject-device-step-ms {args.inject_device_step_ms:g}: a device-side wait is a GPU "
                              f"kernel; this rank runs on {rt.device} (use --inject-step-ms for a host wait)")
         rt.init_device()

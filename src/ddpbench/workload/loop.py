@@ -12,6 +12,7 @@ import itertools
 import time
 from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator
 
+from ddpbench.choices import Device, GcMode, HostSyncPattern, Precision, SwitchWhat, Timing
 from ddpbench.formats.rank_loop import HARNESS_HOST_SYNCS
 from ddpbench.workload.args import RankArgs
 from ddpbench.workload.base import Workload
@@ -33,10 +34,10 @@ class HostSync:
         if pattern not in HARNESS_HOST_SYNCS:
             raise ValueError(f"host sync {pattern!r} is not one of {', '.join(HARNESS_HOST_SYNCS)}")
         self._synchronize = synchronize
-        self.sync_before = pattern == "seed"
+        self.sync_before = pattern == HostSyncPattern.seed
         # the host-to-device copy runs inside the step marker
-        self.copy_inside_marker = pattern == "seed"
-        self.read_loss = pattern in ("loss", "seed")
+        self.copy_inside_marker = pattern == HostSyncPattern.seed
+        self.read_loss = pattern in (HostSyncPattern.loss, HostSyncPattern.seed)
         self.last_loss = float("nan")
 
     def before_step(self) -> None:
@@ -59,11 +60,11 @@ class Trainer:
 
         self.rt = rt
         self.base_model = workload.build_model(args).to(rt.torch_device)
-        ids = [rt.local_rank] if rt.device == "cuda" else None
+        ids = [rt.local_rank] if rt.device == Device.cuda else None
         self.model = DDP(self.base_model, device_ids=ids)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=args.lr)
         self.loss_fn = workload.loss_function(args)
-        use_scaler = rt.device == "cuda" and rt.precision == "fp16"
+        use_scaler = rt.device == Device.cuda and rt.precision == Precision.fp16
         self.scaler = torch.amp.GradScaler("cuda") if use_scaler else None
         self.trace_step = trace_step
         # within-trial switching (what=trace_step): whether the next steps run inside trace_step
@@ -74,7 +75,7 @@ class Trainer:
         self.host_sync = HostSync(args.host_sync, rt.synchronize)
         # the timed loop's device step clock (CUDA), set by run_timed for the timed steps only
         self.clock: DeviceStepClock | None = None
-        self.non_blocking = rt.device == "cuda"
+        self.non_blocking = rt.device == Device.cuda
 
     def _step_context(self) -> ContextManager[Any]:
         """``trace_step(model before DDP)`` under TraceML (unless switched off), else nothing."""
@@ -193,7 +194,7 @@ def run_timed(
     every step and ``switch``'s side at the start of each, inside the step's measured time."""
     res = LoopResult()
     log_every = args.log_every if rt.rank == 0 else 0
-    phased = args.timing == "phase"
+    phased = args.timing == Timing.phase
     clock = step_clock(rt.device)
     collections = _gc_enter(args.gc)
     rt.synchronize()
@@ -210,8 +211,8 @@ def run_timed(
         inject = True
         if switch is not None:
             on = switch.enter(step)
-            trainer.traced = on or switch.what != "trace_step"
-            inject = on or switch.what != "inject"
+            trainer.traced = on or switch.what != SwitchWhat.trace_step
+            inject = on or switch.what != SwitchWhat.inject
             if tools is not None:
                 tools.begin(step, switch)
         if phased:
@@ -253,9 +254,9 @@ def _gc_collections() -> list[int]:
 
 def _gc_enter(mode: str) -> list[int]:
     """Set the collector for the timed loop (``--gc``); the collections so far per generation."""
-    if mode in ("freeze", "off"):
+    if mode in (GcMode.freeze, GcMode.off):
         gc.collect()
-        if mode == "freeze":
+        if mode == GcMode.freeze:
             gc.freeze()
         else:
             gc.disable()
@@ -266,8 +267,8 @@ def _gc_exit(mode: str, before: list[int]) -> dict[str, Any]:
     """Restore the collector after the timed loop; the rank record's ``gc``."""
     collections = [after - earlier for after, earlier in zip(_gc_collections(), before)]
     frozen = gc.get_freeze_count()
-    if mode == "freeze":
+    if mode == GcMode.freeze:
         gc.unfreeze()
-    elif mode == "off":
+    elif mode == GcMode.off:
         gc.enable()
     return {"mode": mode, "collections": collections, "frozen": frozen}

@@ -9,6 +9,7 @@ import sys
 import time
 from typing import Any
 
+from ddpbench.choices import Device, Timing
 from ddpbench.formats.rank_record import PHASES, SCHEMA, SCHEMA_VERSION, rank_record_name
 from ddpbench.io import write_json_atomic
 from ddpbench.workload.args import RankArgs
@@ -24,7 +25,7 @@ def peak_memory(device: str) -> dict[str, int | None]:
 
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
     cuda: int | None = None
-    if device == "cuda":
+    if device == Device.cuda:
         import torch
 
         cuda = int(torch.cuda.max_memory_allocated())
@@ -38,7 +39,7 @@ def _versions(rt: Runtime) -> dict[str, str | None]:
     cuda = torch.version.cuda if torch.cuda.is_available() else None
     nccl: str | None = None
     gpu: str | None = None
-    if rt.device == "cuda":
+    if rt.device == Device.cuda:
         try:
             v = torch.cuda.nccl.version()
             nccl = ".".join(str(p) for p in v) if isinstance(v, tuple) else str(v)
@@ -87,7 +88,7 @@ def build_record(
     samples = timed * args.batch_size
     memory = peak_memory(rt.device)
     on_cuda = memory["cuda_peak_allocated_bytes"] is not None
-    phases = phase_stats(PHASES, res.durations_s, res.phases_s) if args.timing == "phase" else None
+    phases = phase_stats(PHASES, res.durations_s, res.phases_s) if args.timing == Timing.phase else None
     record: dict[str, Any] = {
         "schema": SCHEMA, "schema_version": SCHEMA_VERSION,
         "rank": rt.rank, "local_rank": rt.local_rank, "world_size": rt.world_size, "node_rank": rt.node_rank,

@@ -8,6 +8,7 @@ import os
 import socket
 from typing import Any, Callable, ContextManager
 
+from ddpbench.choices import Device, DistBackend, Precision
 from ddpbench.workload.args import RankArgs
 
 TraceStep = Callable[[Any], ContextManager[Any]]
@@ -25,28 +26,30 @@ class Runtime:
         self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
         self.world_size = int(os.environ["WORLD_SIZE"])
         self.node_rank = int(os.environ.get("GROUP_RANK", "0"))
-        want_cuda = device == "cuda" or (device == "auto" and torch.cuda.is_available())
+        want_cuda = device == Device.cuda or (device == Device.auto and torch.cuda.is_available())
         if want_cuda and not torch.cuda.is_available():
             raise ValueError("--device cuda but CUDA is not available")
-        self.device = "cuda" if want_cuda else "cpu"
-        self.backend = str(backend) if backend != "auto" else ("nccl" if self.device == "cuda" else "gloo")
-        if self.backend == "nccl" and self.device != "cuda":
+        self.device = str(Device.cuda if want_cuda else Device.cpu)
+        # a user's script may run any backend torch has (mpi, ucc, ...): only auto is resolved here
+        self.backend = str(DistBackend.auto.on(self.device) if backend == DistBackend.auto else backend)
+        if self.backend == DistBackend.nccl and self.device != Device.cuda:
             raise ValueError("--backend nccl needs --device cuda")
         self.precision = str(precision)
-        self.torch_device = torch.device(self.device, self.local_rank) if self.device == "cuda" else torch.device("cpu")
+        self.torch_device = (torch.device(self.device, self.local_rank) if self.device == Device.cuda
+                             else torch.device("cpu"))
 
     def autocast(self) -> ContextManager[Any]:
         """Autocast context for the forward pass (none for fp32)."""
         import torch
 
-        if self.precision == "fp32":
+        if self.precision == Precision.fp32:
             return contextlib.nullcontext()
-        dtype = torch.bfloat16 if self.precision == "bf16" else torch.float16
+        dtype = torch.bfloat16 if self.precision == Precision.bf16 else torch.float16
         return torch.autocast(device_type=self.device, dtype=dtype)
 
     def init_device(self) -> None:
         """Make this rank's device current and its CUDA context now (a start-up part of its own); nothing on CPU."""
-        if self.device == "cuda":
+        if self.device == Device.cuda:
             import torch
 
             torch.cuda.set_device(self.torch_device)
@@ -54,7 +57,7 @@ class Runtime:
 
     def synchronize(self) -> None:
         """CUDA synchronize; nothing on CPU."""
-        if self.device == "cuda":
+        if self.device == Device.cuda:
             import torch
 
             torch.cuda.synchronize()
@@ -80,14 +83,14 @@ def init_process_group(args: RankArgs[Any], rt: Runtime) -> Any:
     import torch
     import torch.distributed as dist
 
-    if rt.device == "cuda":
+    if rt.device == Device.cuda:
         torch.cuda.set_device(rt.torch_device)
     kwargs: dict[str, Any] = {"backend": rt.backend}
     if args.collective_timeout_sec is not None:
         kwargs["timeout"] = datetime.timedelta(seconds=args.collective_timeout_sec)
     if not dist.is_initialized():
         dist.init_process_group(**kwargs)
-    if rt.backend == "gloo":
+    if rt.backend == DistBackend.gloo:
         return None  # the default group
     return dist.new_group(backend="gloo", timeout=kwargs.get("timeout"))
 

@@ -8,6 +8,7 @@ import dataclasses
 import os
 from typing import Any
 
+from ddpbench.choices import SwitchWhat
 from ddpbench.formats.switching import block_summaries, first_side, step_is_on
 from ddpbench.workload.args import RankArgs
 
@@ -40,7 +41,7 @@ class Switch:
     def enter(self, step: int) -> bool:
         """Set the side for timed step ``step`` (1-based); whether it runs the switchable work."""
         on = step_is_on(step, self.block_steps, self.first)
-        if on != self.on and self.what == "trace_step":
+        if on != self.on and self.what == SwitchWhat.trace_step:
             if on:
                 self._restore_env()
             else:
@@ -50,7 +51,7 @@ class Switch:
 
     def finish(self) -> None:
         """After the timed loop: everything back on (TraceML's teardown must see its kill switch as before)."""
-        if self.what == "trace_step":
+        if self.what == SwitchWhat.trace_step:
             self._restore_env()
         self.on = True
 

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from ddpbench.choices import Device, SwitchWhat
 from ddpbench.workload.args import RankArgs
 from ddpbench.workload.runtime import Runtime
 from ddpbench.workload.switching import Switch
@@ -44,7 +45,7 @@ class ToolHooks:
         log in on-blocks only (``wandb_log``), stop a recording at its on-block's last step (``torch_profiler``)."""
         now = time.perf_counter()
         switch = self.switch
-        if self.run is not None and (switch is None or switch.on or switch.what != "wandb_log"):
+        if self.run is not None and (switch is None or switch.on or switch.what != SwitchWhat.wandb_log):
             self.run.log({"loss": float(loss.item()), "step_time_ms": (now - self.last) * 1000.0}, step=self.steps)
         if self.new_profiler is not None:
             if self.profiler is not None and switch is not None and timed_step is not None \
@@ -69,7 +70,7 @@ def _profiler_maker(args: RankArgs[Any], rt: Runtime, tool_dir: Path, scheduled:
     (``scheduled`` False, within-trial switching) recording from start to stop."""
     from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
 
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if rt.device == "cuda" else [])
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if rt.device == Device.cuda else [])
     if args.torch_profiler_handler == "chrome":  # rank<r>.cycle<n>.json
         traces = itertools.count(1)
 
@@ -87,7 +88,7 @@ def _profiler_maker(args: RankArgs[Any], rt: Runtime, tool_dir: Path, scheduled:
 def start_tools(args: RankArgs[Any], rt: Runtime) -> Optional[ToolHooks]:
     """Start the tools the arguments ask for on this rank; None when there are none."""
     tool_dir = Path(args.tool_dir) if args.tool_dir else None
-    blocks = bool(args.switch_block_steps) and args.switch == "torch_profiler"
+    blocks = bool(args.switch_block_steps) and args.switch == SwitchWhat.torch_profiler
     maker = _profiler_maker(args, rt, tool_dir, not blocks) if args.torch_profiler and tool_dir else None
     profiler = maker() if maker is not None and not blocks else None
     if profiler is not None:

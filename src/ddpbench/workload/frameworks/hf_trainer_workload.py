@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Sequence
 
+from ddpbench.choices import Device, DistBackend, Precision
 from ddpbench.workload.args import RankArgs, parse_args
 from ddpbench.workload.ddp_transformer import Transformer
 from ddpbench.workload.frameworks.builtin import prepare
@@ -52,9 +53,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     training = TrainingArguments(
         output_dir=args.tool_dir or "hf_trainer_out", max_steps=args.warmup_steps + (args.steps or 1),
         per_device_train_batch_size=args.batch_size, learning_rate=args.lr, seed=args.seed, save_strategy="no",
-        logging_steps=args.log_every or 100, report_to="none", use_cpu=args.device == "cpu",
-        ddp_backend=None if args.backend == "auto" else str(args.backend), ddp_find_unused_parameters=False,
-        bf16=args.precision == "bf16", fp16=args.precision == "fp16", dataloader_num_workers=0, disable_tqdm=True,
+        logging_steps=args.log_every or 100, report_to="none", use_cpu=args.device == Device.cpu,
+        ddp_backend=None if args.backend == DistBackend.auto else str(args.backend), ddp_find_unused_parameters=False,
+        bf16=args.precision == Precision.bf16, fp16=args.precision == Precision.fp16, dataloader_num_workers=0, disable_tqdm=True,
         ddp_timeout=int(args.collective_timeout_sec or 1800),
     )
     Trainer(model=workload.build_model(args), args=training, train_dataset=workload.build_dataset(args)).train()

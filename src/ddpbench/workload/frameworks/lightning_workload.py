@@ -7,6 +7,7 @@ import os
 import sys
 from typing import Any, Sequence
 
+from ddpbench.choices import Device, DistBackend
 from ddpbench.workload.args import parse_args
 from ddpbench.workload.ddp_mlp import MLP
 from ddpbench.workload.frameworks.builtin import prepare
@@ -39,9 +40,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                                          drop_last=True, num_workers=0)
     devices = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))  # torchrun's (a world of one without it)
     nodes = max(1, int(os.environ.get("WORLD_SIZE", "1")) // devices)
-    backend = None if args.backend == "auto" else str(args.backend)
+    backend = None if args.backend == DistBackend.auto else str(args.backend)
     precision: Any = {"fp32": "32-true", "bf16": "bf16-mixed", "fp16": "16-mixed"}[args.precision]  # Lightning's
-    trainer = pl.Trainer(accelerator="gpu" if args.device == "cuda" else "cpu", devices=devices, num_nodes=nodes,
+    trainer = pl.Trainer(accelerator="gpu" if args.device == Device.cuda else "cpu", devices=devices, num_nodes=nodes,
                          strategy=DDPStrategy(process_group_backend=backend), precision=precision,
                          max_steps=args.warmup_steps + (args.steps or 1), logger=False, enable_checkpointing=False,
                          enable_progress_bar=False, enable_model_summary=False)
