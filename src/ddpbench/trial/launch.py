@@ -67,7 +67,8 @@ def launch_agents(cfg: DdpbenchConfig, arm: Arm, job: JobInfo, plan: NodePlan, t
     host = socket.gethostname()
     nodes = {r.node_rank: trial_record.node_entry(
         r.node_rank, host, wall_s=r.wall_s, exit_code=r.exit_code, spawn_epoch=r.spawn_epoch, exit_epoch=r.exit_epoch,
-        killed_by=r.killed_by, stdout=r.stdout_path, stderr=r.stderr_path) for r in outcome.results}
+        killed_by=r.killed_by, stdout=r.stdout_path, stderr=r.stderr_path, footprint=r.footprint)
+        for r in outcome.results}
     return Launched(outcome, context, started_at, load, nodes)
 
 
