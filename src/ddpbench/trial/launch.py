@@ -80,6 +80,7 @@ def launch(cfg: DdpbenchConfig, arm: Arm, job: JobInfo, plan: NodePlan, deadline
     run_name = f"{cfg.sweep_name}-{job.job_num}-{plan.run_token}"  # TraceML's: new per launch, the same on every node
     handles = []
     context = None
+    wrapped_nodes = set()  # agents a backend runs elsewhere (SLURM's srun step): their guard here sees the wrapper only
     try:
         for node_rank in plan.node_ranks:
             context = commands.make_context(
@@ -90,7 +91,10 @@ def launch(cfg: DdpbenchConfig, arm: Arm, job: JobInfo, plan: NodePlan, deadline
             artifacts.prepare(cfg, context)
             argv = commands.node_command(cfg, arm, context)
             env = commands.node_environment(cfg, arm, context)
-            argv = backend_for(cfg).wrap_agent(cfg, plan, argv, attempt)
+            agent = backend_for(cfg).wrap_agent(cfg, plan, argv, attempt)
+            if agent != argv:
+                wrapped_nodes.add(node_rank)
+            argv = agent
             handles.append(spawn_agent(node_rank, argv, env, attempt))
     except BaseException:
         for handle in handles:
@@ -105,6 +109,8 @@ def launch(cfg: DdpbenchConfig, arm: Arm, job: JobInfo, plan: NodePlan, deadline
         progress.clear()
     for result in outcome.results:  # a wrapper (py-spy) exits 0 whatever its command did
         result.exit_code = wrapped.exit_code(result.exit_code, attempt.command_status(result.node_rank))
+        if result.node_rank in wrapped_nodes:
+            result.footprint = None
     return outcome, context
 
 
