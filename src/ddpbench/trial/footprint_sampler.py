@@ -88,7 +88,7 @@ class FootprintSampler:
         self.peak_threads = 0
         self.io_problem: Optional[str] = None
         self._tallies: Dict[Tuple[int, float], ProcessTally] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # the guard's signal handler may sample while its main thread is in reaped()
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._start_children = resource.getrusage(resource.RUSAGE_CHILDREN)

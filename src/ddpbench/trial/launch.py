@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
 from ddpbench.cluster import NODE_RANK_TOKEN, NodePlan, backend_for
+from ddpbench.cluster.guarded import guard_footprint
 from ddpbench.config import DdpbenchConfig
 from ddpbench.formats import trial_record
 from ddpbench.formats.layout import AttemptLayout
@@ -80,7 +81,7 @@ def launch(cfg: DdpbenchConfig, arm: Arm, job: JobInfo, plan: NodePlan, deadline
     run_name = f"{cfg.sweep_name}-{job.job_num}-{plan.run_token}"  # TraceML's: new per launch, the same on every node
     handles = []
     context = None
-    wrapped_nodes = set()  # agents a backend runs elsewhere (SLURM's srun step): their guard here sees the wrapper only
+    wrapped_nodes = set()  # agents a backend runs elsewhere (SLURM's srun step): the guard here sees the wrapper only
     try:
         for node_rank in plan.node_ranks:
             context = commands.make_context(
@@ -109,8 +110,8 @@ def launch(cfg: DdpbenchConfig, arm: Arm, job: JobInfo, plan: NodePlan, deadline
         progress.clear()
     for result in outcome.results:  # a wrapper (py-spy) exits 0 whatever its command did
         result.exit_code = wrapped.exit_code(result.exit_code, attempt.command_status(result.node_rank))
-        if result.node_rank in wrapped_nodes:
-            result.footprint = None
+        if result.node_rank in wrapped_nodes:  # the guard of the node's own step (SLURM's), else unknown
+            result.footprint = guard_footprint(attempt.step_guard_record(result.node_rank))
     return outcome, context
 
 
