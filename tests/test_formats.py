@@ -71,8 +71,14 @@ def test_rank_record_checks_ask_a_version_only_for_its_own_fields() -> None:
                                                     "pin_memory": False},
                                            "timing": "step", "phase_time_ms": None, "memory": v4["memory"]})
     assert own["host_sync"] == "own"  # a user's script ran its own loop
-    assert rank_record.validate_rank_record({**v1, "schema_version": 5})[0] == (
-        "unknown schema_version 5 of ddpbench.rank (this reader knows 1, 2, 3, 4)")
+    v5 = {**rank_record.upgrade_rank_record(v1), "schema_version": 5}
+    assert v5["timed_cpu_s"] is None and rank_record.validate_rank_record(v5) == []
+    assert "timed_cpu_s: missing" in rank_record.validate_rank_record({k: v for k, v in v5.items()
+                                                                      if k != "timed_cpu_s"})
+    assert rank_record.validate_rank_record({**v5, "timed_cpu_s": {"user": 1.0, "system": 0.5, "total": 1.5}}) == [
+        "timed_cpu_s.per_step_ms: missing or not a finite number"]
+    assert rank_record.validate_rank_record({**v1, "schema_version": 6})[0] == (
+        "unknown schema_version 6 of ddpbench.rank (this reader knows 1, 2, 3, 4, 5)")
 
 
 def test_earlier_trial_and_analysis_records_are_read_with_the_loop_fields() -> None:

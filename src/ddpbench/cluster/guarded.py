@@ -1,12 +1,16 @@
-"""A node's command run under ddpbench's guard (``python -m ddpbench.trial.guard``), stop signals forwarded."""
+"""A node's command run under ddpbench's guard (``python -m ddpbench.trial.guard``), stop signals forwarded; the
+footprint its guard recorded."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
-from typing import Any, List
+from typing import Any, Dict, List, Optional
+
+from ddpbench.io import read_json
 
 
 def exit_status(code: int) -> int:
@@ -26,3 +30,12 @@ def run_guarded(record: str, command: List[str], **popen: Any) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, forward)
     return guard.wait()
+
+
+def guard_footprint(record: "str | os.PathLike[str]") -> Optional[Dict[str, Any]]:
+    """The ``footprint`` a guard recorded at ``record`` (what every process below it cost), or None when it wrote
+    none."""
+    with contextlib.suppress(OSError, ValueError):
+        footprint = read_json(record).get("footprint")
+        return footprint if isinstance(footprint, dict) else None
+    return None

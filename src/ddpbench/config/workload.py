@@ -135,6 +135,11 @@ class InjectConfig:
     startup_s: float = 1.0
     # sleep after the timed loop, before exit, s
     teardown_s: float = 0.5
+    # mode=inject: a side process on every node (started by its local rank 0) that spins at this fraction of one core
+    # (0 to 1; 0 = none), the footprint's known answer
+    side_cpu: float = 0.0
+    # ... and holds this many MiB resident (0 = none)
+    side_mb: float = 0.0
 
 
 @dataclass

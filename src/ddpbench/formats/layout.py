@@ -55,7 +55,8 @@ class AttemptLayout:
         return self.logs / f".node{int(node_rank)}.guard.json"
 
     def step_guard_record(self, node_rank: int) -> Path:
-        """What the guard of node ``node_rank``'s task of a SLURM srun step recorded."""
+        """What the guard of node ``node_rank``'s task of a SLURM srun step recorded (Ray: node 0's guard's
+        ``footprint``, which the trial process copies here)."""
         return self.logs / f".step{int(node_rank)}.guard.json"
 
     def ray_node0_log(self, stream: str) -> Path:

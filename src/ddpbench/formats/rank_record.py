@@ -17,7 +17,7 @@ from ddpbench.formats.switching import check_blocks
 
 #: value of the record's ``schema`` field, and the ``schema_version`` the workload writes now
 SCHEMA: Final[str] = "ddpbench.rank"
-SCHEMA_VERSION: Final[int] = 4
+SCHEMA_VERSION: Final[int] = 5
 #: keys of ``step_time_ms``: statistics of the timed steps in milliseconds
 STEP_STAT_KEYS: Final[tuple[str, ...]] = ("mean", "median", "p10", "p90", "p99", "min", "max", "stdev")
 #: keys of ``timestamps``: Unix epoch seconds (float), in increasing order
@@ -79,13 +79,17 @@ FIELDS_V2: Final[dict[str, tuple[tuple[type, ...], bool]]] = {
 }
 #: required fields added after version 1: version -> {name: (types, nullable)}; a record of version v must hold
 #: :data:`FIELDS` and the fields every version <= v added (3: within-trial switching, null when not switching;
-#: 4: the loop's host-sync pattern, the GPU split, the start-up split, the collector)
+#: 4: the loop's host-sync pattern, the GPU split, the start-up split, the collector; 5: the timed steps' CPU time)
 ADDED_FIELDS: Final[dict[int, dict[str, tuple[tuple[type, ...], bool]]]] = {
     2: FIELDS_V2,
     3: {"switching": ((dict,), True), "blocks": ((list,), True)},
     4: {"host_sync": (_STR, False), "gpu_time_ms": ((dict,), True), "startup_s": ((dict,), True),
         "gc": ((dict,), True)},
+    5: {"timed_cpu_s": ((dict,), True)},
 }
+#: keys of ``timed_cpu_s`` (version 5): the rank process's CPU seconds over its timed steps (user, system, their
+#: sum) and that sum in ms per timed step
+TIMED_CPU_KEYS: Final[tuple[str, ...]] = ("user", "system", "total", "per_step_ms")
 #: fields that may be absent (docs/formats.md)
 OPTIONAL_FIELDS: Final[dict[str, tuple[tuple[type, ...], bool]]] = {
     "step_times_ms": ((list,), False), "cpu_affinity": ((list,), False), "tool": ((dict,), False),
@@ -246,6 +250,8 @@ def _check(obj: dict[str, Any]) -> list[str]:
         problems += check_blocks(obj.get("switching"), obj.get("blocks"))
     if isinstance(version, int) and version >= 4:
         problems += check_loop(obj, STEP_STAT_KEYS)
+    if isinstance(version, int) and version >= 5:
+        problems += number_map_problems("timed_cpu_s", obj.get("timed_cpu_s"), TIMED_CPU_KEYS)
     return problems
 
 
@@ -258,9 +264,14 @@ def _v3_to_v4(obj: dict[str, Any]) -> dict[str, Any]:
     return {**obj, **loop_of_v3(obj)}
 
 
+def _v4_to_v5(obj: dict[str, Any]) -> dict[str, Any]:
+    """Records before version 5 did not measure their timed steps' CPU time."""
+    return {"timed_cpu_s": None, **obj}
+
+
 #: the format as the reader contract (:mod:`ddpbench.formats.reader`) reads it
-FORMAT: Final[Format] = Format(SCHEMA, SCHEMA_VERSION, oldest=1, upgrades={1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4},
-                               check=_check)
+FORMAT: Final[Format] = Format(SCHEMA, SCHEMA_VERSION, oldest=1,
+                               upgrades={1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5}, check=_check)
 #: a copy of a valid record with every current field (``schema_version`` kept)
 upgrade_rank_record = FORMAT.upgrade
 #: one line per problem of a decoded rank record (no I/O); empty when it is valid (unknown extra fields are allowed)

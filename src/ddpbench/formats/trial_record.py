@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ddpbench.choices import TrialStatus
 from ddpbench.formats.condition import NOT_IN_HASH
+from ddpbench.formats.footprint import trial_footprint
 from ddpbench.formats.rank_combine import (
     combine_gpu_times, combine_phase_times, combine_step_times, peak_memory, rank_summaries, startup_split, throughput,
     wall_decomposition,
@@ -20,7 +21,7 @@ from ddpbench.formats.reader import Format
 from ddpbench.formats.switching import trial_switching
 
 SCHEMA = "ddpbench.trial"
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 #: the record's file name inside a job dir
 TRIAL_FILE = "trial.json"
 
@@ -142,6 +143,7 @@ def build_trial_record(*, meta: Mapping[str, Any], config: Mapping[str, Any], st
         "gpu_time_ms": combine_gpu_times(done),
         "startup_split_s": startup_split(done, spawn_epoch),
         "gc": rank0.get("gc") if measured and rank0 else None,
+        "footprint": trial_footprint(nodes, ranks),
     }
     return record
 
@@ -187,8 +189,13 @@ def _v4_to_v5(record: Dict[str, Any]) -> Dict[str, Any]:
     return {"host_sync": "own" if own else "none", "gpu_time_ms": None, "startup_split_s": None, "gc": None, **record}
 
 
+def _v5_to_v6(record: Dict[str, Any]) -> Dict[str, Any]:
+    return {"footprint": None, **record}
+
+
 #: the format as the reader contract (:mod:`ddpbench.formats.reader`) reads it
-FORMAT = Format(SCHEMA, SCHEMA_VERSION, oldest=1, upgrades={1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5},
+FORMAT = Format(SCHEMA, SCHEMA_VERSION, oldest=1, upgrades={1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5,
+                                                                   5: _v5_to_v6},
                 check=_check)
 #: why a decoded ``trial.json`` of any known version cannot be used (one line; extra fields are allowed), or None
 validate_trial_record = FORMAT.first_problem

@@ -3,21 +3,25 @@ in a new session) so that nothing it started outlives it: it gets SIGTERM when t
 (``PR_SET_PDEATHSIG``), adopts what its command orphans (a child subreaper: TraceML starts its aggregator and torchrun
 in sessions of their own) and SIGKILLs every descendant left. It writes FILE (JSON): ``spawn_epoch``, ``exit_epoch``,
 ``wall_s`` (monotonic, spawn to exit of the command: what shell ``time`` reports), ``exit_code``, ``signal``,
-``leftovers_killed``. It imports nothing heavy: its start-up cost is a bare interpreter's, paid equally by every mode.
+``leftovers_killed`` and ``footprint`` (what every process below it cost: :mod:`ddpbench.trial.footprint_sampler`). It
+imports nothing heavy (psutil is small): its start-up cost is a bare interpreter's, paid equally by every mode, and so
+is its sampling.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import signal
 import subprocess
 import sys
 import time
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from ddpbench.errors import error_line
 from ddpbench.io import write_json_atomic
+from ddpbench.trial.footprint_sampler import FootprintSampler
 from ddpbench.workload.lifetime import become_subreaper, signal_on_parent_death
 
 
@@ -53,14 +57,23 @@ def descendants(root_pid: int, stats: Optional[Mapping[int, Sequence[str]]] = No
     return list(found)
 
 
-def _reap() -> None:
+#: what is told of each process this one reaps: its pid and the kernel's totals for it
+OnReaped = Callable[[int, resource.struct_rusage], None]
+
+
+def _reap(on_reaped: Optional[OnReaped] = None) -> None:
     with contextlib.suppress(ChildProcessError):
-        while os.waitpid(-1, os.WNOHANG)[0] != 0:
-            pass
+        while True:
+            pid, _status, usage = os.wait4(-1, os.WNOHANG)
+            if pid == 0:
+                break
+            if on_reaped is not None:
+                on_reaped(pid, usage)
 
 
-def kill_descendants(root_pid: int, deadline_s: float = 5.0) -> int:
-    """SIGKILL every descendant of ``root_pid`` until none is left or ``deadline_s`` passes."""
+def kill_descendants(root_pid: int, deadline_s: float = 5.0, on_reaped: Optional[OnReaped] = None) -> int:
+    """SIGKILL every descendant of ``root_pid`` until none is left or ``deadline_s`` passes; ``on_reaped`` hears of
+    every child this process reaps meanwhile."""
     killed = 0
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
@@ -71,9 +84,9 @@ def kill_descendants(root_pid: int, deadline_s: float = 5.0) -> int:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
                 killed += 1
-        _reap()
+        _reap(on_reaped)
         time.sleep(0.02)
-    _reap()
+    _reap(on_reaped)
     return killed
 
 
@@ -94,14 +107,18 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     me = os.getpid()
 
+    sampler = FootprintSampler(me)
+
     def write_record(exit_epoch: float, wall_s: float, code: Optional[int], signum: Optional[int],
-                     leftovers: Optional[int]) -> None:
+                     leftovers: Optional[int], footprint: Dict[str, Any]) -> None:
         write_json_atomic(record_path, {"spawn_epoch": spawn_epoch, "exit_epoch": exit_epoch, "wall_s": wall_s,
-                                        "exit_code": code, "signal": signum, "leftovers_killed": leftovers})
+                                        "exit_code": code, "signal": signum, "leftovers_killed": leftovers,
+                                        "footprint": footprint})
 
     def on_signal(signum: int, _frame: object) -> None:
-        kill_descendants(me)
-        write_record(time.time(), time.monotonic() - start, None, signum, None)
+        sampler.stop()
+        kill_descendants(me, on_reaped=sampler.reaped)
+        write_record(time.time(), time.monotonic() - start, None, signum, None, sampler.record())
         os._exit(128 + signum)
 
     spawn_epoch = time.time()
@@ -110,8 +127,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         signal.signal(signum, on_signal)
     child = subprocess.Popen(command, stdin=subprocess.DEVNULL,  # the command is SIGKILLed when the guard dies
                              preexec_fn=lambda: signal_on_parent_death(signal.SIGKILL))
+    sampler.start()
     code = child.wait()
-    write_record(time.time(), time.monotonic() - start, code, None, kill_descendants(me))
+    exit_epoch, wall_s = time.time(), time.monotonic() - start
+    sampler.stop()
+    leftovers = kill_descendants(me, on_reaped=sampler.reaped)
+    write_record(exit_epoch, wall_s, code, None, leftovers, sampler.record())
     return code if code >= 0 else 128 - code
 
 

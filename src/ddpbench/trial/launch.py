@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
 from ddpbench.cluster import NODE_RANK_TOKEN, NodePlan, backend_for
+from ddpbench.cluster.guarded import guard_footprint
 from ddpbench.config import DdpbenchConfig
 from ddpbench.formats import trial_record
 from ddpbench.formats.layout import AttemptLayout
@@ -67,7 +68,8 @@ def launch_agents(cfg: DdpbenchConfig, arm: Arm, job: JobInfo, plan: NodePlan, t
     host = socket.gethostname()
     nodes = {r.node_rank: trial_record.node_entry(
         r.node_rank, host, wall_s=r.wall_s, exit_code=r.exit_code, spawn_epoch=r.spawn_epoch, exit_epoch=r.exit_epoch,
-        killed_by=r.killed_by, stdout=r.stdout_path, stderr=r.stderr_path) for r in outcome.results}
+        killed_by=r.killed_by, stdout=r.stdout_path, stderr=r.stderr_path, footprint=r.footprint)
+        for r in outcome.results}
     return Launched(outcome, context, started_at, load, nodes)
 
 
@@ -79,6 +81,7 @@ def launch(cfg: DdpbenchConfig, arm: Arm, job: JobInfo, plan: NodePlan, deadline
     run_name = f"{cfg.sweep_name}-{job.job_num}-{plan.run_token}"  # TraceML's: new per launch, the same on every node
     handles = []
     context = None
+    wrapped_nodes = set()  # agents a backend runs elsewhere (SLURM's srun step): the guard here sees the wrapper only
     try:
         for node_rank in plan.node_ranks:
             context = commands.make_context(
@@ -89,7 +92,10 @@ def launch(cfg: DdpbenchConfig, arm: Arm, job: JobInfo, plan: NodePlan, deadline
             artifacts.prepare(cfg, context)
             argv = commands.node_command(cfg, arm, context)
             env = commands.node_environment(cfg, arm, context)
-            argv = backend_for(cfg).wrap_agent(cfg, plan, argv, attempt)
+            agent = backend_for(cfg).wrap_agent(cfg, plan, argv, attempt)
+            if agent != argv:
+                wrapped_nodes.add(node_rank)
+            argv = agent
             handles.append(spawn_agent(node_rank, argv, env, attempt))
     except BaseException:
         for handle in handles:
@@ -104,6 +110,8 @@ def launch(cfg: DdpbenchConfig, arm: Arm, job: JobInfo, plan: NodePlan, deadline
         progress.clear()
     for result in outcome.results:  # a wrapper (py-spy) exits 0 whatever its command did
         result.exit_code = wrapped.exit_code(result.exit_code, attempt.command_status(result.node_rank))
+        if result.node_rank in wrapped_nodes:  # the guard of the node's own step (SLURM's), else unknown
+            result.footprint = guard_footprint(attempt.step_guard_record(result.node_rank))
     return outcome, context
 
 

@@ -13,7 +13,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from ddpbench.formats.layout import AttemptLayout
 from ddpbench.trial.guard import descendants
@@ -48,6 +48,8 @@ class AgentResult:
     stdout_path: str
     stderr_path: str
     killed_by: Optional[str] = None
+    # what every process below the agent's guard cost (the guard record's ``footprint``); None when it wrote none
+    footprint: Optional[Dict[str, Any]] = None
 
 
 @dataclass
@@ -106,6 +108,7 @@ def _result(handle: AgentHandle, killed_by: Optional[str]) -> AgentResult:
         spawn_epoch=float(record.get("spawn_epoch", handle.spawn_epoch)),
         exit_epoch=float(record.get("exit_epoch", handle.spawn_epoch + exit_monotonic - handle.spawn_monotonic)),
         stdout_path=str(handle.stdout_path), stderr_path=str(handle.stderr_path), killed_by=killed_by,
+        footprint=record.get("footprint") if isinstance(record.get("footprint"), dict) else None,
     )
 
 

@@ -99,6 +99,9 @@ class RankArgs(Generic[S]):
                                         "start-up; CUDA only)", parse=non_negative_float)
     inject_startup_sec: float = flag(0.0, "sleep X s before warmup", parse=non_negative_float)
     inject_teardown_sec: float = flag(0.0, "sleep X s after the timed loop", parse=non_negative_float)
+    inject_side_cpu: float = flag(0.0, "local rank 0: start a side process that spins at X of one core (0 to 1)",
+                                  parse=non_negative_float)
+    inject_side_mb: float = flag(0.0, "local rank 0: the side process holds X MiB resident", parse=non_negative_float)
     # --- in-process tools (off by default; docs/tools.md) ---
     torch_profiler: Optional[Tuple[int, int, int, int]] = flag(
         None, "run the loop under torch.profiler with this schedule, in steps (warmup steps count)",
@@ -135,6 +138,8 @@ def _problem(args: RankArgs[S], world: int) -> Optional[str]:
         return f"--fault-rank {args.fault_rank} is outside the world (size {world})"
     if args.no_sync_stop and args.duration_sec is None:
         return "--no-sync-stop only applies with --duration-sec"
+    if args.inject_side_cpu > 1:
+        return f"--inject-side-cpu {args.inject_side_cpu:g} is more than one core (0 to 1)"
     if args.inject_device_step_ms and args.device == Device.cpu:
         return (f"--inject-device-step-ms {args.inject_device_step_ms:g} needs a CUDA device: a device-side wait is a "
                 "GPU kernel (use --inject-step-ms for a host wait)")

@@ -5,12 +5,14 @@ run``, build the model and the loader, warm up, run the timed loop, write the ra
 from __future__ import annotations
 
 import gc
+import os
 import signal
 import time
 from typing import Any, Mapping, Sequence
 
 from ddpbench.choices import Device
 from ddpbench.formats.rank_loop import STARTUP_PARTS
+from ddpbench.workload import side_load
 from ddpbench.workload.affinity import current_cpus, pin_from_environment
 from ddpbench.workload.args import RankArgs, parse_args
 from ddpbench.workload.base import Workload
@@ -105,6 +107,10 @@ def train(
     startup.mark("data")
     if args.inject_startup_sec:
         time.sleep(args.inject_startup_sec)
+    side = None  # the injected side process: ends with this rank
+    if (args.inject_side_cpu or args.inject_side_mb) and rt.local_rank == 0:
+        report = os.path.join(args.metrics_dir, side_load.report_name(rt.node_rank)) if args.metrics_dir else None
+        side = side_load.start(args.inject_side_cpu, args.inject_side_mb, report)
     startup.mark("injected")
     tools = start_tools(args, rt)  # torch.profiler / W&B when asked for
     startup.mark("tools")
@@ -142,6 +148,7 @@ def train(
         write_record(args.metrics_dir, record)
         if args.gather_metrics:
             gather_records(record, rt, args.metrics_dir, stop_group)
+    del side  # not stopped here: it ends when this rank does (the footprint then sees it whole)
     # the DDP model goes before the group: its reducer holds the group, and freed later, its gloo threads can
     # outlive a peer's closed pair and the rank dies with SIGABRT (docs/workload.md)
     del trainer.model

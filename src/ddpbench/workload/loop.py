@@ -9,6 +9,7 @@ import contextlib
 import dataclasses
 import gc
 import itertools
+import resource
 import time
 from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator
 
@@ -176,6 +177,17 @@ class LoopResult:
     gpu: DeviceStepClock | None = None
     # the collector in the timed loop: the rank record's ``gc``
     gc: dict[str, Any] | None = None
+    # this process's CPU seconds over the timed loop (``resource.getrusage``): the rank record's ``timed_cpu_s``
+    timed_cpu_s: dict[str, float] | None = None
+
+
+def cpu_seconds_since(start: resource.struct_rusage, steps: int) -> dict[str, float]:
+    """This process's CPU seconds (all its threads; not its children) since ``start``: ``user``, ``system``,
+    ``total``, and ``per_step_ms`` (total ms per step over ``steps`` steps)."""
+    now = resource.getrusage(resource.RUSAGE_SELF)
+    user, system = now.ru_utime - start.ru_utime, now.ru_stime - start.ru_stime
+    return {"user": user, "system": system, "total": user + system,
+            "per_step_ms": 1000.0 * (user + system) / steps if steps else 0.0}
 
 
 def run_warmup(trainer: Trainer, batches: Iterator[Any], n: int, tools: ToolHooks | None = None) -> None:
@@ -200,6 +212,7 @@ def run_timed(
     rt.synchronize()
     boundary = time.perf_counter()
     res.first_step_start_epoch = time.time()
+    cpu_start = resource.getrusage(resource.RUSAGE_SELF)
     stop.start(boundary)
     if clock is not None:
         clock.start()
@@ -243,6 +256,7 @@ def run_timed(
     if switch is not None:
         switch.finish()
         trainer.traced = True
+    res.timed_cpu_s = cpu_seconds_since(cpu_start, len(res.durations_s))
     res.last_step_end_epoch = time.time()
     res.final_loss = float(loss.item()) if loss is not None else float("nan")
     return res

@@ -116,10 +116,11 @@ def build_record(
             "teardown_s": args.inject_teardown_sec,
             "device_step_ms": device_wait.ms if device_wait is not None else 0.0,
             "device_cycles_per_ms": device_wait.cycles_per_ms if device_wait is not None else None,
+            "side_cpu": args.inject_side_cpu, "side_mb": args.inject_side_mb,
         },
         "host_sync": args.host_sync,
         "gpu_time_ms": res.gpu.record() if res.gpu is not None else None,
-        "startup_s": startup, "gc": res.gc,
+        "startup_s": startup, "gc": res.gc, "timed_cpu_s": res.timed_cpu_s,
         # within-trial switching (the harness fills them in when the loop switched)
         "switching": None, "blocks": None,
     }

@@ -13,6 +13,7 @@ from ddpbench.choices import HostSyncPattern
 from ddpbench.formats.rank_record import OWN_LOADER
 from ddpbench.workload.args import RankArgs
 from ddpbench.workload.device_time import DeviceStepClock, step_clock
+from ddpbench.workload.lifetime import process_start_epoch
 from ddpbench.workload.loop import LoopResult
 from ddpbench.workload.record import build_record, write_record
 from ddpbench.workload.runtime import Runtime
@@ -58,14 +59,7 @@ _IMPORTED = time.time()
 
 def _process_start_epoch() -> float:
     """This process's start time (Unix s) from /proc on Linux; the recorder's import time elsewhere."""
-    try:
-        with open("/proc/self/stat", encoding="ascii") as handle:
-            start_ticks = int(handle.read().rsplit(")", 1)[1].split()[19])
-        with open("/proc/stat", encoding="ascii") as handle:
-            boot = next(float(line.split()[1]) for line in handle if line.startswith("btime "))
-        return boot + start_ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, StopIteration):
-        return _IMPORTED
+    return process_start_epoch(_IMPORTED)
 
 
 def rank_arguments(env: dict[str, str], batch_size: int) -> RankArgs[Sizes]:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from ddpbench.cluster.guarded import exit_status, run_guarded
+from ddpbench.cluster.guarded import exit_status, guard_footprint, run_guarded
 from ddpbench.errors import error_line
 from ddpbench.workload.lifetime import signal_on_parent_death
 
@@ -28,7 +28,7 @@ class NodeAgent:
         self.started: List[subprocess.Popen] = []
 
     def run(self, argv: List[str], env: Dict[str, str], cwd: str, stdout: str, stderr: str) -> Dict[str, Any]:
-        """Run ``argv`` under the keeper and the guard; host, wall (s) and exit code."""
+        """Run ``argv`` under the keeper and the guard; host, wall (s), exit code and the guard's footprint."""
         child_env = dict(env)
         child_env.pop("CUDA_VISIBLE_DEVICES", None)  # what Ray gave this actor, not what the driver host had
         if "CUDA_VISIBLE_DEVICES" in os.environ:
@@ -46,7 +46,7 @@ class NodeAgent:
             code = child.wait()
         wall_s = time.monotonic() - start
         return {"hostname": socket.gethostname(), "wall_s": wall_s, "exit_code": code, "spawn_epoch": spawn_epoch,
-                "exit_epoch": spawn_epoch + wall_s, "pid": os.getpid()}
+                "exit_epoch": spawn_epoch + wall_s, "pid": os.getpid(), "footprint": guard_footprint(record)}
 
     def stop(self, grace_s: float) -> bool:
         """SIGTERM the keeper (and so the guard) and wait at most ``grace_s`` seconds for it; whether it ended."""

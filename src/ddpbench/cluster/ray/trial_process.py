@@ -22,6 +22,7 @@ from ddpbench.cluster.guarded import exit_status
 from ddpbench.cluster.ray.backend import MASTER_ADDR_TOKEN
 from ddpbench.errors import DdpbenchError, error_line
 from ddpbench.formats.layout import AttemptLayout
+from ddpbench.io import write_json_atomic
 
 #: seconds between the trial process's checks of its actors
 POLL_S = 0.5
@@ -156,7 +157,6 @@ def _first_line(error: BaseException) -> str:
 def _write_peer_records(trial: TrialProcess, results: Dict[int, Dict[str, Any]], nnodes: int,
                         error: Optional[str], started: float) -> None:
     from ddpbench.formats.trial_record import node_entry
-    from ddpbench.io import write_json_atomic
 
     now = time.time()
     for node_rank in range(1, nnodes):
@@ -164,6 +164,8 @@ def _write_peer_records(trial: TrialProcess, results: Dict[int, Dict[str, Any]],
                                           "spawn_epoch": started, "exit_epoch": now,
                                           "error": error or "stopped: another node of the trial failed"}
         extra = {"error": node["error"]} if "error" in node else {}
+        if node.get("footprint") is not None:
+            extra["footprint"] = node["footprint"]
         logs = {stream: str(trial.node_log(node_rank, stream)) for stream in ("stdout", "stderr")}
         write_json_atomic(trial.attempt.node_record(node_rank), node_entry(
             node_rank, node["hostname"], wall_s=node["wall_s"], exit_code=node["exit_code"],
@@ -208,6 +210,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             signal.signal(signum, signal.SIG_IGN)
         trial.close()
     _write_peer_records(trial, results, len(spec["bundles"]), error, started)
+    if (results.get(0) or {}).get("footprint") is not None:  # node 0's, for the driver's node entry
+        write_json_atomic(trial.attempt.step_guard_record(0), {"footprint": results[0]["footprint"]})
     for stream, sink in (("stdout", sys.stdout), ("stderr", sys.stderr)):  # node 0's output is this process's
         if trial.node_log(0, stream).is_file():
             sink.write(trial.node_log(0, stream).read_text(errors="replace"))

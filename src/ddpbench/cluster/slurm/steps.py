@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from ddpbench.cluster.base import NODE_RANK_TOKEN
-from ddpbench.cluster.guarded import exit_status, run_guarded
+from ddpbench.cluster.guarded import exit_status, guard_footprint, run_guarded
 from ddpbench.formats.layout import AttemptLayout
 from ddpbench.formats.trial_record import node_entry
 from ddpbench.io import write_json_atomic
@@ -45,7 +45,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     wall_s = time.monotonic() - start
     write_json_atomic(attempt.node_record(node_rank), node_entry(
         node_rank, socket.gethostname(), wall_s=wall_s, exit_code=code, spawn_epoch=spawn_epoch,
-        exit_epoch=spawn_epoch + wall_s, stdout=stdout, stderr=stderr))
+        exit_epoch=spawn_epoch + wall_s, stdout=stdout, stderr=stderr, footprint=guard_footprint(record)))
     return exit_status(code)
 
 
