@@ -50,7 +50,7 @@ from _common import REPO, analysis, comparison, env, load, machine_line, now_utc
 from _method_stats import (Estimate, Method, Summary, ddpbench_estimate, harness_estimate, seed_estimate,  # noqa: E402
                            summarize, units_for_budget, whole_process_estimate)
 
-from ddpbench.choices import StopKind  # noqa: E402
+from ddpbench.choices import Choice, StopKind  # noqa: E402
 from ddpbench.config import DdpbenchConfig  # noqa: E402
 
 #: timed steps of a fixed-steps run per model when ``--steps`` is not given: ddpbench's default at ``tiny``, and
@@ -76,6 +76,14 @@ class Setting:
     extra: tuple[str, ...]
 
 
+class RunStop(Choice):
+    """When a bare run stops."""
+
+    steps = "steps"  # after the setting's timed steps (whole_process's long runs, harness)
+    short = "short"  # after whole_process's short runs' steps
+    duration = "duration"  # after the seed's duration
+
+
 @dataclass
 class Run:
     """One bare run: its wall seconds (spawn to exit) and its ranks' records."""
@@ -92,8 +100,8 @@ class Runner:
         # why each run that was run again failed the first time
         self.retries: List[str] = []
         steps = compose(["mode=native", *self.overrides()]), compose([f"mode={TOOL_MODE}", *self.overrides()])
-        self.native = {kind: with_stop(steps[0], kind, setting) for kind in RUN_KINDS}
-        self.tool = {kind: with_stop(steps[1], kind, setting) for kind in RUN_KINDS}
+        self.native = {kind: with_stop(steps[0], kind, setting) for kind in RunStop}
+        self.tool = {kind: with_stop(steps[1], kind, setting) for kind in RunStop}
 
     def overrides(self) -> list[str]:
         """The overrides the bare runs are composed with: no switching (no within-trial blocks)."""
@@ -144,10 +152,6 @@ class Runner:
                 shutil.rmtree(job_dir, ignore_errors=True)
 
 
-#: the bare runs' stops: S timed steps, the short runs' steps, the seed's duration
-RUN_KINDS = ("steps", "short", "duration")
-
-
 def compose(overrides: Sequence[str]) -> DdpbenchConfig:
     """The typed config ``python -m ddpbench OVERRIDES`` would run (composed in this process)."""
     import ddpbench.app  # noqa: F401  (registers the config schema)
@@ -160,12 +164,12 @@ def compose(overrides: Sequence[str]) -> DdpbenchConfig:
         return typed(hydra_compose("config", overrides=list(overrides), return_hydra_config=True))
 
 
-def with_stop(cfg: DdpbenchConfig, kind: str, setting: Setting) -> DdpbenchConfig:
-    """``cfg`` stopping after the setting's steps, its short runs' steps, or its duration (``RUN_KINDS``)."""
+def with_stop(cfg: DdpbenchConfig, kind: RunStop, setting: Setting) -> DdpbenchConfig:
+    """``cfg`` stopping after the setting's steps, its short runs' steps, or its duration."""
     stop = cfg.stop
-    if kind == "steps":
+    if kind == RunStop.steps:
         stop = dataclasses.replace(stop, kind=StopKind.steps, steps=setting.steps, duration_sec=None)
-    elif kind == "short":
+    elif kind == RunStop.short:
         stop = dataclasses.replace(stop, kind=StopKind.steps, steps=setting.short_steps, duration_sec=None)
     else:
         stop = dataclasses.replace(stop, kind=StopKind.duration, steps=None, duration_sec=setting.duration_s)
@@ -195,7 +199,7 @@ def campaign_ddpbench(runner: Runner, n: int, aa: bool, tag: str) -> tuple[Estim
 
 def campaign_seed(runner: Runner, n: int, aa: bool, tag: str) -> tuple[Estimate, Dict[str, Any]]:
     """``n`` alternating pairs of fixed-duration runs (native first on odd pairs): rank 0's steps/s."""
-    base, other = runner.native["duration"], (runner.native if aa else runner.tool)["duration"]
+    base, other = runner.native[RunStop.duration], (runner.native if aa else runner.tool)[RunStop.duration]
     b: List[float] = []
     x: List[float] = []
     for i in range(n):
@@ -209,9 +213,9 @@ def campaign_whole_process(runner: Runner, n: int, aa: bool, tag: str) -> tuple[
     """Two hyperfine invocations: ``n`` long runs of native then ``n`` of the tool; the same at the short length."""
     tool = runner.native if aa else runner.tool
     walls: Dict[str, List[float]] = {}
-    for length in ("steps", "short"):
+    for length in (RunStop.steps, RunStop.short):
         for side, cfgs in (("native", runner.native), ("tool", tool)):
-            walls[f"{side}_{length}"] = [runner.run(cfgs[length]).wall_s for _ in range(n)]
+            walls[f"{side}_{length.value}"] = [runner.run(cfgs[length]).wall_s for _ in range(n)]
     est = whole_process_estimate(walls["native_steps"], walls["tool_steps"], walls["native_short"],
                                  walls["tool_short"])
     return est, {"wall_s": walls}
@@ -219,8 +223,8 @@ def campaign_whole_process(runner: Runner, n: int, aa: bool, tag: str) -> tuple[
 
 def campaign_harness(runner: Runner, n: int, aa: bool, tag: str) -> tuple[Estimate, Dict[str, Any]]:
     """``n`` fresh native processes, then ``n`` tool processes; each one's step times."""
-    tool = (runner.native if aa else runner.tool)["steps"]
-    base_runs = [steps_of(runner.run(runner.native["steps"])) for _ in range(n)]
+    tool = (runner.native if aa else runner.tool)[RunStop.steps]
+    base_runs = [steps_of(runner.run(runner.native[RunStop.steps])) for _ in range(n)]
     tool_runs = [steps_of(runner.run(tool)) for _ in range(n)]
     est = harness_estimate(base_runs, tool_runs)
     return est, {"native_medians_ms": [statistics.median(p) for p in base_runs],
@@ -236,8 +240,8 @@ CAMPAIGNS: Dict[Method, Callable[[Runner, int, bool, str], tuple[Estimate, Dict[
 def unit_costs(runner: Runner, methods: Sequence[Method], tag: str) -> Dict[Method, tuple[float, float]]:
     """Each method's seconds per unit (a pair; for whole_process a long and a short run of each command), tool and
     A/A, from one run of each kind (the first also warms the machine up); ddpbench's from a 2-pair sweep."""
-    walls = {f"{side}_{kind}": runner.run(cfgs[kind]).wall_s
-             for kind in RUN_KINDS for side, cfgs in (("native", runner.native), ("tool", runner.tool))}
+    walls = {f"{side}_{kind.value}": runner.run(cfgs[kind]).wall_s
+             for kind in RunStop for side, cfgs in (("native", runner.native), ("tool", runner.tool))}
     out: Dict[Method, tuple[float, float]] = {
         Method.seed: (walls["native_duration"] + walls["tool_duration"], 2 * walls["native_duration"]),
         Method.whole_process: (walls["native_steps"] + walls["tool_steps"] + walls["native_short"]
