@@ -137,7 +137,7 @@ class Summary:
     mean_pct: float
     # the empirical SD of its estimate over the campaigns (needs no ground truth)
     sd_pct: float
-    # the mean of its stated half-widths
+    # the mean of its stated half-widths (of the campaigns that stated one)
     half_width_pct: float
     # the other methods' pooled estimate (the mean of their mean estimates) and the share of campaigns whose stated
     # interval holds it
@@ -160,6 +160,11 @@ def _share(flags: Iterable[bool]) -> float:
     return sum(values) / len(values) if values else float("nan")
 
 
+def _finite_mean(values: Sequence[float]) -> float:
+    finite = [v for v in values if math.isfinite(v)]
+    return statistics.fmean(finite) if finite else float("nan")
+
+
 def _sd(values: Sequence[float]) -> float:
     return statistics.stdev(values) if len(values) > 1 else float("nan")
 
@@ -180,7 +185,7 @@ def summarize(tool: Mapping[Method, Sequence[Estimate]], aa: Mapping[Method, Seq
         sd = _sd(pcts)
         out.append(Summary(
             method=method, campaigns=len(estimates), mean_pct=means.get(method, float("nan")), sd_pct=sd,
-            half_width_pct=statistics.fmean(e.half_width_pct for e in estimates) if estimates else float("nan"),
+            half_width_pct=_finite_mean([e.half_width_pct for e in estimates]),
             others_pct=pooled,
             covers_others=_share(e.covers(pooled) for e in estimates) if others else float("nan"),
             aa_campaigns=len(aa_es), aa_false_over=_share(e.status(budget_pct) == OVER for e in aa_es),

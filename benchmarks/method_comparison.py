@@ -95,8 +95,8 @@ class Run:
 class Runner:
     """Runs the bare commands of one setting: the configs composed once, each run in a folder of its own."""
 
-    def __init__(self, setting: Setting, workdir: Path, timeout_s: float, keep: bool) -> None:
-        self.setting, self.workdir, self.timeout_s, self.keep = setting, workdir, timeout_s, keep
+    def __init__(self, setting: Setting, workdir: Path, timeout_s: float, keep: bool, again: int) -> None:
+        self.setting, self.workdir, self.timeout_s, self.keep, self.again = setting, workdir, timeout_s, keep, again
         # why each run that was run again failed the first time
         self.retries: List[str] = []
         steps = compose(["mode=native", *self.overrides()]), compose([f"mode={TOOL_MODE}", *self.overrides()])
@@ -109,12 +109,14 @@ class Runner:
                 *self.setting.extra]
 
     def run(self, cfg: DdpbenchConfig) -> Run:
-        """One run of ``cfg``'s command, run again once when it fails (as a user would; counted in ``retries``)."""
-        try:
-            return self._once(cfg)
-        except RuntimeError as error:
-            self.retries.append(f"{cfg.mode.name}: {str(error)[-300:]}")
-            return self._once(cfg)
+        """One run of ``cfg``'s command, run again up to ``again`` times when it fails, as a user would (each
+        failure's reason in ``retries``)."""
+        for _ in range(self.again):
+            try:
+                return self._once(cfg)
+            except RuntimeError as error:
+                self.retries.append(f"{cfg.mode.name}: {str(error)[-300:]}")
+        return self._once(cfg)
 
     def _once(self, cfg: DdpbenchConfig) -> Run:
         from ddpbench.cluster.ports import free_ports
@@ -325,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workdir", type=Path, default=Path.cwd(), help="where outputs/ goes (default: cwd)")
     p.add_argument("--timeout", type=float, default=600.0, help="per bare run, s")
     p.add_argument("--keep", action="store_true", help="keep the bare runs' folders")
+    p.add_argument("--retries", type=int, default=1, help="times a failed bare run is run again")
     p.add_argument("--out", type=Path, default=None, help="the JSON (default outputs/method_comparison-<date>.json)")
     args = p.parse_args(argv)
     methods = [Method(m.strip()) for m in args.methods.split(",") if m.strip()]
@@ -339,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
                                                      for k, v in vars(args).items()},
                                                   "per_model": [dataclasses.asdict(s) for s in settings]},
         "pairs": {}, "campaigns": [], "summary": {}}
-    runners = {s.model: Runner(s, args.workdir, args.timeout, args.keep) for s in settings}
+    runners = {s.model: Runner(s, args.workdir, args.timeout, args.keep, args.retries) for s in settings}
     for s in settings:
         missing = [m for m in methods if m not in given]
         costs = unit_costs(runners[s.model], missing, tag) if missing else {}

@@ -116,3 +116,10 @@ def test_summary_of_a_method_not_run() -> None:
     assert by[Method.ddpbench].campaigns == 0 and math.isnan(by[Method.ddpbench].mean_pct)
     assert math.isnan(by[Method.harness].sd_ratio)  # no reference spread to compare with
     assert math.isnan(by[Method.harness].others_pct) and math.isnan(by[Method.harness].aa_false_over)
+
+
+def test_a_campaign_without_an_interval_counts_in_the_spread_not_the_half_width() -> None:
+    # a sweep that lost a pair: one pair, no interval
+    out = summarize({Method.ddpbench: [Estimate(1.0, 2.0, 2), Estimate(3.0, 4.0, 2), Estimate(8.0, math.nan, 1)]},
+                    {}, {}, 2.0)
+    assert out[0].half_width_pct == 3.0 and out[0].sd_pct == pytest.approx(statistics.stdev([1.0, 3.0, 8.0]))
