@@ -271,11 +271,11 @@ def _share(x: float) -> str:
 def table(model: str, summaries: Sequence[Summary], pairs: Dict[Method, int]) -> List[str]:
     """The markdown table of one model's summaries."""
     lines = [f"### model={model}", "",
-             "| method | campaigns | mean % | empirical SD (pp) | SD / ddpbench's | stated half-width (pp) | "
+             "| method | campaigns (tool / A/A) | mean % | empirical SD (pp) | SD / ddpbench's | stated half-width (pp) | "
              "covers the others' pooled | A/A false over | A/A within | A/A interval leaves out 0 | N | machine s |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in summaries:
-        lines.append(f"| {s.method.value} | {s.campaigns} | {_num(s.mean_pct, sign=True)} | {_num(s.sd_pct)} | "
+        lines.append(f"| {s.method.value} | {s.campaigns} / {s.aa_campaigns} | {_num(s.mean_pct, sign=True)} | {_num(s.sd_pct)} | "
                      f"{_num(s.sd_ratio)} | {_num(s.half_width_pct)} | {_share(s.covers_others)} "
                      f"({_num(s.others_pct, sign=True)}) | {_share(s.aa_false_over)} | {_share(s.aa_within)} | "
                      f"{_share(s.aa_excludes_zero)} | {pairs.get(s.method, 0)} | {_num(s.machine_s, 0)} |")
