@@ -12,8 +12,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from ddpbench.analysis.verdict import OVER, WITHIN, Figure
-from ddpbench.choices import Choice
+from ddpbench.analysis.verdict import Figure
+from ddpbench.choices import Choice, Verdict
 
 
 class Method(Choice):
@@ -35,7 +35,7 @@ class Estimate:
     # pairs (or runs per command) behind it
     n: int
 
-    def status(self, budget_pct: float) -> str:
+    def status(self, budget_pct: float) -> Verdict:
         """``over`` / ``within`` / ``inconclusive``: the stated interval against ``budget_pct`` (ddpbench's rule for
         a whole-cost figure: wholly above, wholly below, else undecided)."""
         low, high = self.pct - self.half_width_pct, self.pct + self.half_width_pct
@@ -188,8 +188,8 @@ def summarize(tool: Mapping[Method, Sequence[Estimate]], aa: Mapping[Method, Seq
             half_width_pct=_finite_mean([e.half_width_pct for e in estimates]),
             others_pct=pooled,
             covers_others=_share(e.covers(pooled) for e in estimates) if others else float("nan"),
-            aa_campaigns=len(aa_es), aa_false_over=_share(e.status(budget_pct) == OVER for e in aa_es),
-            aa_within=_share(e.status(budget_pct) == WITHIN for e in aa_es),
+            aa_campaigns=len(aa_es), aa_false_over=_share(e.status(budget_pct) is Verdict.over for e in aa_es),
+            aa_within=_share(e.status(budget_pct) is Verdict.within for e in aa_es),
             aa_excludes_zero=_share(math.isfinite(e.half_width_pct) and not e.covers(0.0) for e in aa_es),
             sd_ratio=sd / ref_sd if ref_sd > 0 else float("nan"),
             machine_s=statistics.fmean(machine_s[method]) if machine_s.get(method) else float("nan")))

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from ddpbench.choices import Verdict
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from _method_stats import (Estimate, Method, ddpbench_estimate, harness_estimate, noise_floor,  # noqa: E402
                            percentile, seed_estimate, summarize, units_for_budget, whole_process_estimate)
@@ -74,10 +76,10 @@ def test_ddpbench_estimate_reads_the_report_interval() -> None:
 
 
 def test_verdict_and_cover() -> None:
-    assert Estimate(5.0, 2.0, 5).status(2.0) == "over"
-    assert Estimate(-1.0, 2.0, 5).status(2.0) == "within"
-    assert Estimate(1.0, 2.0, 5).status(2.0) == "inconclusive"
-    assert Estimate(9.0, float("nan"), 1).status(2.0) == "inconclusive"
+    assert Estimate(5.0, 2.0, 5).status(2.0) is Verdict.over
+    assert Estimate(-1.0, 2.0, 5).status(2.0) is Verdict.within
+    assert Estimate(1.0, 2.0, 5).status(2.0) is Verdict.inconclusive
+    assert Estimate(9.0, float("nan"), 1).status(2.0) is Verdict.inconclusive
     assert Estimate(1.0, 2.0, 5).covers(3.0) and not Estimate(1.0, 2.0, 5).covers(3.5)
 
 
