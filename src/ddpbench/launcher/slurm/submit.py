@@ -21,7 +21,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from ddpbench.choices import TrialStatus
 from ddpbench.cluster.slurm.wait import (SLURM_CALL_TIMEOUT_S, Bounds, JobWait, SlurmStateError, await_job,
                                          is_terminal, job_state, scancel)
-from ddpbench.config import DdpbenchConfig, typed
+from ddpbench.config import DdpbenchConfig, typed_trial
 from ddpbench.formats.trial_record import TRIAL_FILE, build_trial_record, config_hash
 from ddpbench.io import read_json, write_json_atomic
 from ddpbench.launcher.slurm.allocation import add_slurm_logs
@@ -131,7 +131,7 @@ class Submitter:
         with open_dict(cfg.hydra.job):
             cfg.hydra.job.num = idx
         job_dir = Path(str(cfg.hydra.sweep.dir)) / str(cfg.hydra.sweep.subdir)
-        trial = typed(cfg) if "trial" in cfg else None
+        trial = typed_trial(cfg) if "trial" in cfg else None
         timeout = trial_timeout_s(trial) if trial is not None else None
         minutes = self.params.get("timeout_min")
         if minutes is None:
