@@ -41,9 +41,18 @@ for _ in $(seq 50); do
 done
 stop_all KILL
 
-rm -rf /tmp/ddpbench-* /tmp/ddpb-ray-* /tmp/ray /tmp/pytest-of-* /tmp/torchelastic_* /tmp/torchinductor_* \
-       /run/ddpbench-munge-* /run/lock/ddpbench-*.lock
-rm -rf "$HOME/.cache/pip" "$HOME/.cache/uv" "$HOME/.cache/ddpbench"
+# never the checkout this script runs from, nor the folder a command was started in (a clone may live in /tmp)
+here=$(cd "$(dirname "$0")/.." && pwd -P)
+cwd=$(pwd -P)
+for path in /tmp/ddpbench-* /tmp/ddpb-ray-* /tmp/ray /tmp/pytest-of-* /tmp/torchelastic_* /tmp/torchinductor_* \
+            /run/ddpbench-munge-* /run/lock/ddpbench-*.lock \
+            "$HOME/.cache/pip" "$HOME/.cache/uv" "$HOME/.cache/ddpbench"; do
+    [ -e "$path" ] || continue
+    real=$(cd "$(dirname "$path")" && pwd -P)/$(basename "$path")
+    case "$here/" in "$real"/*) continue ;; esac
+    case "$cwd/" in "$real"/*) continue ;; esac
+    rm -rf "$path"
+done
 if grep -qxE '127\.0\.0\.1 n[12]' /etc/hosts 2>/dev/null; then
     # /etc/hosts may be a bind mount: rewrite it in place rather than replace the file
     kept=$(grep -vxE '127\.0\.0\.1 n[12]' /etc/hosts)
