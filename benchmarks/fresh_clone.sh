@@ -30,7 +30,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ "$(id -u)" -eq 0 ] || die "must run as root (purges packages, starts daemons, mounts)"
-commit=$(git -C "$repo" rev-parse --short HEAD) || die "$repo is not a git checkout"
+git -C "$repo" rev-parse --short HEAD >/dev/null || die "$repo is not a git checkout"
 mkdir -p "$(dirname "$out")"
 [ -s "$out" ] || printf 'start_utc\tcommit\tsetup_s\tpytest_s\twhole_s\tsummary\tbusy_cpu_s\tsteal_cpu_s\n' >"$out"
 
@@ -65,12 +65,12 @@ for _ in $(seq "$runs"); do
                       | sed "s/^ *//; s/ *$//")
         fi
         t2=$(date +%s.%N)
-        printf "%.0f\t%.0f\t%.0f\t%s\n" "$(echo "$t1 - $t0" | bc)" "$(echo "$t2 - $t1" | bc)" \
-            "$(echo "$t2 - $t0" | bc)" "${summary:-no summary}" >"$WORK/result"
+        printf "%s\t%.0f\t%.0f\t%.0f\t%s\n" "$(git rev-parse --short HEAD)" "$(echo "$t1 - $t0" | bc)" \
+            "$(echo "$t2 - $t1" | bc)" "$(echo "$t2 - $t0" | bc)" "${summary:-no summary}" >"$WORK/result"
     '
     read -r busy1 steal1 < <(cpu_ticks)
     hz=$(getconf CLK_TCK)
-    IFS=$'\t' read -r setup_s pytest_s whole_s summary <"$work/result"
+    IFS=$'\t' read -r commit setup_s pytest_s whole_s summary <"$work/result"
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$start" "$commit" "$setup_s" "$pytest_s" "$whole_s" "$summary" \
         $(((busy1 - busy0) / hz)) $(((steal1 - steal0) / hz)) | tee -a "$out"
     rm -rf "$work/tmp" "$work/cache"  # the clone and its environment: gigabytes; the logs stay
