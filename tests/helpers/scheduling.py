@@ -2,8 +2,8 @@
 
 pytest-xdist's own ``--dist loadgroup`` passes a test's group from the worker to the controller by
 appending ``@group`` to the test's node id; pytest 9.2 computes node ids from a structured id, so that
-append no longer takes effect and every group is silently spread over all workers (pytest-xdist issue
-1386). The suite then started one SLURM cluster per worker, the clusters raced for one port, and the
+append no longer takes effect and every group is silently spread over all workers (an open pytest-xdist
+bug). The suite then started one SLURM cluster per worker, the clusters raced for one port, and the
 tests of the losers errored.
 
 The suite does not depend on that side channel. Each worker writes the groups it computed at collection
