@@ -8,7 +8,8 @@
 #   scripts/bare-state.sh --apt    # also purge the Debian packages setup.sh --test installs (slurm-wlm, munge,
 #                                  # chromium), so that setup installs them again
 #
-# Needs root. Touches nothing a person made: only ddpbench's own test folders and the caches named above.
+# Needs root. It stops EVERY munged, slurmctld, slurmd and Ray process on the host (by name), so run it only on a
+# machine given to ddpbench's tests; of files it removes only ddpbench's test folders and the caches named above.
 set -u -o pipefail
 PROG=bare-state
 say() { echo "$PROG: $*" >&2; }
@@ -18,7 +19,7 @@ apt=0
 case "${1:-}" in
     "") ;;
     --apt) apt=1 ;;
-    -h | --help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 0 ;;
+    -h | --help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 0 ;;
     *) die "unknown option '$1' (use --apt or nothing)" ;;
 esac
 [ "$(id -u)" -eq 0 ] || die "must run as root (stops daemons, edits /etc/hosts)"
